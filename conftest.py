@@ -1,0 +1,20 @@
+"""Test-session setup shared by the unit tests and the notebooks run under nbval.
+
+* Blocks outbound network access here and in every notebook kernel (see tests/network_guard/sitecustomize.py:
+  kernels inherit PYTHONPATH and load it at start-up).
+* One CPU thread per process unless the caller chose otherwise: small models run faster that way on a 2-core
+  machine (measured in benchmarks/README.md).
+"""
+import importlib.util
+import os
+import pathlib
+
+GUARD = pathlib.Path(__file__).parent / "tests" / "network_guard" / "sitecustomize.py"
+
+os.environ["COURSE_BLOCK_NETWORK"] = "1"
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GUARD.parent), os.environ.get("PYTHONPATH")]))
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+_spec = importlib.util.spec_from_file_location("course_network_guard", GUARD)
+network_guard = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(network_guard)  # installs the guard in this process

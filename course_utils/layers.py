@@ -1,0 +1,98 @@
+"""The position-wise feed-forward network and the encoder/decoder layers (Post-LN or Pre-LN)."""
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .attention import MultiHeadAttention
+from .config import ACTIVATIONS, NORM_PLACEMENTS, check_choice
+
+
+class PositionwiseFeedForward(nn.Module):
+    """``Linear(d_model → d_ff) → activation → dropout → Linear(d_ff → d_model)``, applied to every position alone."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu") -> None:
+        super().__init__()
+        check_choice("activation", activation, ACTIVATIONS)
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.activation = F.relu if activation == "relu" else F.gelu
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``(batch, seq, d_model)`` → same shape."""
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))
+
+
+class ResidualSublayer(nn.Module):
+    """Residual connection around a sublayer with its LayerNorm, placed after (Post-LN) or before (Pre-LN).
+
+    post: ``norm(x + dropout(sublayer(x)))`` — the original paper.
+    pre:  ``x + dropout(sublayer(norm(x)))`` — the residual path stays an identity, easier to train deep.
+    """
+
+    def __init__(self, d_model: int, dropout: float, norm: str) -> None:
+        super().__init__()
+        check_choice("norm", norm, NORM_PLACEMENTS)
+        self.norm_first = norm == "pre"
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, sublayer) -> torch.Tensor:
+        if self.norm_first:
+            return x + self.dropout(sublayer(self.norm(x)))
+        return self.norm(x + self.dropout(sublayer(x)))
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention then feed-forward, each wrapped in a residual + LayerNorm."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
+                 activation: str = "relu", norm: str = "post") -> None:
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation)
+        self.attn_block = ResidualSublayer(d_model, dropout, norm)
+        self.ff_block = ResidualSublayer(d_model, dropout, norm)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``x (batch, seq, d_model)``, ``mask`` bool broadcastable to (batch, heads, seq, seq) → same shape as x."""
+        x = self.attn_block(x, lambda h: self.self_attn(h, h, h, mask)[0])
+        return self.ff_block(x, self.feed_forward)
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention, cross-attention to the encoder memory, feed-forward; each residual + LayerNorm."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
+                 activation: str = "relu", norm: str = "post") -> None:
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation)
+        self.self_attn_block = ResidualSublayer(d_model, dropout, norm)
+        self.cross_attn_block = ResidualSublayer(d_model, dropout, norm)
+        self.ff_block = ResidualSublayer(d_model, dropout, norm)
+
+    def forward(self, y: torch.Tensor, memory: torch.Tensor, tgt_mask: torch.Tensor | None = None,
+                memory_mask: torch.Tensor | None = None,
+                cache: dict[str, dict[str, torch.Tensor]] | None = None) -> torch.Tensor:
+        """Decoder step.
+
+        Args:
+            y: target-side vectors ``(batch, tgt_len, d_model)``.
+            memory: encoder output ``(batch, src_len, d_model)``.
+            tgt_mask: bool, broadcastable to (batch, heads, tgt_len, tgt_len): causal AND target padding.
+            memory_mask: bool, broadcastable to (batch, heads, tgt_len, src_len): hides source padding.
+            cache: during incremental decoding, ``{"self": {}, "cross": {}}`` owned by this layer.
+
+        Returns:
+            ``(batch, tgt_len, d_model)``.
+        """
+        self_cache = cache["self"] if cache is not None else None
+        cross_cache = cache["cross"] if cache is not None else None
+        y = self.self_attn_block(y, lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0])
+        y = self.cross_attn_block(
+            y, lambda h: self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache, static_kv=True)[0])
+        return self.ff_block(y, self.feed_forward)

@@ -1,0 +1,53 @@
+"""Attention masks — one convention for the whole course.
+
+**A mask is a boolean tensor where ``True`` means "this query may attend to this key".** It must broadcast to the
+attention-score shape ``(batch, heads, q_len, k_len)``. This is the convention of
+``torch.nn.functional.scaled_dot_product_attention``. (``nn.MultiheadAttention``'s ``key_padding_mask`` and
+``attn_mask`` use the *opposite* convention, ``True`` = blocked; invert with ``~`` when you talk to it.)
+"""
+from __future__ import annotations
+
+import torch
+
+
+def padding_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
+    """Mask that hides padding keys.
+
+    Args:
+        ids: token ids ``(batch, seq)``.
+        pad_id: the id used for padding.
+
+    Returns:
+        bool ``(batch, 1, 1, seq)``: ``True`` at real tokens, ``False`` at padding.
+    """
+    if ids.dim() != 2:
+        raise ValueError(f"padding_mask expects token ids of shape (batch, seq), got {tuple(ids.shape)}; "
+                         "add a batch dimension with ids.unsqueeze(0) for a single sequence")
+    return (ids != pad_id)[:, None, None, :]
+
+
+def causal_mask(seq_len: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """Mask that hides the future: position ``i`` may attend to positions ``0..i``.
+
+    Returns:
+        bool ``(1, 1, seq_len, seq_len)``, lower-triangular ``True``.
+    """
+    if seq_len < 1:
+        raise ValueError(f"seq_len must be >= 1, got {seq_len}")
+    return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()[None, None]
+
+
+def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
+    """Logical AND of the given masks (``None`` entries are skipped); a key is allowed only if every mask allows it."""
+    present = [m for m in masks if m is not None]
+    if not present:
+        return None
+    combined = present[0]
+    for mask in present[1:]:
+        combined = combined & mask
+    return combined
+
+
+def target_mask(tgt_ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
+    """Decoder self-attention mask: causal AND target padding, bool ``(batch, 1, seq, seq)``."""
+    return combine_masks(padding_mask(tgt_ids, pad_id), causal_mask(tgt_ids.size(1), tgt_ids.device))

@@ -1,0 +1,75 @@
+"""Plotting helpers shared by every notebook: attention heatmaps and training curves."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import torch
+
+
+def show_heatmaps(matrices, row_labels: Sequence[str] | None = None, col_labels: Sequence[str] | None = None,
+                  titles: Sequence[str] | None = None, suptitle: str | None = None, xlabel: str = "key",
+                  ylabel: str = "query", ncols: int | None = None, cmap: str = "viridis",
+                  panel_size: float = 3.0, vmin: float | None = 0.0, vmax: float | None = None,
+                  colorbar: bool = True) -> plt.Figure:
+    """Draw one or more matrices (e.g. attention weights, one panel per head) side by side.
+
+    Args:
+        matrices: a 2-D ``(rows, cols)`` array/tensor, a 3-D ``(panels, rows, cols)`` one, or a list of 2-D ones.
+        row_labels, col_labels: tick labels (e.g. query and key tokens).
+        titles: one title per panel (e.g. ``["head 0", "head 1"]``).
+        vmin, vmax: colour range; attention weights lie in [0, 1], the default shares ``vmin=0`` across panels.
+
+    Returns:
+        The figure (call ``plt.show()`` to display it).
+    """
+    if isinstance(matrices, torch.Tensor):
+        matrices = matrices.detach().float().cpu()
+        panels = [matrices] if matrices.dim() == 2 else list(matrices)
+    else:
+        panels = list(matrices) if not hasattr(matrices, "ndim") or matrices.ndim == 3 else [matrices]
+    panels = [torch.as_tensor(p).detach().float().cpu() for p in panels]
+    if any(p.dim() != 2 for p in panels):
+        raise ValueError(f"show_heatmaps draws 2-D matrices, got panels of shapes {[tuple(p.shape) for p in panels]}")
+    if titles is not None and len(titles) != len(panels):
+        raise ValueError(f"got {len(titles)} titles for {len(panels)} panels")
+    ncols = ncols or min(len(panels), 4)
+    nrows = -(-len(panels) // ncols)
+    vmax = vmax if vmax is not None else max(float(p.max()) for p in panels)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(panel_size * ncols + 0.8, panel_size * nrows),
+                             squeeze=False, constrained_layout=True)
+    for i, ax in enumerate(axes.flat):
+        if i >= len(panels):
+            ax.axis("off")
+            continue
+        image = ax.imshow(panels[i].numpy(), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+        if row_labels is not None:
+            ax.set_yticks(range(len(row_labels)), row_labels, fontsize=8)
+        if col_labels is not None:
+            ax.set_xticks(range(len(col_labels)), col_labels, fontsize=8, rotation=90)
+        if titles is not None:
+            ax.set_title(titles[i], fontsize=10)
+        if i % ncols == 0:
+            ax.set_ylabel(ylabel)
+        if i // ncols == nrows - 1:
+            ax.set_xlabel(xlabel)
+    if colorbar:
+        fig.colorbar(image, ax=axes, shrink=0.8, label="weight")
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def plot_history(history, metrics: Sequence[str] = (), title: str = "Training") -> plt.Figure:
+    """Training loss per step (left) and the chosen evaluation metrics (right) of a ``training.History``."""
+    n_panels = 2 if metrics else 1
+    fig, axes = plt.subplots(1, n_panels, figsize=(5.5 * n_panels, 3.6), squeeze=False, constrained_layout=True)
+    axes[0, 0].plot(history.train_loss, lw=1)
+    axes[0, 0].set(xlabel="optimizer step", ylabel="training loss", title=f"{title}: loss")
+    if metrics:
+        for name in metrics:
+            steps, values = history.metric(name)
+            axes[0, 1].plot(steps, values, marker="o", label=name)
+        axes[0, 1].set(xlabel="optimizer step", ylabel="value", title=f"{title}: evaluation")
+        axes[0, 1].legend()
+    return fig

@@ -1,0 +1,114 @@
+"""Encoder/decoder layers and the full encoder–decoder equal PyTorch's own modules with copied weights."""
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+
+from course_utils.config import TransformerConfig, count_parameters
+from course_utils.layers import DecoderLayer, EncoderLayer
+from course_utils.masks import causal_mask, padding_mask
+from course_utils.models import (Decoder, Encoder, MaskedLanguageModel, Seq2SeqTransformer,
+                                 TransformerClassifier)
+from course_utils.reference import copy_decoder, copy_decoder_layer, copy_encoder, copy_encoder_layer
+
+D_MODEL, N_HEADS, D_FF = 16, 4, 32
+SRC = torch.tensor([[5, 6, 7, 8, 9, 3], [4, 5, 6, 0, 0, 0]])
+TGT = torch.tensor([[1, 8, 4, 2, 0], [1, 3, 5, 7, 2]])
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_encoder_layer_matches_pytorch(norm, activation):
+    torch.manual_seed(0)
+    theirs = nn.TransformerEncoderLayer(D_MODEL, N_HEADS, D_FF, dropout=0.0, activation=activation,
+                                        batch_first=True, norm_first=norm == "pre").eval()
+    ours = EncoderLayer(D_MODEL, N_HEADS, D_FF, dropout=0.0, activation=activation, norm=norm).eval()
+    copy_encoder_layer(ours, theirs)
+    x = torch.randn(2, 6, D_MODEL)
+    expected = theirs(x, src_key_padding_mask=SRC == 0)
+    torch.testing.assert_close(ours(x, padding_mask(SRC)), expected)
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_decoder_layer_matches_pytorch(norm):
+    torch.manual_seed(0)
+    theirs = nn.TransformerDecoderLayer(D_MODEL, N_HEADS, D_FF, dropout=0.0, batch_first=True,
+                                        norm_first=norm == "pre").eval()
+    ours = DecoderLayer(D_MODEL, N_HEADS, D_FF, dropout=0.0, norm=norm).eval()
+    copy_decoder_layer(ours, theirs)
+    y, memory = torch.randn(2, 5, D_MODEL), torch.randn(2, 6, D_MODEL)
+    expected = theirs(y, memory, tgt_mask=~causal_mask(5)[0, 0], tgt_key_padding_mask=TGT == 0,
+                      memory_key_padding_mask=SRC == 0)
+    out = ours(y, memory, causal_mask(5) & padding_mask(TGT), padding_mask(SRC))
+    torch.testing.assert_close(out, expected)
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_encoder_and_decoder_stacks_match_nn_transformer(norm):
+    torch.manual_seed(0)
+    config = TransformerConfig(vocab_size=10, d_model=D_MODEL, n_heads=N_HEADS, d_ff=D_FF, n_layers=2,
+                               dropout=0.0, norm=norm)
+    theirs = nn.Transformer(D_MODEL, N_HEADS, 2, 2, D_FF, dropout=0.0, batch_first=True,
+                            norm_first=norm == "pre").eval()
+    encoder, decoder = Encoder(config).eval(), Decoder(config).eval()
+    copy_encoder(encoder, theirs.encoder)
+    copy_decoder(decoder, theirs.decoder)
+    src, tgt = torch.randn(2, 6, D_MODEL), torch.randn(2, 5, D_MODEL)
+    expected = theirs(src, tgt, tgt_mask=~causal_mask(5)[0, 0], src_key_padding_mask=SRC == 0,
+                      tgt_key_padding_mask=TGT == 0, memory_key_padding_mask=SRC == 0)
+    memory = encoder(src, padding_mask(SRC))
+    out = decoder(tgt, memory, causal_mask(5) & padding_mask(TGT), padding_mask(SRC))
+    torch.testing.assert_close(out, expected)
+
+
+def test_seq2seq_model_uses_the_same_stacks_as_nn_transformer():
+    torch.manual_seed(0)
+    config = TransformerConfig(vocab_size=12, d_model=D_MODEL, n_heads=N_HEADS, d_ff=D_FF, n_layers=2,
+                               dropout=0.0, max_len=16)
+    model = Seq2SeqTransformer(config).eval()
+    theirs = nn.Transformer(D_MODEL, N_HEADS, 2, 2, D_FF, dropout=0.0, batch_first=True).eval()
+    copy_encoder(model.encoder, theirs.encoder)
+    copy_decoder(model.decoder, theirs.decoder)
+    hidden = theirs(model.src_embedding(SRC), model.tgt_embedding(TGT), tgt_mask=~causal_mask(5)[0, 0],
+                    src_key_padding_mask=SRC == 0, tgt_key_padding_mask=TGT == 0, memory_key_padding_mask=SRC == 0)
+    torch.testing.assert_close(model(SRC, TGT), model.generator(hidden))
+
+
+def test_seed_001_forward_shape_and_initial_loss():
+    torch.manual_seed(0)
+    config = TransformerConfig(vocab_size=100, d_model=64, n_heads=4, d_ff=256, n_layers=2, dropout=0.0)
+    model = Seq2SeqTransformer(config)
+    src = torch.tensor([[3, 5, 7, 2, 0, 0, 0], [1, 4, 6, 8, 9, 2, 0]])
+    tgt = torch.tensor([[1, 8, 4, 2, 0, 0], [1, 3, 5, 7, 2, 0]])
+    logits = model(src, tgt)
+    assert logits.shape == (2, 6, 100)
+    loss = nn.functional.cross_entropy(logits.reshape(-1, 100), tgt.reshape(-1))
+    assert abs(loss.item() - math.log(100)) < 1.0
+
+
+def test_kv_cache_decoding_equals_full_recompute():
+    torch.manual_seed(0)
+    config = TransformerConfig(vocab_size=12, d_model=D_MODEL, n_heads=N_HEADS, d_ff=D_FF, n_layers=2,
+                               dropout=0.0, max_len=16)
+    model = Seq2SeqTransformer(config).eval()
+    memory = model.encode(SRC)
+    full = model.decode(TGT, memory, SRC)[:, :, :]
+    cache = model.new_cache()
+    steps = [model.decode(TGT[:, t:t + 1], memory, SRC, cache) for t in range(TGT.size(1))]
+    real = TGT != 0  # cached decoding does not mask target padding; compare real positions
+    torch.testing.assert_close(torch.cat(steps, 1)[real], full[real])
+
+
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+def test_classifier_output_shape(pooling):
+    config = TransformerConfig(vocab_size=12, d_model=D_MODEL, n_heads=N_HEADS, d_ff=D_FF, n_layers=1)
+    assert TransformerClassifier(config, n_classes=3, pooling=pooling)(SRC).shape == (2, 3)
+
+
+def test_mlm_weight_tying_shares_the_embedding_and_saves_parameters():
+    config = TransformerConfig(vocab_size=50, d_model=D_MODEL, n_heads=N_HEADS, d_ff=D_FF, n_layers=1)
+    tied, untied = MaskedLanguageModel(config, tie_weights=True), MaskedLanguageModel(config, tie_weights=False)
+    assert tied.output.weight is tied.text_encoder.embedding.tokens.weight
+    assert count_parameters(untied) - count_parameters(tied) == 50 * D_MODEL
+    assert tied(SRC).shape == (2, 6, 50)
