@@ -27,8 +27,8 @@ def check_positions(x: torch.Tensor, d_model: int, max_len: int, offset: int) ->
     if x.dim() != 3 or x.size(-1) != d_model:
         raise ValueError(f"positional encoding expects (batch, seq, d_model={d_model}), got {tuple(x.shape)}")
     if offset + x.size(1) > max_len:
-        raise ValueError(f"positions up to {offset + x.size(1)} exceed max_len={max_len} of the positional "
-                         "encoding; truncate the input or build the model with a larger max_len")
+        raise ValueError(f"sequence of {x.size(1)} positions starting at {offset} exceeds max_len={max_len} of the "
+                         "positional encoding; truncate the input or build the model with a larger max_len")
 
 
 class SinusoidalPositionalEncoding(nn.Module):

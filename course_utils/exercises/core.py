@@ -85,11 +85,10 @@ class BoundExercise:
         self.exercise = exercise
         self.namespace = namespace
 
-    def check(self) -> bool:
-        """Print feedback on the learner's answer and return whether it is correct. Never raises."""
+    def check(self) -> None:
+        """Print feedback on the learner's answer. Never raises (``Exercise.evaluate`` returns the result)."""
         result = self.exercise.evaluate(self.namespace)
         print(f"{self.SYMBOLS[result.status]} {self.exercise.name}: {result.message}")
-        return result.passed
 
     def hint(self) -> None:
         print(f"💡 Hint ({self.exercise.name}): {self.exercise.hint}")

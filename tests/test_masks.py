@@ -1,0 +1,28 @@
+"""The one mask convention: bool, True = may attend."""
+import pytest
+import torch
+
+from course_utils.masks import causal_mask, combine_masks, padding_mask, target_mask
+
+
+def test_padding_mask_marks_real_tokens():
+    ids = torch.tensor([[4, 5, 0], [0, 0, 0]])
+    mask = padding_mask(ids)
+    assert mask.shape == (2, 1, 1, 3) and mask.dtype == torch.bool
+    assert mask[:, 0, 0].tolist() == [[True, True, False], [False, False, False]]
+
+
+def test_causal_mask_is_lower_triangular():
+    assert causal_mask(3)[0, 0].tolist() == [[True, False, False], [True, True, False], [True, True, True]]
+
+
+def test_combined_target_mask_hides_future_and_padding():
+    mask = target_mask(torch.tensor([[1, 7, 0]]))
+    assert mask.shape == (1, 1, 3, 3)
+    assert mask[0, 0].tolist() == [[True, False, False], [True, True, False], [True, True, False]]
+    assert combine_masks(None, None) is None
+
+
+def test_padding_mask_rejects_1d_ids_with_a_fix():
+    with pytest.raises(ValueError, match="unsqueeze"):
+        padding_mask(torch.tensor([1, 2, 3]))

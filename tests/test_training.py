@@ -1,0 +1,63 @@
+"""The shared training loop: schedule shape, learning on a learnable task, determinism, loud failures."""
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+
+from course_utils.runtime import seed_everything
+from course_utils.training import fit, lr_multiplier, make_loader
+
+
+def test_warmup_then_cosine_decay():
+    values = [lr_multiplier(step, warmup_steps=10, total_steps=100) for step in range(100)]
+    assert values[0] == pytest.approx(0.1) and values[9] == pytest.approx(1.0)
+    assert all(a >= b for a, b in zip(values[9:], values[10:]))
+    assert values[-1] < 0.01
+    assert lr_multiplier(399, 4000, 10_000, "inverse_sqrt") == pytest.approx(0.1)
+    assert lr_multiplier(15999, 4000, 10_000, "inverse_sqrt") == pytest.approx(0.5)
+
+
+def test_unknown_schedule_is_rejected():
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        lr_multiplier(0, 0, 10, "triangle")
+
+
+def train_xor(seed=0):
+    seed_everything(seed)
+    x = torch.randint(0, 2, (256, 2)).float()
+    y = (x[:, 0] != x[:, 1]).long()
+    model = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 2))
+    loader = make_loader(x, y, batch_size=32, seed=seed)
+
+    def accuracy(m):
+        return {"accuracy": (m(x).argmax(-1) == y).float().mean().item()}
+
+    history = fit(model, loader, lambda m, b: nn.functional.cross_entropy(m(b[0]), b[1]), epochs=30, lr=1e-2,
+                  warmup_steps=10, eval_fn=accuracy, progress=False)
+    return history
+
+
+def test_fit_learns_a_learnable_task_and_records_history():
+    history = train_xor()
+    assert history.final["accuracy"] == 1.0
+    assert len(history.train_loss) == len(history.learning_rate) == 30 * 8
+    assert history.train_loss[-1] < 0.5 * history.train_loss[0]
+    steps, values = history.metric("accuracy")
+    assert steps[-1] == 240 and len(values) == 30
+
+
+def test_fit_is_deterministic_with_a_seed():
+    assert train_xor(seed=3).train_loss == train_xor(seed=3).train_loss
+
+
+def test_fit_stops_loudly_on_a_non_finite_loss():
+    model = nn.Linear(1, 1)
+    loader = make_loader(torch.ones(4, 1), batch_size=2)
+    with pytest.raises(FloatingPointError, match="lower the learning rate"):
+        fit(model, loader, lambda m, b: m(b[0]).sum() * math.inf, progress=False)
+
+
+def test_make_loader_rejects_unequal_tensors():
+    with pytest.raises(ValueError, match="equal length"):
+        make_loader(torch.ones(3), torch.ones(4))
