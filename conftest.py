@@ -18,3 +18,20 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 _spec = importlib.util.spec_from_file_location("course_network_guard", GUARD)
 network_guard = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(network_guard)  # installs the guard in this process
+
+NOTEBOOK_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    """Add up the time of every cell (setup + call + teardown) per notebook."""
+    path = report.nodeid.split("::")[0]
+    if path.endswith(".ipynb"):
+        NOTEBOOK_SECONDS[path] = NOTEBOOK_SECONDS.get(path, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if NOTEBOOK_SECONDS:
+        terminalreporter.section("notebook execution times (nbval)")
+        for path, seconds in sorted(NOTEBOOK_SECONDS.items()):
+            terminalreporter.write_line(f"{seconds:7.1f} s  {path}")
+        terminalreporter.write_line(f"{sum(NOTEBOOK_SECONDS.values()):7.1f} s  all notebooks (summed)")
