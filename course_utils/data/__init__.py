@@ -1,0 +1,1 @@
+"""Real data sets made offline from files that pip-installed packages ship."""

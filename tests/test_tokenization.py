@@ -1,0 +1,217 @@
+"""Tokenizers: special-token layout, exact round trips, BPE training rules, batching and clear errors."""
+import functools
+import re
+import warnings
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from course_utils.masks import padding_mask
+from course_utils.tokenization import (BOS_ID, CLS_ID, EOS_ID, MASK_ID, N_SPECIAL_TOKENS, PAD_ID, SEP_ID,
+                                       SPECIAL_TOKENS, UNK_ID, WORD_SPLIT_PATTERN, BPETokenizer, CharTokenizer,
+                                       WordTokenizer, add_special_tokens, pad_batch)
+
+TEXTS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "The lazy dog sleeps; the quick fox doesn't.",
+    "Tokenizers turn text into integer ids, and ids back into text.",
+    "A token is a piece of text: a character, a word or a subword.",
+] * 5
+
+
+@pytest.fixture(scope="module")
+def bpe():
+    return BPETokenizer.train(TEXTS, vocab_size=320)
+
+
+def test_special_tokens_have_fixed_ids():
+    assert SPECIAL_TOKENS == ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[BOS]", "[EOS]")
+    assert (PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID, BOS_ID, EOS_ID) == tuple(range(7)) and N_SPECIAL_TOKENS == 7
+    char = CharTokenizer.train(TEXTS)
+    word = WordTokenizer.train(TEXTS)
+    for tok in (char, word):
+        assert tok.id_to_piece[:7] == list(SPECIAL_TOKENS)
+        assert min(tok.encode(TEXTS[0])) >= N_SPECIAL_TOKENS
+    assert BPETokenizer().vocab_size == 7 + 256
+
+
+def test_char_tokenizer_round_trip_and_unknown():
+    tok = CharTokenizer.train(TEXTS)
+    assert tok.decode(tok.encode(TEXTS[2])) == TEXTS[2]
+    assert tok.tokenize("fox") == ["f", "o", "x"]
+    assert tok.encode("€") == [UNK_ID]
+    assert CharTokenizer.train(TEXTS, vocab_size=10).vocab_size == 10  # 7 specials + the 3 most common chars
+
+
+def test_word_tokenizer_splits_punctuation_and_maps_unknown_words_to_unk():
+    tok = WordTokenizer.train(TEXTS)
+    assert tok.tokenize("The dog sleeps.") == ["The", "dog", "sleeps", "."]
+    assert tok.encode("The zebra.")[1] == UNK_ID
+    assert tok.decode(tok.encode("The lazy dog.")) == "The lazy dog ."  # lossy: spacing is not restored
+    assert WordTokenizer.train(TEXTS, lowercase=True).tokenize("The DOG") == ["the", "dog"]
+
+
+def test_bpe_vocabulary_layout(bpe):
+    assert bpe.vocab_size == 320 and len(bpe.merges) == 320 - 263
+    assert [bpe.token_bytes[7 + b] for b in (0, 65, 255)] == [b"\x00", b"A", b"\xff"]
+    for k, (a, b) in enumerate(bpe.merges):  # merge k creates id 263 + k from two older tokens
+        assert a < 263 + k and b < 263 + k
+        assert bpe.token_bytes[263 + k] == bpe.token_bytes[a] + bpe.token_bytes[b]
+
+
+def test_bpe_first_merge_is_the_most_frequent_pair():
+    texts = ["ab ab ab ab cd cd xy"]
+    tok = BPETokenizer.train(texts, vocab_size=264)
+    # words "ab", " ab" x3, " cd" x2, " xy": the pair (a, b) occurs 4 times, (" ", a) only 3
+    assert tok.token_bytes[263] == b"ab"
+
+
+def test_bpe_merges_never_cross_word_boundaries():
+    tok = BPETokenizer.train(["hello world " * 50], vocab_size=273)  # exactly the 10 possible merges
+    pieces = [tok.token_bytes[i] for i in range(263, tok.vocab_size)]
+    assert all(not re.search(rb"\S \S", p) for p in pieces)  # no piece spans "o w"
+    assert tok.tokenize(" hello world") == [" hello", " world"]
+
+
+def test_bpe_encode_matches_training_segmentation(bpe):
+    # Encoding a training sentence with the learned merges compresses it well below its byte count.
+    ids = bpe.encode(TEXTS[0])
+    assert len(ids) < len(TEXTS[0].encode()) / 2
+    assert "".join(bpe.tokenize(TEXTS[0])) == TEXTS[0]
+
+
+def test_bpe_round_trips_chinese_and_emoji(bpe):
+    for text in ["我打你，你打我。", "Übergrößenträger naïve café", "emoji 🤖🚀 and tabs\tand\nnewlines", "  "]:
+        assert bpe.decode(bpe.encode(text)) == text
+    # untrained script: one token per UTF-8 byte, shown as escapes until the bytes make a character
+    assert bpe.tokenize("我") == ["\\xe6", "\\x88", "\\x91"]
+
+
+def test_bpe_learns_chinese_merges_when_trained_on_it():
+    tok = BPETokenizer.train(["我爱吃苹果。"] * 3 + ["我爱你。"] * 3, vocab_size=280)
+    assert "我爱" in tok.tokenize("我爱你。")[0]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=80))
+def test_bpe_round_trip_property(text):
+    tok = _property_tokenizer()
+    assert tok.decode(tok.encode(text)) == text
+
+
+@given(st.text(max_size=80))
+def test_word_split_pattern_loses_no_character(text):
+    assert "".join(re.findall(WORD_SPLIT_PATTERN, text)) == text
+
+
+@functools.lru_cache(maxsize=1)
+def _property_tokenizer():
+    """Trained once for all examples; it knows a few Chinese and accented merges too."""
+    return BPETokenizer.train(TEXTS + ["我爱吃苹果。你好，世界！", "naïve façade — ok"], vocab_size=350)
+
+
+def test_bpe_save_load_round_trip(bpe, tmp_path):
+    path = tmp_path / "bpe.json"
+    bpe.save(path)
+    loaded = BPETokenizer.load(path)
+    assert loaded.merges == bpe.merges
+    assert loaded.encode(TEXTS[1]) == bpe.encode(TEXTS[1])
+    (tmp_path / "other.json").write_text('{"type": "wordpiece"}')
+    with pytest.raises(ValueError, match="not a file written by BPETokenizer.save"):
+        BPETokenizer.load(tmp_path / "other.json")
+
+
+def test_bpe_training_is_deterministic():
+    assert BPETokenizer.train(TEXTS, 300).merges == BPETokenizer.train(list(TEXTS), 300).merges
+
+
+def test_decode_special_tokens(bpe):
+    ids = [CLS_ID] + bpe.encode("the dog") + [SEP_ID, PAD_ID]
+    assert bpe.decode(ids) == "the dog"
+    assert bpe.decode(ids, skip_special_tokens=False) == "[CLS]the dog[SEP][PAD]"
+
+
+def test_clear_errors(bpe):
+    with pytest.raises(ValueError, match=r"vocab_size must be an int >= 263"):
+        BPETokenizer.train(TEXTS, vocab_size=100)
+    with pytest.raises(ValueError, match="got no text"):
+        BPETokenizer.train([], vocab_size=300)
+    with pytest.raises(ValueError, match="got no text"):
+        BPETokenizer.train(["", ""], vocab_size=300)
+    with pytest.raises(TypeError, match="Wrap it"):
+        BPETokenizer.train("one long string", vocab_size=300)
+    with pytest.raises(TypeError, match="item 1 is int"):
+        CharTokenizer.train(["ok", 3])
+    with pytest.raises(ValueError, match=r"id 5000 at position 1 is not in this vocabulary \(ids 0\.\.319\)"):
+        bpe.decode([40, 5000])
+    with pytest.raises(ValueError, match="not in this vocabulary"):
+        bpe.decode([-1])
+    with pytest.raises(TypeError, match="decode"):
+        bpe.encode(b"bytes")
+    with pytest.raises(ValueError, match="no room after the 7 special tokens"):
+        WordTokenizer.train(TEXTS, vocab_size=5)
+
+
+def test_training_stops_early_with_a_warning_when_text_runs_out():
+    with pytest.warns(UserWarning, match="stopped at vocab_size"):
+        tok = BPETokenizer.train(["abc abc"], vocab_size=1000)
+    assert tok.vocab_size < 1000
+
+
+def test_encode_empty_text_is_empty_but_batches_refuse_empty_rows(bpe):
+    assert bpe.encode("") == [] and bpe.decode([]) == ""
+    with pytest.raises(ValueError, match="text 1 is empty"):
+        bpe.encode_batch(["the dog", ""])
+    assert bpe.encode_batch(["the dog", ""], add_cls=True)[1].tolist()[:2] == [CLS_ID, PAD_ID]
+
+
+def test_pad_batch_shapes_values_and_mask():
+    batch = pad_batch([[10, 11, 12], [13], [14, 15]])
+    assert batch.dtype == torch.long and batch.shape == (3, 3)
+    assert batch.tolist() == [[10, 11, 12], [13, 0, 0], [14, 15, 0]]
+    mask = padding_mask(batch, PAD_ID)
+    assert mask.shape == (3, 1, 1, 3)
+    assert mask[:, 0, 0].tolist() == [[True, True, True], [True, False, False], [True, True, False]]
+    assert pad_batch([torch.tensor([9, 8, 7, 6])], max_len=2).tolist() == [[9, 8]]
+
+
+def test_pad_batch_errors():
+    with pytest.raises(ValueError, match="empty batch"):
+        pad_batch([])
+    with pytest.raises(ValueError, match="sequence 1 is empty"):
+        pad_batch([[9], []])
+    with pytest.raises(ValueError, match="already contains the pad id 0 at position 1"):
+        pad_batch([[9, 0, 8]])
+    with pytest.raises(ValueError, match="negative id"):
+        pad_batch([[9, -3]])
+
+
+def test_encode_batch_special_tokens_and_truncation(bpe):
+    batch = bpe.encode_batch(["the quick brown fox", "the dog"], add_cls=True, add_sep=True)
+    body = bpe.encode("the dog")
+    assert batch[1].tolist()[: len(body) + 2] == [CLS_ID] + body + [SEP_ID]
+    assert (batch[1, len(body) + 2:] == PAD_ID).all()
+    short = bpe.encode_batch(["the quick brown fox jumps"], add_bos_eos=True, max_len=4)
+    assert short.shape == (1, 4) and short[0, 0] == BOS_ID and short[0, -1] == EOS_ID
+    assert add_special_tokens([20, 21, 22], add_cls=True, add_sep=True, max_len=4) == [CLS_ID, 20, 21, SEP_ID]
+    with pytest.raises(ValueError, match="leaves no room"):
+        add_special_tokens([20], add_bos_eos=True, max_len=2)
+    with pytest.raises(TypeError, match="wrap it"):
+        bpe.encode_batch("the dog")
+
+
+def test_bpe_compresses_held_out_text_better_with_a_larger_vocabulary():
+    from course_utils.data.pydoc_corpus import load_pydoc_corpus
+
+    train, held_out = load_pydoc_corpus().sample(2000, seed=0).split(0.2, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # enough text: training must not stop early
+        small = BPETokenizer.train(train.sentences, 300)
+        large = BPETokenizer.train(train.sentences, 1000)
+    n_small = sum(len(small.encode(s)) for s in held_out.sentences)
+    n_large = sum(len(large.encode(s)) for s in held_out.sentences)
+    n_bytes = sum(len(s.encode()) for s in held_out.sentences)
+    assert n_large < n_small < n_bytes
+    assert n_large / held_out.n_words < 2.5  # measured 2.13 (vocab 300: 4.35) on Python 3.11.7
