@@ -11,7 +11,8 @@ def show_heatmaps(matrices, row_labels: Sequence[str] | None = None, col_labels:
                   titles: Sequence[str] | None = None, suptitle: str | None = None, xlabel: str = "key",
                   ylabel: str = "query", ncols: int | None = None, cmap: str = "viridis",
                   panel_size: float = 3.0, vmin: float | None = 0.0, vmax: float | None = None,
-                  colorbar: bool = True) -> plt.Figure:
+                  colorbar: bool = True, colorbar_label: str = "weight", annotate: bool = False,
+                  value_format: str = "{:.2f}") -> plt.Figure:
     """Draw one or more matrices (e.g. attention weights, one panel per head) side by side.
 
     Args:
@@ -19,6 +20,10 @@ def show_heatmaps(matrices, row_labels: Sequence[str] | None = None, col_labels:
         row_labels, col_labels: tick labels (e.g. query and key tokens).
         titles: one title per panel (e.g. ``["head 0", "head 1"]``).
         vmin, vmax: colour range; attention weights lie in [0, 1], the default shares ``vmin=0`` across panels.
+            For signed matrices (e.g. positional encodings) pass ``vmin=-1, vmax=1, cmap="RdBu_r"``.
+        colorbar_label: what the colours mean (``"weight"`` for attention, ``"value"`` for an encoding table).
+        annotate: write each entry's value into its cell (useful for matrices up to about 12 × 12).
+        value_format: format of those numbers, e.g. ``"{:.2f}"`` or ``"{:.0f}"``.
 
     Returns:
         The figure (call ``plt.show()`` to display it).
@@ -29,10 +34,16 @@ def show_heatmaps(matrices, row_labels: Sequence[str] | None = None, col_labels:
     else:
         panels = list(matrices) if not hasattr(matrices, "ndim") or matrices.ndim == 3 else [matrices]
     panels = [torch.as_tensor(p).detach().float().cpu() for p in panels]
+    if not panels:
+        raise ValueError("show_heatmaps got no matrices to draw; pass a 2-D matrix or a list/stack of them")
     if any(p.dim() != 2 for p in panels):
         raise ValueError(f"show_heatmaps draws 2-D matrices, got panels of shapes {[tuple(p.shape) for p in panels]}")
     if titles is not None and len(titles) != len(panels):
         raise ValueError(f"got {len(titles)} titles for {len(panels)} panels")
+    for labels, axis, size in ((row_labels, "row", panels[0].shape[0]), (col_labels, "col", panels[0].shape[1])):
+        if labels is not None and len(labels) != size:
+            raise ValueError(f"got {len(labels)} {axis}_labels for matrices with {size} {axis}s of shape "
+                             f"{tuple(panels[0].shape)}; pass one label per {axis} (e.g. the tokens)")
     ncols = ncols or min(len(panels), 4)
     nrows = -(-len(panels) // ncols)
     vmax = vmax if vmax is not None else max(float(p.max()) for p in panels)
@@ -43,6 +54,8 @@ def show_heatmaps(matrices, row_labels: Sequence[str] | None = None, col_labels:
             ax.axis("off")
             continue
         image = ax.imshow(panels[i].numpy(), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+        if annotate:
+            annotate_cells(ax, panels[i], image, value_format)
         if row_labels is not None:
             ax.set_yticks(range(len(row_labels)), row_labels, fontsize=8)
         if col_labels is not None:
@@ -54,10 +67,20 @@ def show_heatmaps(matrices, row_labels: Sequence[str] | None = None, col_labels:
         if i // ncols == nrows - 1:
             ax.set_xlabel(xlabel)
     if colorbar:
-        fig.colorbar(image, ax=axes, shrink=0.8, label="weight")
+        fig.colorbar(image, ax=axes, shrink=0.8, label=colorbar_label)
     if suptitle:
         fig.suptitle(suptitle)
     return fig
+
+
+def annotate_cells(ax: plt.Axes, matrix: torch.Tensor, image, value_format: str = "{:.2f}") -> None:
+    """Write every entry of ``matrix`` (rows, cols) into its cell, dark text on light cells and vice versa."""
+    for row in range(matrix.shape[0]):
+        for col in range(matrix.shape[1]):
+            value = float(matrix[row, col])
+            red, green, blue, _ = image.cmap(image.norm(value))
+            colour = "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
+            ax.text(col, row, value_format.format(value), ha="center", va="center", fontsize=7, color=colour)
 
 
 def plot_history(history, metrics: Sequence[str] = (), title: str = "Training") -> plt.Figure:

@@ -1,3 +1,222 @@
 """Interactive explorers (ipywidgets). Each one also draws its default view once, so a stored notebook keeps a
 static picture even where widgets do not render (GitHub, nbval, PDF)."""
 from __future__ import annotations
+
+
+# --- notebook 02: positional-encoding explorer -------------------------------------------------------------------
+
+def parse_dimensions(text: str, d_model: int) -> list[int]:
+    """``"0, 1, 10"`` → ``[0, 1, 10]``; raises ``ValueError`` naming the valid range for a bad entry."""
+    try:
+        dims = [int(part) for part in text.replace(" ", "").split(",") if part]
+    except ValueError:
+        raise ValueError(f"dimensions must be whole numbers separated by commas, e.g. '0, 1, 10', "
+                         f"got {text!r}") from None
+    bad = [d for d in dims if not 0 <= d < d_model]
+    if bad or not dims:
+        raise ValueError(f"dimensions must lie in [0, {d_model - 1}] for d_model={d_model}, got {text!r}")
+    return dims
+
+
+def draw_positional_encoding(d_model: int = 64, n_positions: int = 100, dims=(0, 1, 10, 11, 40)):
+    """Heatmap of the sinusoidal table ``(n_positions, d_model)`` (left) and chosen columns against position (right).
+
+    Returns the matplotlib figure.
+    """
+    import math
+
+    import matplotlib.pyplot as plt
+
+    from .positional import sinusoidal_table
+
+    table = sinusoidal_table(n_positions, d_model)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.6), constrained_layout=True,
+                                      gridspec_kw={"width_ratios": [1, 1.3]})
+    image = left.imshow(table.numpy(), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest")
+    left.set(xlabel="dimension", ylabel="position", title=f"PE table: {n_positions} positions × d_model={d_model}")
+    fig.colorbar(image, ax=left, label="value")
+    for dim in dims:
+        wavelength = 2 * math.pi * 10000 ** ((dim - dim % 2) / d_model)
+        kind = "sin" if dim % 2 == 0 else "cos"
+        right.plot(table[:, dim].numpy(), label=f"dim {dim} ({kind}, wavelength {wavelength:.0f})")
+    right.set(xlabel="position", ylabel="PE value", title="chosen dimensions", ylim=(-1.1, 1.1))
+    right.legend(fontsize=7, loc="lower left")
+    return fig
+
+
+def positional_encoding_explorer(d_model: int = 64, n_positions: int = 100, dims: str = "0, 1, 10, 11, 40") -> None:
+    """Sliders for ``d_model`` and the number of positions, a text box for the dimensions to plot.
+
+    Draws the default view once as a plain figure (kept in a stored notebook), then shows the controls; the
+    interactive figure below them redraws on every change.
+    """
+    import matplotlib.pyplot as plt
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    draw_positional_encoding(d_model, n_positions, parse_dimensions(dims, d_model))
+    plt.show()
+    d_model_slider = widgets.IntSlider(value=d_model, min=8, max=512, step=8, description="d_model")
+    positions_slider = widgets.IntSlider(value=n_positions, min=10, max=1000, step=10, description="positions")
+    dims_box = widgets.Text(value=dims, description="dimensions", continuous_update=False)
+    output = widgets.Output()
+
+    def redraw(_change=None) -> None:
+        with output:
+            output.clear_output(wait=True)
+            try:
+                chosen = parse_dimensions(dims_box.value, d_model_slider.value)
+            except ValueError as error:
+                print(error)
+                return
+            draw_positional_encoding(d_model_slider.value, positions_slider.value, chosen)
+            plt.show()
+
+    for control in (d_model_slider, positions_slider, dims_box):
+        control.observe(redraw, names="value")
+    display(widgets.VBox([widgets.HBox([d_model_slider, positions_slider, dims_box]), output]))
+
+
+# --- notebook 03: attention explorer -----------------------------------------------------------------------------
+
+MASK_KINDS = ("none", "causal", "padding", "causal + padding")
+PAD_TOKEN = "[PAD]"
+
+
+def attention_for_tokens(tokens: list[str], encode, attention, mask_kind: str = "none", n_pad: int = 3):
+    """Run ``attention`` (a :class:`~course_utils.attention.MultiHeadAttention`) as self-attention on ``tokens``.
+
+    Args:
+        tokens: the sentence's tokens; ``n_pad`` ``[PAD]`` tokens are appended when ``mask_kind`` has padding.
+        encode: ``list[str] -> (1, seq, d_model)`` vectors (must accept ``"[PAD]"``).
+        mask_kind: one of ``MASK_KINDS``.
+
+    Returns:
+        ``(tokens, weights (heads, seq, seq), mask (seq, seq) bool or None)``.
+    """
+    import torch
+
+    from .masks import causal_mask, combine_masks
+
+    if mask_kind not in MASK_KINDS:
+        raise ValueError(f"mask_kind must be one of {MASK_KINDS}, got {mask_kind!r}")
+    if not tokens:
+        raise ValueError("the sentence is empty; type at least one word")
+    if "padding" in mask_kind:
+        tokens = list(tokens) + [PAD_TOKEN] * n_pad
+    real = torch.tensor([token != PAD_TOKEN for token in tokens])
+    padding = real[None, None, None, :] if "padding" in mask_kind else None
+    causal = causal_mask(len(tokens)) if "causal" in mask_kind else None
+    mask = combine_masks(padding, causal)
+    x = encode(tokens)
+    with torch.no_grad():
+        _, weights = attention(x, x, x, mask, need_weights=True)
+    return tokens, weights[0], (None if mask is None else mask.expand(1, 1, len(tokens), len(tokens))[0, 0])
+
+
+def draw_attention(tokens: list[str], weights, head: int | str = "all"):
+    """Heatmaps of ``weights (heads, q, k)``: every head (``head="all"``) or one head. Returns the figure."""
+    from .plotting import show_heatmaps
+
+    if head == "all":
+        return show_heatmaps(weights, tokens, tokens, titles=[f"head {h}" for h in range(weights.size(0))],
+                             panel_size=2.8, suptitle="attention weights (rows: queries, columns: keys)")
+    return show_heatmaps(weights[int(head)], tokens, tokens, titles=[f"head {head}"], panel_size=4.0,
+                         annotate=len(tokens) <= 12)
+
+
+def attention_explorer(encode, attention, sentence: str = "the cat sat on the mat because it was tired",
+                       tokenize=str.split, head: int | str = "all", mask_kind: str = "none") -> None:
+    """Type a sentence, pick a head and a mask, see the attention weights.
+
+    Args:
+        encode: ``list[str] -> (1, seq, d_model)`` vectors for the tokens (``"[PAD]"`` included).
+        attention: a :class:`~course_utils.attention.MultiHeadAttention` (its weights are what you see).
+        tokenize: ``str -> list[str]``.
+
+    Draws the default view once as a plain figure (kept in a stored notebook), then shows the controls.
+    """
+    import matplotlib.pyplot as plt
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    tokens, weights, _ = attention_for_tokens(tokenize(sentence), encode, attention, mask_kind)
+    draw_attention(tokens, weights, head)
+    plt.show()
+    sentence_box = widgets.Text(value=sentence, description="sentence", continuous_update=False,
+                                layout=widgets.Layout(width="420px"))
+    head_choice = widgets.Dropdown(options=["all"] + list(range(attention.n_heads)), value=head, description="head")
+    mask_choice = widgets.Dropdown(options=list(MASK_KINDS), value=mask_kind, description="mask")
+    output = widgets.Output()
+
+    def redraw(_change=None) -> None:
+        with output:
+            output.clear_output(wait=True)
+            try:
+                shown_tokens, shown_weights, _ = attention_for_tokens(
+                    tokenize(sentence_box.value), encode, attention, mask_choice.value)
+            except ValueError as error:
+                print(error)
+                return
+            draw_attention(shown_tokens, shown_weights, head_choice.value)
+            plt.show()
+
+    for control in (sentence_box, head_choice, mask_choice):
+        control.observe(redraw, names="value")
+    display(widgets.VBox([widgets.HBox([sentence_box, head_choice, mask_choice]), output]))
+
+
+# --- notebook 06: fill-mask explorer -----------------------------------------------------------------------------
+
+def draw_fill_mask(text: str, predictions: list[list[tuple[str, float]]]):
+    """One bar chart per ``[MASK]`` in ``text``: its top-k tokens and their probabilities. Returns the figure.
+
+    ``predictions`` is what :func:`course_utils.mlm.fill_mask` returns: one list of ``(token, probability)`` per mask.
+    """
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(predictions), figsize=(3.6 * len(predictions) + 0.6, 2.8), squeeze=False,
+                             constrained_layout=True)
+    for number, (ax, top) in enumerate(zip(axes[0], predictions), start=1):
+        tokens = [repr(token) for token, _ in top][::-1]  # repr shows the leading space BPE tokens carry
+        ax.barh(tokens, [probability for _, probability in top][::-1], color="tab:blue")
+        ax.set(xlabel="probability", xlim=(0, 1), title=f"[MASK] #{number}")
+    fig.suptitle(text if len(text) <= 90 else text[:87] + "...", fontsize=9)
+    return fig
+
+
+def fill_mask_explorer(predict, text: str = "The [MASK] returns a new list.", k: int = 5) -> None:
+    """A text box: type a sentence containing ``[MASK]`` and see the model's top-``k`` guesses for each mask.
+
+    Args:
+        predict: ``predict(text, k) -> [[(token, probability), ...], ...]``, e.g.
+            ``lambda text, k: mlm.fill_mask(model, tokenizer, text, k)``; it may raise ``ValueError`` for bad text
+            (the message is shown under the box).
+
+    Draws the default sentence once as a plain figure (kept in a stored notebook), then shows the controls.
+    """
+    import matplotlib.pyplot as plt
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    draw_fill_mask(text, predict(text, k))
+    plt.show()
+    text_box = widgets.Text(value=text, description="sentence", continuous_update=False,
+                            layout=widgets.Layout(width="520px"))
+    k_slider = widgets.IntSlider(value=k, min=1, max=10, description="top-k")
+    output = widgets.Output()
+
+    def redraw(_change=None) -> None:
+        with output:
+            output.clear_output(wait=True)
+            try:
+                predictions = predict(text_box.value, k_slider.value)
+            except ValueError as error:
+                print(error)
+                return
+            draw_fill_mask(text_box.value, predictions)
+            plt.show()
+
+    for control in (text_box, k_slider):
+        control.observe(redraw, names="value")
+    display(widgets.VBox([widgets.HBox([text_box, k_slider]), output]))
