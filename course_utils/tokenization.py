@@ -98,8 +98,9 @@ def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = PAD_ID, max_len:
     Rows longer than ``max_len`` are truncated; all rows are right-padded with ``pad_id`` to the longest
     (truncated) row. The matching attention mask is ``course_utils.masks.padding_mask(batch, pad_id)``.
 
-    Raises if the batch or a row is empty (an all-[PAD] row would make attention divide by zero) or if a
-    row already contains ``pad_id`` (that real token would be masked out as if it were padding).
+    Raises if the batch or a row is empty (an all-[PAD] row has no key attention may read, so its output
+    means nothing — all zeros in the course's attention, NaN where masked scores are filled with ``-inf``) or
+    if a row already contains ``pad_id`` (that real token would be masked out as if it were padding).
     """
     if len(sequences) == 0:
         raise ValueError("pad_batch got an empty batch; pass at least one sequence of ids.")
@@ -110,8 +111,9 @@ def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = PAD_ID, max_len:
             row = row[:max_len]
         if len(row) == 0:
             raise ValueError(
-                f"pad_batch: sequence {i} is empty; it would become an all-[PAD] row whose attention has "
-                "nothing to attend to (NaN). Drop empty texts or add a [CLS] token."
+                f"pad_batch: sequence {i} is empty; it would become an all-[PAD] row whose padding mask hides "
+                "every key, so its attention output means nothing (all zeros from course_utils.attention, NaN in code "
+                "that masks with -inf). Drop empty texts or add a [CLS] token."
             )
         if pad_id in row:
             raise ValueError(
@@ -166,7 +168,8 @@ class Tokenizer:
         for i, row in enumerate(rows):
             if not row:
                 raise ValueError(
-                    f"encode_batch: text {i} is empty, which would give an all-[PAD] row (attention NaN). "
+                    f"encode_batch: text {i} is empty, which would give an all-[PAD] row: attention has no key "
+                    "to read there, so its output means nothing. "
                     "Drop empty texts or pass add_cls=True / add_bos_eos=True."
                 )
         return pad_batch(rows, pad_id=self.pad_id)

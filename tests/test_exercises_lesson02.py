@@ -68,6 +68,11 @@ TABLE_MISTAKES = {
         + "    t = torch.zeros(max_len, d)\n    t[:, 0::2] = angle.sin()\n    t[:, 1::2] = angle.cos()\n"
         + "    return t.T\n",
         "(max_len, d_model)"),
+    "i instead of 2i in the exponent": (
+        "def sinusoidal_pe(max_len, d):\n    pos = torch.arange(max_len).float()[:, None]\n"
+        "    angle = pos / 10000 ** (torch.arange(d // 2).float() / d)\n"
+        "    t = torch.zeros(max_len, d)\n    t[:, 0::2] = angle.sin()\n    t[:, 1::2] = angle.cos()\n    return t\n",
+        "2i / d_model"),
     "frequencies rising": (
         "def sinusoidal_pe(max_len, d):\n    pos = torch.arange(max_len).float()[:, None]\n"
         "    angle = pos * torch.exp(torch.arange(0, d, 2).float() * math.log(10000.0) / d)\n"

@@ -88,7 +88,7 @@ SPLIT_MISTAKES = {
     "strided heads": ("def split_heads(x, h):\n    b, s, d = x.shape\n"
                       "    return x.view(b, s, d // h, h).permute(0, 3, 1, 2)\n", "stride"),
     "forgot transpose": ("def split_heads(x, h):\n    b, s, d = x.shape\n    return x.view(b, s, h, d // h)\n",
-                         "(batch, heads, seq, d_head)"),
+                         ".transpose(1, 2) to (batch, heads, seq, d_head)"),
 }
 
 

@@ -86,6 +86,13 @@ def check_sinusoidal_pe(ns) -> None:
     if close(got, swapped):
         raise ExerciseFailure("sin and cos are swapped: even columns get sin, odd columns get cos "
                               "(row 0 must read 0, 1, 0, 1, …).")
+    i_over_d = torch.arange(max_len, dtype=torch.float64)[:, None] / 10000.0 ** (
+        torch.arange(d_model // 2, dtype=torch.float64) / d_model)
+    one_exponent_off = torch.zeros_like(expected)
+    one_exponent_off[:, 0::2], one_exponent_off[:, 1::2] = i_over_d.sin(), i_over_d.cos()
+    if close(got, one_exponent_off):
+        raise ExerciseFailure("the exponent is i / d_model; the formula has 2i / d_model (pair i uses "
+                              "10000^(2i/d_model)). Take 2i from torch.arange(0, d_model, 2).")
     if close(got, reference_table(max_len + 1, d_model)[1:]):
         raise ExerciseFailure("your positions start at 1; they start at 0 (torch.arange(max_len)), so row 0 "
                               "is 0, 1, 0, 1, ….")

@@ -125,6 +125,10 @@ def check_split_heads(ns) -> None:
     x, n_heads = example_hidden(), 4
     got = call(ns["split_heads"], "split_heads", x, n_heads)
     expected = x.view(2, 3, n_heads, 3).transpose(1, 2)
+    if got.shape == (2, 3, n_heads, 3) and torch.equal(got, x.view(2, 3, n_heads, 3)):
+        raise ExerciseFailure("you stopped at (batch, seq, heads, d_head) = (2, 3, 4, 3): the view is right, now "
+                              ".transpose(1, 2) to (batch, heads, seq, d_head), so each head holds a whole "
+                              "sequence and attends over it.")
     if got.shape != expected.shape:
         raise ExerciseFailure(f"(batch, seq, d_model) = {tuple(x.shape)} with {n_heads} heads should become "
                               f"(batch, heads, seq, d_head) = {tuple(expected.shape)}, got {tuple(got.shape)}.")
