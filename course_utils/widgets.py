@@ -220,3 +220,52 @@ def fill_mask_explorer(predict, text: str = "The [MASK] returns a new list.", k:
     for control in (text_box, k_slider):
         control.observe(redraw, names="value")
     display(widgets.VBox([widgets.HBox([text_box, k_slider]), output]))
+
+
+# --- notebook 07: number translator --------------------------------------------------------------------------------
+
+def draw_translation(source_tokens: list[str], target_pieces: list[str], weights, title: str = ""):
+    """Cross-attention heatmap of one translation: rows = generated German pieces, columns = English words.
+
+    ``weights`` is ``(len(target_pieces), len(source_tokens))`` (e.g. averaged over heads). Returns the figure.
+    """
+    from .plotting import show_heatmaps
+
+    size = max(2.6, 0.32 * max(len(source_tokens), len(target_pieces)))
+    return show_heatmaps(weights, row_labels=target_pieces, col_labels=source_tokens, xlabel="English word (key)",
+                         ylabel="German piece produced (query)", suptitle=title, panel_size=size)
+
+
+def translator_explorer(translate, text: str = "342") -> None:
+    """A text box: type a number (``342``) or its English words; shows the German and the cross-attention map.
+
+    Args:
+        translate: ``translate(text) -> (source_tokens, target_pieces, weights (target, source), german)``; it may
+            raise ``ValueError`` for text it cannot translate (the message is shown under the box).
+
+    Draws the default text once as a plain figure (kept in a stored notebook), then shows the controls.
+    """
+    import matplotlib.pyplot as plt
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    def show(value: str) -> None:
+        source_tokens, target_pieces, weights, german = translate(value)
+        draw_translation(source_tokens, target_pieces, weights, title=f"{value!r} → {german}")
+        plt.show()
+
+    show(text)
+    text_box = widgets.Text(value=text, description="number", continuous_update=False,
+                            placeholder="342 or three hundred and forty-two", layout=widgets.Layout(width="520px"))
+    output = widgets.Output()
+
+    def redraw(_change=None) -> None:
+        with output:
+            output.clear_output(wait=True)
+            try:
+                show(text_box.value)
+            except ValueError as error:
+                print(error)
+
+    text_box.observe(redraw, names="value")
+    display(widgets.VBox([text_box, output]))

@@ -1,0 +1,177 @@
+"""Turning a trained encoder–decoder into a translator: greedy decoding, beam search, the KV cache.
+
+All functions work on batches of token ids and on any model with the :class:`~course_utils.models.Seq2SeqTransformer`
+interface: ``encode(src_ids)``, ``decode(tgt_in_ids, memory, src_ids, cache=None)`` and ``new_cache()``.
+
+Outputs are ``(batch, steps)`` long tensors of *generated* ids (no [BOS]); a row ends with its [EOS] and is padded
+with ``pad_id`` after it. :func:`strip_after_eos` turns them into plain id lists. [PAD] and [BOS] are never
+generated: they are not words, and a [PAD] inside a prefix would be hidden by the padding mask.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+
+from .attention import capture_attention
+
+
+def forbid_special_tokens(logits: torch.Tensor, bos_id: int, pad_id: int) -> torch.Tensor:
+    """``logits (rows, vocab)`` with the [BOS] and [PAD] entries set to ``-inf`` (never valid outputs)."""
+    logits = logits.clone()
+    logits[:, [bos_id, pad_id]] = float("-inf")
+    return logits
+
+
+def check_decoding_inputs(src_ids: torch.Tensor, max_new_tokens: int, beam_size: int = 1) -> None:
+    if not isinstance(src_ids, torch.Tensor) or src_ids.dim() != 2 or src_ids.dtype != torch.long:
+        got = f"{src_ids.dtype} {tuple(src_ids.shape)}" if isinstance(src_ids, torch.Tensor) else type(src_ids).__name__
+        raise ValueError(f"src_ids must be a long tensor of shape (batch, src_len), got {got}; "
+                         "for one sentence use ids.unsqueeze(0)")
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+
+
+@torch.no_grad()
+def greedy_decode(model: nn.Module, src_ids: torch.Tensor, bos_id: int, eos_id: int, max_new_tokens: int,
+                  pad_id: int = 0, use_cache: bool = True) -> torch.Tensor:
+    """Pick the most probable next token at every step until every row has produced [EOS].
+
+    Args:
+        model: an encoder–decoder in eval mode.
+        src_ids: source ids ``(batch, src_len)``, right-padded with ``pad_id``.
+        bos_id, eos_id: the start and end tokens of the target side.
+        max_new_tokens: stop after this many tokens even without [EOS].
+        use_cache: ``True`` feeds only the newest token and reuses the cached keys/values of earlier positions;
+            ``False`` re-runs the decoder on the whole prefix at every step (same tokens, more work).
+
+    Returns:
+        generated ids ``(batch, steps)``, ``steps <= max_new_tokens``; ``pad_id`` after each row's [EOS].
+    """
+    check_decoding_inputs(src_ids, max_new_tokens)
+    memory = model.encode(src_ids)  # (batch, src_len, d_model), computed once
+    batch = src_ids.size(0)
+    prefix = torch.full((batch, 1), bos_id, dtype=torch.long, device=src_ids.device)  # (batch, 1 + t)
+    finished = torch.zeros(batch, dtype=torch.bool, device=src_ids.device)
+    cache = model.new_cache() if use_cache else None
+    for _ in range(max_new_tokens):
+        step_input = prefix[:, -1:] if use_cache else prefix
+        logits = model.decode(step_input, memory, src_ids, cache)[:, -1]  # (batch, tgt_vocab)
+        logits = forbid_special_tokens(logits, bos_id, pad_id)
+        next_token = logits.argmax(dim=-1).masked_fill(finished, pad_id)  # (batch,)
+        prefix = torch.cat([prefix, next_token[:, None]], dim=1)
+        finished |= next_token == eos_id
+        if finished.all():
+            break
+    return prefix[:, 1:]
+
+
+def length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
+    """GNMT length penalty ``((5 + length) / 6) ** alpha``; beam scores are ``log P / length_penalty``.
+
+    ``alpha = 0`` ranks by plain log-probability (which favours short outputs, since every token adds a negative
+    log-probability); larger ``alpha`` gives long hypotheses a fairer chance.
+    """
+    return ((5.0 + length.float()) / 6.0) ** alpha
+
+
+@dataclass
+class BeamSearchOutput:
+    """``sequences (batch, beam, steps)`` best first, their ``scores (batch, beam)`` (log-prob / length penalty)
+    and raw ``log_probs (batch, beam)``."""
+
+    sequences: torch.Tensor
+    scores: torch.Tensor
+    log_probs: torch.Tensor
+
+    @property
+    def best(self) -> torch.Tensor:
+        """The top hypothesis of every row, ``(batch, steps)``."""
+        return self.sequences[:, 0]
+
+
+@torch.no_grad()
+def beam_search(model: nn.Module, src_ids: torch.Tensor, bos_id: int, eos_id: int, max_new_tokens: int,
+                beam_size: int = 4, alpha: float = 0.6, pad_id: int = 0) -> BeamSearchOutput:
+    """Keep the ``beam_size`` most probable prefixes of every source sentence at each step (batched, KV-cached).
+
+    Every step extends each of the ``beam_size`` prefixes by every token, scores the candidates by their summed
+    log-probability and keeps the best ``beam_size``. A hypothesis that has produced [EOS] stays in the beam with
+    its score frozen (it can only be extended by padding, at no cost). At the end the hypotheses are ranked by
+    ``log P / length_penalty(length, alpha)`` (length counted up to and including [EOS]).
+
+    Args:
+        src_ids: ``(batch, src_len)``.
+        beam_size: hypotheses kept per sentence; ``1`` is exactly greedy decoding.
+        alpha: length-penalty exponent (see :func:`length_penalty`).
+
+    Returns:
+        a :class:`BeamSearchOutput`; ``.best`` has the same layout as :func:`greedy_decode`'s result.
+    """
+    check_decoding_inputs(src_ids, max_new_tokens, beam_size)
+    batch, device = src_ids.size(0), src_ids.device
+    src = src_ids.repeat_interleave(beam_size, dim=0)  # (batch·beam, src_len)
+    memory = model.encode(src)  # (batch·beam, src_len, d_model)
+    cache = model.new_cache()
+    prefix = torch.full((batch * beam_size, 1), bos_id, dtype=torch.long, device=device)
+    # only beam 0 is "alive" at the start, so the first step does not pick the same token beam_size times
+    log_probs = torch.full((batch, beam_size), float("-inf"), device=device)
+    log_probs[:, 0] = 0.0
+    finished = torch.zeros(batch * beam_size, dtype=torch.bool, device=device)
+    lengths = torch.zeros(batch * beam_size, dtype=torch.long, device=device)
+    for _ in range(max_new_tokens):
+        logits = model.decode(prefix[:, -1:], memory, src, cache)[:, -1]  # (batch·beam, vocab)
+        step_log_probs = torch.log_softmax(forbid_special_tokens(logits.float(), bos_id, pad_id), dim=-1)
+        vocab = step_log_probs.size(-1)
+        # a finished hypothesis may only continue with padding, which costs nothing
+        frozen = torch.full_like(step_log_probs, float("-inf"))
+        frozen[:, pad_id] = 0.0
+        step_log_probs = torch.where(finished[:, None], frozen, step_log_probs)
+        candidates = (log_probs.view(-1, 1) + step_log_probs).view(batch, beam_size * vocab)
+        log_probs, flat_index = candidates.topk(beam_size, dim=-1)  # (batch, beam)
+        parent = flat_index // vocab + torch.arange(batch, device=device)[:, None] * beam_size  # rows to copy
+        token = (flat_index % vocab).view(-1)  # (batch·beam,)
+        parent = parent.view(-1)
+        prefix = torch.cat([prefix[parent], token[:, None]], dim=1)
+        lengths = lengths[parent] + (~finished[parent]).long()
+        finished = finished[parent] | (token == eos_id)
+        for layer_cache in cache:  # each hypothesis inherits its parent's keys and values
+            for kind in ("self", "cross"):
+                for name in list(layer_cache[kind]):
+                    layer_cache[kind][name] = layer_cache[kind][name][parent]
+        if finished.all():
+            break
+    scores = log_probs / length_penalty(lengths.view(batch, beam_size), alpha)
+    scores, order = scores.sort(dim=-1, descending=True)
+    sequences = prefix[:, 1:].view(batch, beam_size, -1)
+    sequences = sequences.gather(1, order[:, :, None].expand(-1, -1, sequences.size(-1)))
+    return BeamSearchOutput(sequences, scores, log_probs.gather(1, order))
+
+
+def strip_after_eos(generated: torch.Tensor, eos_id: int) -> list[list[int]]:
+    """``(batch, steps)`` generated ids → one list per row with the tokens before its first [EOS]."""
+    rows = []
+    for row in generated.tolist():
+        rows.append(row[: row.index(eos_id)] if eos_id in row else row)
+    return rows
+
+
+@torch.no_grad()
+def cross_attention_weights(model: nn.Module, src_ids: torch.Tensor, generated: torch.Tensor,
+                            bos_id: int) -> dict[str, torch.Tensor]:
+    """What the decoder looked at while producing ``generated``: cross-attention weights of every decoder layer.
+
+    Runs one teacher-forced pass on ``[BOS] + generated[:, :-1]`` (the inputs that produced ``generated``).
+
+    Returns:
+        ``{"decoder.layers.<i>.cross_attn": (batch, heads, steps, src_len)}``; row ``t`` is the attention
+        of the step that produced ``generated[:, t]``.
+    """
+    bos = torch.full((generated.size(0), 1), bos_id, dtype=torch.long, device=generated.device)
+    tgt_in = torch.cat([bos, generated[:, :-1]], dim=1)
+    with capture_attention(model) as maps:
+        model(src_ids, tgt_in)
+    return {name: weights for name, weights in maps.items() if name.endswith("cross_attn")}
