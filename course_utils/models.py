@@ -115,9 +115,9 @@ class TransformerClassifier(nn.Module):
         if self.pooling == "cls":
             pooled = hidden[:, 0]
         else:
-            weights = (ids != self.text_encoder.config.pad_id).to(hidden.dtype)
-            if not self.mask_padding:
-                weights = torch.ones_like(weights)
+            pad_id = self.text_encoder.config.pad_id
+            keep = ids != pad_id if self.mask_padding else torch.ones_like(ids, dtype=torch.bool)
+            weights = keep.to(hidden.dtype)
             pooled = (hidden * weights[..., None]).sum(1) / weights.sum(1, keepdim=True).clamp(min=1.0)
         return self.head(pooled)
 
