@@ -4,6 +4,8 @@
   kernels inherit PYTHONPATH and load it at start-up).
 * One CPU thread per process unless the caller chose otherwise: small models run faster that way on a 2-core
   machine (measured in benchmarks/README.md).
+* No tqdm progress bars in test kernels: a live bar sends hundreds of widget messages, and on a busy machine nbval
+  gave up waiting for a cell's output (its fixed 5 s wait); learners still see the bars.
 """
 import importlib.util
 import os
@@ -14,12 +16,21 @@ GUARD = pathlib.Path(__file__).parent / "tests" / "network_guard" / "sitecustomi
 os.environ["COURSE_BLOCK_NETWORK"] = "1"
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GUARD.parent), os.environ.get("PYTHONPATH")]))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("TQDM_DISABLE", "1")
 
 _spec = importlib.util.spec_from_file_location("course_network_guard", GUARD)
 network_guard = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(network_guard)  # installs the guard in this process
 
 NOTEBOOK_SECONDS: dict[str, float] = {}
+NBVAL_OUTPUT_WAIT_SECONDS = 60
+
+
+def pytest_collection_modifyitems(items):
+    """Give nbval longer than its fixed 5 s to collect a finished cell's output on a loaded CI machine."""
+    for item in items:
+        if hasattr(item, "output_timeout"):
+            item.output_timeout = NBVAL_OUTPUT_WAIT_SECONDS
 
 
 def pytest_runtest_logreport(report):
