@@ -179,8 +179,9 @@ def draw_fill_mask(text: str, predictions: list[list[tuple[str, float]]]):
                              constrained_layout=True)
     for number, (ax, top) in enumerate(zip(axes[0], predictions), start=1):
         tokens = [repr(token) for token, _ in top][::-1]  # repr shows the leading space BPE tokens carry
-        ax.barh(tokens, [probability for _, probability in top][::-1], color="tab:blue")
-        ax.set(xlabel="probability", xlim=(0, 1), title=f"[MASK] #{number}")
+        probabilities = [probability for _, probability in top][::-1]
+        ax.barh(tokens, probabilities, color="tab:blue")
+        ax.set(xlabel="probability", xlim=(0, min(1.0, 1.2 * max(probabilities) + 0.01)), title=f"[MASK] #{number}")
     fig.suptitle(text if len(text) <= 90 else text[:87] + "...", fontsize=9)
     return fig
 

@@ -1,0 +1,272 @@
+"""Masked language modelling (BERT): corrupt some tokens, ask the encoder to restore them, measure how well.
+
+The recipe of Devlin et al. (2019), as the course implements it:
+
+1. **Select** each *real* token (id ``>= first_real_id``; never [PAD], [CLS], [SEP], [MASK], ...) with
+   probability ``select_prob`` = 15 %. A row with real tokens but no selected one gets one real token selected
+   uniformly at random, so every sequence that has text contributes to the loss (for short rows this nudges the
+   selection rate slightly above 15 %). A row without any real token stays untouched (all labels ignored).
+2. **Corrupt** each selected token: 80 % → [MASK], 10 % → a uniformly random real token (which may, with
+   probability ``1 / n_real_tokens``, be the original one), 10 % → left unchanged.
+3. **Label**: the original id at selected positions and :data:`IGNORE_INDEX` (-100) everywhere else, so
+   ``F.cross_entropy(..., ignore_index=-100)`` scores only the selected positions.
+
+Metrics: masked-token accuracy and perplexity on held-out text, next to a :class:`UnigramBaseline` that ignores
+the context and predicts from the training set's token frequencies.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .tokenization import CLS_ID, MASK_ID, N_SPECIAL_TOKENS, SEP_ID, pad_batch
+
+IGNORE_INDEX = -100
+MASK_TEXT = "[MASK]"
+
+
+def check_probabilities(select_prob: float, mask_prob: float, random_prob: float) -> None:
+    """Raise a clear error unless the three masking probabilities make sense."""
+    if not 0.0 < select_prob <= 1.0:
+        raise ValueError(f"select_prob must be in (0, 1], got {select_prob}; BERT uses 0.15")
+    if mask_prob < 0 or random_prob < 0 or mask_prob + random_prob > 1.0:
+        raise ValueError(f"mask_prob={mask_prob} and random_prob={random_prob} must be >= 0 and sum to at most 1 "
+                         "(the rest of the selected tokens stays unchanged); BERT uses 0.8 and 0.1")
+
+
+def mask_tokens(ids: torch.Tensor, vocab_size: int, generator: torch.Generator | None = None,
+                select_prob: float = 0.15, mask_prob: float = 0.8, random_prob: float = 0.1,
+                mask_id: int = MASK_ID, first_real_id: int = N_SPECIAL_TOKENS) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT masking of a batch of token ids.
+
+    Args:
+        ids: ``(batch, seq)`` int64 token ids; ids ``< first_real_id`` are special tokens or padding.
+        vocab_size: size of the vocabulary; random replacements are drawn from ``[first_real_id, vocab_size)``.
+        generator: a ``torch.Generator`` on ``ids.device`` (seed it for reproducible masks); ``None`` uses the
+            global RNG.
+        select_prob: chance that a real token is selected for prediction.
+        mask_prob, random_prob: of the selected tokens, the share replaced by ``mask_id`` and by a random real
+            token; the remaining ``1 - mask_prob - random_prob`` keep their id.
+
+    Returns:
+        ``(inputs, labels)``, both ``(batch, seq)`` int64: the corrupted ids for the model, and the original id at
+        selected positions with :data:`IGNORE_INDEX` elsewhere. ``ids`` itself is not modified.
+    """
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype != torch.long:
+        got = f"{ids.dtype} tensor of shape {tuple(ids.shape)}" if isinstance(ids, torch.Tensor) else type(ids).__name__
+        raise ValueError(f"mask_tokens expects int64 ids of shape (batch, seq), got {got}; "
+                         "use tokenizer.encode_batch(...) or ids.long().unsqueeze(0) for one sequence")
+    if vocab_size <= first_real_id:
+        raise ValueError(f"vocab_size={vocab_size} leaves no real tokens after the {first_real_id} special ids")
+    if ids.numel() and int(ids.max()) >= vocab_size:
+        raise ValueError(f"ids contain {int(ids.max())}, outside the vocabulary of {vocab_size} tokens; "
+                         "did the tokenizer and vocab_size come from different places?")
+    check_probabilities(select_prob, mask_prob, random_prob)
+    real = ids >= first_real_id                                                    # (batch, seq) bool
+
+    def uniform() -> torch.Tensor:
+        return torch.rand(ids.shape, generator=generator, device=ids.device)
+
+    selected = real & (uniform() < select_prob)
+    # rows with text but nothing selected: select the real token with the highest random score
+    empty_rows = real.any(dim=1) & ~selected.any(dim=1)                            # (batch,)
+    if empty_rows.any():
+        scores = uniform().masked_fill(~real, -1.0)
+        pick = scores.argmax(dim=1)                                                # (batch,)
+        rows = empty_rows.nonzero(as_tuple=True)[0]
+        selected[rows, pick[rows]] = True
+
+    labels = ids.masked_fill(~selected, IGNORE_INDEX)
+    action = uniform()                                                             # one draw decides 80/10/10
+    to_mask = selected & (action < mask_prob)
+    to_random = selected & (action >= mask_prob) & (action < mask_prob + random_prob)
+    random_ids = torch.randint(first_real_id, vocab_size, ids.shape, generator=generator, device=ids.device)
+    inputs = ids.masked_fill(to_mask, mask_id)
+    inputs = torch.where(to_random, random_ids, inputs)
+    return inputs, labels
+
+
+def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over the selected positions (``labels != -100``).
+
+    Args:
+        logits: ``(batch, seq, vocab_size)``; labels: ``(batch, seq)`` int64.
+    """
+    if logits.shape[:-1] != labels.shape:
+        raise ValueError(f"logits {tuple(logits.shape)} and labels {tuple(labels.shape)} disagree: expected "
+                         "logits (batch, seq, vocab_size) and labels (batch, seq)")
+    if not (labels != IGNORE_INDEX).any():
+        raise ValueError("no position is selected (every label is -100): the loss would be 0/0 = NaN. "
+                         "The batch holds no real tokens — drop empty rows before masking")
+    selected = labels != IGNORE_INDEX
+    # same value as F.cross_entropy(..., ignore_index=-100) on all positions, but the softmax runs on the
+    # selected ~15 % only (cheaper)
+    return F.cross_entropy(logits[selected], labels[selected])
+
+
+def masked_accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
+    """Share of selected positions (``labels != -100``) whose arg-max prediction equals the label.
+
+    Args:
+        logits: ``(batch, seq, vocab_size)``; labels: ``(batch, seq)`` int64.
+    """
+    selected = labels != IGNORE_INDEX
+    if not selected.any():
+        raise ValueError("no position is selected (every label is -100), so accuracy is undefined")
+    return (logits.argmax(dim=-1)[selected] == labels[selected]).float().mean().item()
+
+
+class UnigramBaseline:
+    """Context-free baseline: predict every hidden token from the training set's token frequencies.
+
+    ``probabilities`` is the add-one-smoothed unigram distribution over the real tokens (special ids get 0), so
+    a held-out token never seen in training still has a finite log-probability.
+    """
+
+    def __init__(self, train_ids: Iterable[Sequence[int]] | torch.Tensor, vocab_size: int,
+                 first_real_id: int = N_SPECIAL_TOKENS) -> None:
+        counts = torch.zeros(vocab_size, dtype=torch.float64)
+        rows = [train_ids] if isinstance(train_ids, torch.Tensor) else train_ids
+        for row in rows:
+            row = torch.as_tensor(row, dtype=torch.long).flatten()
+            counts += torch.bincount(row, minlength=vocab_size).double()[:vocab_size]
+        counts[:first_real_id] = 0.0
+        if counts.sum() == 0:
+            raise ValueError("UnigramBaseline got no real tokens to count; pass the tokenized training sentences")
+        smoothed = counts + 1.0
+        smoothed[:first_real_id] = 0.0
+        self.counts = counts
+        self.probabilities = smoothed / smoothed.sum()                               # (vocab_size,)
+        self.most_frequent_id = int(counts.argmax())
+
+    def score(self, labels: torch.Tensor) -> dict[str, float]:
+        """Accuracy (always guessing the most frequent token) and perplexity on the selected positions."""
+        targets = labels[labels != IGNORE_INDEX].cpu()
+        if targets.numel() == 0:
+            raise ValueError("no position is selected (every label is -100)")
+        nll = -torch.log(self.probabilities[targets]).mean().item()
+        return {"accuracy": (targets == self.most_frequent_id).double().mean().item(), "perplexity": math.exp(nll),
+                "loss": nll}
+
+
+def batches_by_length(sequences: Sequence[Sequence[int]], batch_size: int, shuffle: bool = True,
+                      seed: int = 0) -> list[torch.Tensor]:
+    """Padded ``(batch, seq)`` batches of sequences of similar length (little padding, so less wasted compute).
+
+    The sequences are sorted by length, cut into batches, and (with ``shuffle``) the batch order is shuffled with a
+    seeded generator. Returns a list, so it can be passed to ``training.fit`` and iterated once per epoch.
+    """
+    if not sequences:
+        raise ValueError("batches_by_length got no sequences")
+    order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
+    batches = [pad_batch([sequences[i] for i in order[start:start + batch_size]])
+               for start in range(0, len(order), batch_size)]
+    if shuffle:
+        permutation = torch.randperm(len(batches), generator=torch.Generator().manual_seed(seed)).tolist()
+        batches = [batches[i] for i in permutation]
+    return batches
+
+
+def logits_at(model: nn.Module, inputs: torch.Tensor, selected: torch.Tensor) -> torch.Tensor:
+    """Vocabulary logits of a :class:`~course_utils.models.MaskedLanguageModel` at the ``selected`` positions only.
+
+    Equal to ``model(inputs)[selected]`` (``tests/test_mlm.py`` checks it), but the MLM head — the largest matrix
+    product, ``d_model × vocab_size`` per token — runs on ~15 % of the tokens instead of all of them.
+
+    Args:
+        inputs: ``(batch, seq)`` int64 ids; selected: ``(batch, seq)`` bool. Returns ``(n_selected, vocab_size)``.
+    """
+    hidden = model.text_encoder(inputs)[selected]                                  # (n_selected, d_model)
+    return model.output(model.transform_norm(F.gelu(model.transform(hidden))))
+
+
+def make_mlm_loss_fn(vocab_size: int, seed: int = 0, **masking):
+    """``loss_fn(model, ids)`` for ``training.fit``: draws a fresh BERT mask for every batch ("dynamic masking").
+
+    The generator is seeded once, so a rerun sees the same sequence of masks; each epoch sees different ones.
+    ``masking`` is passed on to :func:`mask_tokens`.
+    """
+    generator = torch.Generator().manual_seed(seed)
+
+    def loss_fn(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
+        inputs, labels = mask_tokens(ids.cpu(), vocab_size, generator, **masking)
+        inputs, labels = inputs.to(ids.device), labels.to(ids.device)
+        selected = labels != IGNORE_INDEX
+        if not selected.any():
+            raise ValueError("this batch has no real token to predict; drop empty rows before training")
+        return F.cross_entropy(logits_at(model, inputs, selected), labels[selected])
+
+    return loss_fn
+
+
+@torch.no_grad()
+def evaluate_mlm(model: nn.Module, batches: Iterable[torch.Tensor], vocab_size: int, seed: int = 1234,
+                 baseline: UnigramBaseline | None = None, **masking) -> dict[str, float]:
+    """Masked-token metrics on (held-out) batches, with the same masks on every call (fixed ``seed``).
+
+    Returns ``{"loss", "accuracy", "perplexity", "n_predictions"}`` (perplexity = exp(mean cross-entropy) over
+    all selected tokens) and, with a ``baseline``, ``"unigram_accuracy"`` and ``"unigram_perplexity"`` on the very
+    same positions.
+    """
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    generator = torch.Generator().manual_seed(seed)
+    total_nll, n_correct, n_predictions, all_labels = 0.0, 0, 0, []
+    for ids in batches:
+        inputs, labels = mask_tokens(ids.cpu(), vocab_size, generator, **masking)
+        logits = model(inputs.to(device)).float().cpu()
+        selected = labels != IGNORE_INDEX
+        total_nll += F.cross_entropy(logits[selected], labels[selected], reduction="sum").item()
+        n_correct += (logits[selected].argmax(-1) == labels[selected]).sum().item()
+        n_predictions += int(selected.sum())
+        all_labels.append(labels[selected])
+    model.train(was_training)
+    if n_predictions == 0:
+        raise ValueError("evaluate_mlm found no tokens to predict; are the batches empty or all padding?")
+    metrics = {"loss": total_nll / n_predictions, "accuracy": n_correct / n_predictions,
+               "perplexity": math.exp(total_nll / n_predictions), "n_predictions": float(n_predictions)}
+    if baseline is not None:
+        unigram = baseline.score(torch.cat(all_labels))
+        metrics.update(unigram_accuracy=unigram["accuracy"], unigram_perplexity=unigram["perplexity"])
+    return metrics
+
+
+def encode_with_masks(tokenizer, text: str, max_len: int | None = None) -> torch.Tensor:
+    """``[CLS] text [SEP]`` as ``(1, seq)`` ids, where every literal ``[MASK]`` in ``text`` becomes the [MASK] id.
+
+    The course tokenizer's ``encode`` treats ``"[MASK]"`` as ordinary characters, so the text is split around it.
+    The space before a mask is dropped: byte-level BPE glues a word to its leading space (``" function"``), so the
+    hidden token carries that space, as in training.
+    """
+    if MASK_TEXT not in text:
+        raise ValueError(f"the text has no {MASK_TEXT}; write e.g. 'The {MASK_TEXT} returns a list.'")
+    pieces = text.split(MASK_TEXT)
+    ids = [CLS_ID]
+    for i, piece in enumerate(pieces):
+        ids += tokenizer.encode(piece.rstrip(" ") if i < len(pieces) - 1 else piece)
+        if i < len(pieces) - 1:
+            ids.append(MASK_ID)
+    ids.append(SEP_ID)
+    if max_len is not None and len(ids) > max_len:
+        raise ValueError(f"the text is {len(ids)} tokens long, more than the model's max_len={max_len}; shorten it")
+    return torch.tensor([ids])
+
+
+@torch.no_grad()
+def fill_mask(model: nn.Module, tokenizer, text: str, k: int = 5) -> list[list[tuple[str, float]]]:
+    """Top-``k`` predictions for every ``[MASK]`` in ``text``: one list of ``(token, probability)`` per mask."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    ids = encode_with_masks(tokenizer, text).to(device)
+    probabilities = model(ids)[0].float().softmax(dim=-1).cpu()                     # (seq, vocab_size)
+    model.train(was_training)
+    positions = (ids[0] == MASK_ID).nonzero(as_tuple=True)[0].cpu()
+    top = probabilities[positions].topk(k, dim=-1)
+    return [[(tokenizer.token_str(int(i)), float(p)) for p, i in zip(values, indices)]
+            for values, indices in zip(top.values, top.indices)]

@@ -1,0 +1,247 @@
+"""BERT masking and masked-LM metrics (course_utils.mlm): statistics, specials and padding, labels, determinism."""
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from course_utils.config import TransformerConfig
+from course_utils.mlm import (IGNORE_INDEX, UnigramBaseline, batches_by_length, encode_with_masks, evaluate_mlm,
+                              fill_mask, logits_at, make_mlm_loss_fn, mask_tokens, masked_accuracy, mlm_loss)
+from course_utils.models import MaskedLanguageModel
+from course_utils.tokenization import CLS_ID, MASK_ID, N_SPECIAL_TOKENS, PAD_ID, SEP_ID, BPETokenizer
+
+VOCAB = 500
+
+
+def padded_batch(n_rows=400, max_real=60, seed=0):
+    """Rows ``[CLS] real... [SEP] [PAD]...`` with real lengths 1..max_real; ids >= 7 are real tokens."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, max_real + 1, (n_rows,), generator=g)
+    ids = torch.full((n_rows, max_real + 2), PAD_ID)
+    for row, n in enumerate(lengths.tolist()):
+        ids[row, 0] = CLS_ID
+        ids[row, 1:n + 1] = torch.randint(N_SPECIAL_TOKENS, VOCAB, (n,), generator=g)
+        ids[row, n + 1] = SEP_ID
+    return ids
+
+
+def z_score(count, n, p):
+    return abs(count - n * p) / math.sqrt(n * p * (1 - p))
+
+
+def test_proportions_match_bert_within_statistical_tolerance():
+    # long rows, so the "at least one per row" rule hardly changes the 15 % rate
+    ids = torch.randint(N_SPECIAL_TOKENS, VOCAB, (200, 200))
+    generator = torch.Generator().manual_seed(0)
+    n_real = n_selected = n_mask = n_random = n_kept = 0
+    for _ in range(20):
+        inputs, labels = mask_tokens(ids, VOCAB, generator)
+        selected = labels != IGNORE_INDEX
+        n_real += ids.numel()
+        n_selected += int(selected.sum())
+        n_mask += int((inputs[selected] == MASK_ID).sum())
+        changed = selected & (inputs != ids) & (inputs != MASK_ID)
+        n_random += int(changed.sum())
+        n_kept += int((selected & (inputs == ids)).sum())
+    assert z_score(n_selected, n_real, 0.15) < 4.5, n_selected / n_real
+    assert z_score(n_mask, n_selected, 0.80) < 4.5, n_mask / n_selected
+    # a random replacement equals the original with probability 1 / n_real_tokens: it then counts as "kept"
+    p_same = 1 / (VOCAB - N_SPECIAL_TOKENS)
+    assert z_score(n_random, n_selected, 0.10 * (1 - p_same)) < 4.5, n_random / n_selected
+    assert z_score(n_kept, n_selected, 0.10 + 0.10 * p_same) < 4.5, n_kept / n_selected
+
+
+def test_random_replacements_are_real_tokens_spread_over_the_vocabulary():
+    ids = torch.randint(N_SPECIAL_TOKENS, VOCAB, (300, 200))
+    inputs, labels = mask_tokens(ids, VOCAB, torch.Generator().manual_seed(1), mask_prob=0.0, random_prob=1.0)
+    selected = labels != IGNORE_INDEX
+    replaced = inputs[selected]
+    assert replaced.min() >= N_SPECIAL_TOKENS and replaced.max() < VOCAB
+    assert len(replaced.unique()) > 0.9 * (VOCAB - N_SPECIAL_TOKENS)
+
+
+def test_specials_and_padding_are_never_selected_or_changed():
+    ids = padded_batch()
+    generator = torch.Generator().manual_seed(2)
+    special = ids < N_SPECIAL_TOKENS
+    for _ in range(30):
+        inputs, labels = mask_tokens(ids, VOCAB, generator)
+        assert torch.equal(inputs[special], ids[special])
+        assert (labels[special] == IGNORE_INDEX).all()
+    # even when every real token is selected
+    inputs, labels = mask_tokens(ids, VOCAB, generator, select_prob=1.0)
+    assert torch.equal(inputs[special], ids[special])
+    assert torch.equal(labels[~special], ids[~special])
+
+
+def test_labels_hold_the_original_ids_exactly_at_selected_positions():
+    ids = padded_batch(seed=3)
+    original = ids.clone()
+    inputs, labels = mask_tokens(ids, VOCAB, torch.Generator().manual_seed(3))
+    assert torch.equal(ids, original), "mask_tokens must not modify its input"
+    selected = labels != IGNORE_INDEX
+    assert torch.equal(labels[selected], ids[selected])
+    # outside the selection the input is untouched; inside, it is [MASK], a real token, or the original
+    assert torch.equal(inputs[~selected], ids[~selected])
+    assert ((inputs[selected] == MASK_ID) | (inputs[selected] >= N_SPECIAL_TOKENS)).all()
+    assert inputs.dtype == labels.dtype == torch.long and inputs.shape == labels.shape == ids.shape
+
+
+def test_every_row_with_text_gets_at_least_one_selected_token():
+    ids = padded_batch(n_rows=500, max_real=3, seed=4)  # short rows: often nothing selected by chance
+    for seed in range(5):
+        _, labels = mask_tokens(ids, VOCAB, torch.Generator().manual_seed(seed))
+        assert ((labels != IGNORE_INDEX).sum(dim=1) >= 1).all()
+
+
+def test_row_without_real_tokens_stays_untouched():
+    ids = torch.tensor([[CLS_ID, SEP_ID, PAD_ID], [CLS_ID, 10, SEP_ID]])
+    inputs, labels = mask_tokens(ids, VOCAB, torch.Generator().manual_seed(0))
+    assert torch.equal(inputs[0], ids[0]) and (labels[0] == IGNORE_INDEX).all()
+    assert labels[1, 1] == 10
+
+
+def test_same_seed_same_masks_other_seed_other_masks():
+    ids = padded_batch(seed=5)
+    first = mask_tokens(ids, VOCAB, torch.Generator().manual_seed(42))
+    again = mask_tokens(ids, VOCAB, torch.Generator().manual_seed(42))
+    other = mask_tokens(ids, VOCAB, torch.Generator().manual_seed(43))
+    assert torch.equal(first[0], again[0]) and torch.equal(first[1], again[1])
+    assert not torch.equal(first[1], other[1])
+
+
+@pytest.mark.parametrize("bad, message", [
+    (torch.zeros(5, dtype=torch.long), "shape"),
+    (torch.zeros(2, 5), "int64"),
+    (torch.full((2, 5), VOCAB), "outside the vocabulary"),
+])
+def test_bad_ids_get_a_clear_error(bad, message):
+    with pytest.raises(ValueError, match=message):
+        mask_tokens(bad, VOCAB)
+
+
+def test_bad_probabilities_get_a_clear_error():
+    ids = padded_batch(n_rows=2)
+    with pytest.raises(ValueError, match="select_prob"):
+        mask_tokens(ids, VOCAB, select_prob=0.0)
+    with pytest.raises(ValueError, match="sum to at most 1"):
+        mask_tokens(ids, VOCAB, mask_prob=0.8, random_prob=0.3)
+
+
+def test_loss_and_accuracy_ignore_unselected_positions():
+    logits = torch.randn(2, 4, 10)
+    labels = torch.full((2, 4), IGNORE_INDEX)
+    labels[0, 1], labels[1, 3] = 3, 7
+    expected = F.cross_entropy(logits.reshape(-1, 10), labels.reshape(-1), ignore_index=IGNORE_INDEX)
+    torch.testing.assert_close(mlm_loss(logits, labels), expected)
+    logits[0, 1, 3] = 100.0  # right at one selected position; the unselected ones may say anything
+    logits[1, 3, 2] = 100.0  # wrong at the other
+    assert masked_accuracy(logits, labels) == 0.5
+    with pytest.raises(ValueError, match="NaN"):
+        mlm_loss(logits, torch.full((2, 4), IGNORE_INDEX))
+    with pytest.raises(ValueError, match="disagree"):
+        mlm_loss(logits, labels[:, :3])
+
+
+def test_unigram_baseline_counts_real_tokens_and_scores_held_out_labels():
+    train = [[CLS_ID, 7, 7, 7, 8, SEP_ID], [CLS_ID, 7, 9, SEP_ID, PAD_ID]]
+    baseline = UnigramBaseline(train, vocab_size=10)
+    assert baseline.most_frequent_id == 7
+    assert baseline.probabilities[:N_SPECIAL_TOKENS].sum() == 0
+    torch.testing.assert_close(baseline.probabilities.sum().item(), 1.0)
+    # add-one smoothing over the 3 real ids: counts 4, 1, 1 -> (5, 2, 2) / 9
+    labels = torch.tensor([[7, 8, IGNORE_INDEX, 9]])
+    scores = baseline.score(labels)
+    assert scores["accuracy"] == pytest.approx(1 / 3)
+    expected_nll = -(math.log(5 / 9) + 2 * math.log(2 / 9)) / 3
+    assert scores["perplexity"] == pytest.approx(math.exp(expected_nll))
+
+
+class PerfectOracle(nn.Module):
+    """Predicts the true token at every position (it sees the clean ids): accuracy 1, perplexity ≈ 1."""
+
+    def __init__(self, clean_ids):
+        super().__init__()
+        self.clean_ids = clean_ids
+        self.dummy = nn.Parameter(torch.zeros(1))
+
+    def forward(self, ids):
+        return F.one_hot(self.clean_ids[: len(ids), : ids.size(1)], VOCAB).float() * 50.0
+
+
+def test_evaluate_mlm_reports_model_and_baseline_on_the_same_positions():
+    ids = padded_batch(n_rows=64, seed=6)
+    oracle = PerfectOracle(ids)
+    baseline = UnigramBaseline(ids, VOCAB)
+    metrics = evaluate_mlm(oracle, [ids], VOCAB, baseline=baseline)
+    assert metrics["accuracy"] == 1.0 and metrics["perplexity"] == pytest.approx(1.0, abs=1e-6)
+    assert metrics["n_predictions"] > 0 and 0 <= metrics["unigram_accuracy"] < 0.1
+    assert metrics == evaluate_mlm(oracle, [ids], VOCAB, baseline=baseline), "same seed → same masks → same numbers"
+
+
+def test_loss_fn_draws_new_masks_each_call_but_reproducibly():
+    ids = padded_batch(n_rows=8, seed=7)
+    config = TransformerConfig(vocab_size=VOCAB, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=64)
+    model = MaskedLanguageModel(config)
+    recorded = []
+    model.text_encoder.register_forward_pre_hook(lambda module, args: recorded.append(args[0].clone()))
+    for _ in range(2):
+        loss_fn = make_mlm_loss_fn(VOCAB, seed=0)
+        loss_fn(model, ids)
+        loss_fn(model, ids)
+    assert not torch.equal(recorded[0], recorded[1]), "dynamic masking: a new mask per batch"
+    assert torch.equal(recorded[0], recorded[2]) and torch.equal(recorded[1], recorded[3]), "seeded"
+
+
+def test_batches_by_length_keep_every_sequence_once_with_little_padding():
+    sequences = [[CLS_ID] + [7] * n + [SEP_ID] for n in (5, 1, 9, 3, 7, 2)]
+    batches = batches_by_length(sequences, batch_size=2, seed=0)
+    assert sorted(int((b != PAD_ID).sum(1)[i]) for b in batches for i in range(len(b))) == [3, 4, 5, 7, 9, 11]
+    assert all(b.size(1) - int((b != PAD_ID).sum(1).min()) <= 2 for b in batches)
+
+
+def test_encode_with_masks_puts_the_mask_id_where_the_text_says():
+    tokenizer = BPETokenizer.train(["The function returns a list of values."] * 5, vocab_size=280)
+    ids = encode_with_masks(tokenizer, "The [MASK] returns a [MASK].")
+    assert ids.shape[0] == 1 and ids[0, 0] == CLS_ID and ids[0, -1] == SEP_ID
+    assert int((ids == MASK_ID).sum()) == 2
+    # the space before a mask travels with the hidden word, as BPE glues " word" together in training
+    assert tokenizer.decode(ids[0]) == "The returns a."
+    with pytest.raises(ValueError, match=r"\[MASK\]"):
+        encode_with_masks(tokenizer, "no mask here")
+
+
+def test_fill_mask_returns_k_probabilities_per_mask_in_descending_order():
+    tokenizer = BPETokenizer.train(["The function returns a list of values."] * 5, vocab_size=280)
+
+    class Uniformish(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bias = nn.Parameter(torch.linspace(0, 1, tokenizer.vocab_size))
+
+        def forward(self, ids):
+            return self.bias.expand(*ids.shape, -1)
+
+    predictions = fill_mask(Uniformish(), tokenizer, "The [MASK] returns a [MASK].", k=3)
+    assert len(predictions) == 2 and all(len(p) == 3 for p in predictions)
+    probabilities = [p for _, p in predictions[0]]
+    assert probabilities == sorted(probabilities, reverse=True) and 0 < sum(probabilities) < 1
+
+
+@pytest.mark.parametrize("tie_weights", [True, False])
+def test_logits_at_selected_positions_equal_the_full_forward_pass(tie_weights):
+    torch.manual_seed(0)
+    config = TransformerConfig(vocab_size=VOCAB, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=64, dropout=0.0)
+    model = MaskedLanguageModel(config, tie_weights=tie_weights).eval()
+    ids = padded_batch(n_rows=6, max_real=20, seed=8)
+    inputs, labels = mask_tokens(ids, VOCAB, torch.Generator().manual_seed(8))
+    selected = labels != IGNORE_INDEX
+    with torch.no_grad():
+        torch.testing.assert_close(logits_at(model, inputs, selected), model(inputs)[selected])
+    # the training loss is the mean cross-entropy of those logits
+    loss = make_mlm_loss_fn(VOCAB, seed=8)(model, ids)
+    generator = torch.Generator().manual_seed(8)
+    inputs, labels = mask_tokens(ids, VOCAB, generator)
+    torch.testing.assert_close(loss, mlm_loss(model(inputs), labels))
