@@ -35,9 +35,21 @@ def check_decoding_inputs(src_ids: torch.Tensor, max_new_tokens: int, beam_size:
         raise ValueError(f"beam_size must be >= 1, got {beam_size}")
 
 
+def repeated_ngram_tokens(generated: list[int], n: int) -> list[int]:
+    """Tokens that would complete an ``n``-gram already present in ``generated`` (``no_repeat_ngram_size`` rule).
+
+    ``generated = [7, 8, 9, 7, 8]``, ``n = 3`` → ``[9]``: the last ``n - 1`` tokens ``(7, 8)`` were once followed
+    by ``9``, so ``9`` now would repeat the 3-gram ``7 8 9``.
+    """
+    if n < 1 or len(generated) < n - 1:
+        return []
+    context = tuple(generated[len(generated) - (n - 1):])
+    return [generated[i + n - 1] for i in range(len(generated) - n + 1) if tuple(generated[i:i + n - 1]) == context]
+
+
 @torch.no_grad()
 def greedy_decode(model: nn.Module, src_ids: torch.Tensor, bos_id: int, eos_id: int, max_new_tokens: int,
-                  pad_id: int = 0, use_cache: bool = True) -> torch.Tensor:
+                  pad_id: int = 0, use_cache: bool = True, no_repeat_ngram_size: int = 0) -> torch.Tensor:
     """Pick the most probable next token at every step until every row has produced [EOS].
 
     Args:
@@ -47,6 +59,8 @@ def greedy_decode(model: nn.Module, src_ids: torch.Tensor, bos_id: int, eos_id: 
         max_new_tokens: stop after this many tokens even without [EOS].
         use_cache: ``True`` feeds only the newest token and reuses the cached keys/values of earlier positions;
             ``False`` re-runs the decoder on the whole prefix at every step (same tokens, more work).
+        no_repeat_ngram_size: ``n > 0`` forbids generating any ``n``-gram of tokens twice in a row's output (a
+            blunt cure for loops such as "hundert hundert hundert"; it also forbids legitimate repeats).
 
     Returns:
         generated ids ``(batch, steps)``, ``steps <= max_new_tokens``; ``pad_id`` after each row's [EOS].
@@ -61,6 +75,9 @@ def greedy_decode(model: nn.Module, src_ids: torch.Tensor, bos_id: int, eos_id: 
         step_input = prefix[:, -1:] if use_cache else prefix
         logits = model.decode(step_input, memory, src_ids, cache)[:, -1]  # (batch, tgt_vocab)
         logits = forbid_special_tokens(logits, bos_id, pad_id)
+        if no_repeat_ngram_size > 0:
+            for row, generated in enumerate(prefix[:, 1:].tolist()):
+                logits[row, repeated_ngram_tokens(generated, no_repeat_ngram_size)] = float("-inf")
         next_token = logits.argmax(dim=-1).masked_fill(finished, pad_id)  # (batch,)
         prefix = torch.cat([prefix, next_token[:, None]], dim=1)
         finished |= next_token == eos_id

@@ -7,7 +7,7 @@ import torch
 
 from course_utils import Seq2SeqTransformer, TransformerConfig, seed_everything
 from course_utils.decoding import (beam_search, cross_attention_weights, forbid_special_tokens, greedy_decode,
-                                   length_penalty, strip_after_eos)
+                                   length_penalty, repeated_ngram_tokens, strip_after_eos)
 
 PAD, BOS, EOS = 0, 5, 6
 
@@ -38,6 +38,26 @@ def test_cached_greedy_equals_full_recompute(seed, eos_bias):
     cached = greedy_decode(model, src, BOS, EOS, max_new_tokens=15, use_cache=True)
     full = greedy_decode(model, src, BOS, EOS, max_new_tokens=15, use_cache=False)
     assert torch.equal(cached, full)
+
+
+def test_repeated_ngram_tokens():
+    assert repeated_ngram_tokens([7, 8, 9, 7, 8], 3) == [9]
+    assert repeated_ngram_tokens([7, 8, 9, 7, 8], 2) == [9]
+    assert sorted(repeated_ngram_tokens([7, 8, 9], 1)) == [7, 8, 9]
+    assert repeated_ngram_tokens([7, 8], 3) == []
+    assert repeated_ngram_tokens([7, 8, 7, 9, 7], 2) == [8, 9]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_no_repeat_ngram_blocks_every_repeat(n):
+    model = make_model(1)  # untrained: greedy output loops
+    src = source_batch(1)
+    plain = greedy_decode(model, src, BOS, EOS, max_new_tokens=15)
+    blocked = greedy_decode(model, src, BOS, EOS, max_new_tokens=15, no_repeat_ngram_size=n)
+    assert not torch.equal(plain, blocked), "the untrained model should repeat itself without the rule"
+    for row in strip_after_eos(blocked, EOS):
+        ngrams = [tuple(row[i:i + n]) for i in range(len(row) - n + 1)]
+        assert len(ngrams) == len(set(ngrams))
 
 
 def test_greedy_stops_and_pads_after_eos():
