@@ -12,7 +12,6 @@ import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
 from tqdm.auto import tqdm
 
-from .runtime import pick_device
 
 SCHEDULES = ("constant", "linear", "cosine", "inverse_sqrt")
 

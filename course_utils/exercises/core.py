@@ -65,6 +65,12 @@ class Exercise:
             return Result(INCORRECT, f"Your code raised {type(error).__name__}: {error}")
         return Result(CORRECT, self.success)
 
+    def evaluate_code(self, code: str, prelude: str = "") -> Result:
+        """Run ``prelude + code`` (e.g. a typical wrong answer) in a fresh namespace and evaluate it."""
+        scope: dict[str, Any] = {}
+        exec(compile(prelude + code, f"<answer to {self.name}>", "exec"), scope)
+        return self.evaluate(scope)
+
     def run_solution(self, namespace: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Execute the reference solution in a copy of ``namespace`` and return the resulting namespace."""
         scope = dict(namespace or {})

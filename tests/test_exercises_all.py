@@ -1,0 +1,39 @@
+"""Every exercise of every lesson: the reference solution passes, an untouched placeholder is "not attempted".
+
+Each lesson's typical wrong answers are tested in tests/test_exercises_lessonNN.py.
+"""
+import importlib
+import pkgutil
+
+import pytest
+
+import course_utils.exercises as exercises_package
+from course_utils.exercises.core import CORRECT, NOT_ATTEMPTED, Exercise
+
+LESSONS = sorted(m.name for m in pkgutil.iter_modules(exercises_package.__path__) if m.name.startswith("lesson"))
+EXERCISES = [(lesson, name, exercise) for lesson in LESSONS
+             for name, exercise in vars(importlib.import_module(f"course_utils.exercises.{lesson}")).items()
+             if isinstance(exercise, Exercise)]
+
+
+def test_every_lesson_has_at_least_three_exercises():
+    for lesson in LESSONS:
+        assert sum(1 for entry in EXERCISES if entry[0] == lesson) >= 3, lesson
+
+
+@pytest.mark.parametrize("lesson,name,exercise", EXERCISES, ids=[f"{e[0]}.{e[1]}" for e in EXERCISES])
+def test_solution_passes(lesson, name, exercise):
+    result = exercise.evaluate(exercise.run_solution())
+    assert result.status == CORRECT, result.message
+
+
+@pytest.mark.parametrize("lesson,name,exercise", EXERCISES, ids=[f"{e[0]}.{e[1]}" for e in EXERCISES])
+def test_untouched_answers_are_not_attempted(lesson, name, exercise):
+    assert exercise.evaluate({variable: ... for variable in exercise.variables}).status == NOT_ATTEMPTED
+    solution = exercise.run_solution()
+    functions = [v for v in exercise.variables if callable(solution[v])]
+    if functions:  # a stub that still raises NotImplementedError counts as not attempted too
+        stubs = "".join(f"def {v}(*args, **kwargs):\n    raise NotImplementedError\n" for v in functions)
+        scope = {**{v: solution[v] for v in exercise.variables}}
+        exec(stubs, scope)
+        assert exercise.evaluate(scope).status == NOT_ATTEMPTED
