@@ -1,4 +1,4 @@
-"""Lesson 01 exercises: each solution passes, each usual mistake fails with the message that names it."""
+"""Lesson 01 exercises: each usual mistake fails with the message that names it (solutions: test_exercises_all.py)."""
 import pytest
 
 from course_utils.exercises import lesson01

@@ -1,4 +1,4 @@
-"""Lesson 03 exercises: each solution passes, each usual mistake fails with the message that names it."""
+"""Lesson 03 exercises: each usual mistake fails with the message that names it (solutions: test_exercises_all.py)."""
 import pytest
 
 from course_utils.exercises import lesson03

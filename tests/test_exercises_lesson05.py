@@ -1,29 +1,11 @@
-"""Lesson 05 exercises: each solution passes, each usual mistake fails with the message that names it."""
+"""Lesson 05 exercises: each usual mistake fails with the message that names it (solutions: test_exercises_all.py)."""
 import pytest
 
 from course_utils.exercises import lesson05
-from course_utils.exercises.core import CORRECT, INCORRECT, NOT_ATTEMPTED
+from course_utils.exercises.core import CORRECT, INCORRECT
 
 PRELUDE = "import torch\n"
-EXERCISES = [lesson05.q1, lesson05.q2, lesson05.q3]
 
-
-def evaluate(exercise, code):
-    scope = {}
-    exec(PRELUDE + code, scope)
-    return exercise.evaluate(scope)
-
-
-@pytest.mark.parametrize("exercise", EXERCISES)
-def test_solution_passes(exercise):
-    assert exercise.evaluate(exercise.run_solution()).status == CORRECT
-
-
-@pytest.mark.parametrize("exercise", EXERCISES)
-def test_placeholder_and_not_implemented_are_not_attempted(exercise):
-    name = exercise.variables[0]
-    assert exercise.evaluate({name: ...}).status == NOT_ATTEMPTED
-    assert evaluate(exercise, f"def {name}(*args):\n    raise NotImplementedError\n").status == NOT_ATTEMPTED
 
 
 PRESENCE_MISTAKES = {
@@ -39,13 +21,13 @@ PRESENCE_MISTAKES = {
 @pytest.mark.parametrize("mistake", list(PRESENCE_MISTAKES))
 def test_presence_mistakes_are_named(mistake):
     body, message = PRESENCE_MISTAKES[mistake]
-    result = evaluate(lesson05.q1, f"def p_token_present(vocab_size, seq_len):\n    {body}\n")
+    result = lesson05.q1.evaluate_code(prelude=PRELUDE, code=f"def p_token_present(vocab_size, seq_len):\n    {body}\n")
     assert result.status == INCORRECT and message in result.message, result.message
 
 
 def test_presence_accepts_a_tensor_answer():
     code = "def p_token_present(v, n):\n    return 1 - (1 - 1 / torch.tensor(float(v), dtype=torch.float64)) ** n\n"
-    assert evaluate(lesson05.q1, code).status == CORRECT
+    assert lesson05.q1.evaluate_code(prelude=PRELUDE, code=code).status == CORRECT
 
 
 POOL_MISTAKES = {
@@ -62,7 +44,7 @@ POOL_MISTAKES = {
 @pytest.mark.parametrize("mistake", list(POOL_MISTAKES))
 def test_pool_mistakes_are_named(mistake):
     body, message = POOL_MISTAKES[mistake]
-    result = evaluate(lesson05.q2, f"def masked_mean_pool(hidden, ids, pad_id=0):\n    {body}\n")
+    result = lesson05.q2.evaluate_code(prelude=PRELUDE, code=f"def masked_mean_pool(hidden, ids, pad_id=0):\n    {body}\n")
     assert result.status == INCORRECT and message in result.message, result.message
 
 
@@ -80,5 +62,5 @@ CONFUSION_MISTAKES = {
 @pytest.mark.parametrize("mistake", list(CONFUSION_MISTAKES))
 def test_confusion_mistakes_are_named(mistake):
     body, message = CONFUSION_MISTAKES[mistake]
-    result = evaluate(lesson05.q3, f"def confusion_matrix(predictions, labels, n):\n    {body}\n")
+    result = lesson05.q3.evaluate_code(prelude=PRELUDE, code=f"def confusion_matrix(predictions, labels, n):\n    {body}\n")
     assert result.status == INCORRECT and message in result.message, result.message
