@@ -2,6 +2,41 @@
 static picture even where widgets do not render (GitHub, nbval, PDF)."""
 from __future__ import annotations
 
+from typing import Callable
+
+
+def live_explorer(show: Callable[..., None], **controls) -> None:
+    """Show ``show(**values)`` for the controls' initial values, then the controls; every change redraws below them.
+
+    The first call draws a plain figure, which a stored notebook keeps as a static picture. Later calls draw into
+    an output area under the controls; a ``ValueError`` from ``show`` (e.g. bad text typed by the learner) is
+    printed there instead of a figure.
+
+    Args:
+        show: draws one view (ending with ``plt.show()``) from keyword arguments named like the controls.
+        controls: ipywidgets with a ``value`` (sliders, text boxes, drop-downs), by argument name.
+    """
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    def values() -> dict:
+        return {name: control.value for name, control in controls.items()}
+
+    show(**values())
+    output = widgets.Output()
+
+    def redraw(_change=None) -> None:
+        with output:
+            output.clear_output(wait=True)
+            try:
+                show(**values())
+            except ValueError as error:
+                print(error)
+
+    for control in controls.values():
+        control.observe(redraw, names="value")
+    display(widgets.VBox([widgets.HBox(list(controls.values())), output]))
+
 
 # --- notebook 02: positional-encoding explorer -------------------------------------------------------------------
 
@@ -45,36 +80,18 @@ def draw_positional_encoding(d_model: int = 64, n_positions: int = 100, dims=(0,
 
 
 def positional_encoding_explorer(d_model: int = 64, n_positions: int = 100, dims: str = "0, 1, 10, 11, 40") -> None:
-    """Sliders for ``d_model`` and the number of positions, a text box for the dimensions to plot.
-
-    Draws the default view once as a plain figure (kept in a stored notebook), then shows the controls; the
-    interactive figure below them redraws on every change.
-    """
+    """Sliders for ``d_model`` and the number of positions, a text box for the dimensions to plot."""
     import matplotlib.pyplot as plt
     import ipywidgets as widgets
-    from IPython.display import display
 
-    draw_positional_encoding(d_model, n_positions, parse_dimensions(dims, d_model))
-    plt.show()
-    d_model_slider = widgets.IntSlider(value=d_model, min=8, max=512, step=8, description="d_model")
-    positions_slider = widgets.IntSlider(value=n_positions, min=10, max=1000, step=10, description="positions")
-    dims_box = widgets.Text(value=dims, description="dimensions", continuous_update=False)
-    output = widgets.Output()
+    def show(d_model: int, n_positions: int, dims: str) -> None:
+        draw_positional_encoding(d_model, n_positions, parse_dimensions(dims, d_model))
+        plt.show()
 
-    def redraw(_change=None) -> None:
-        with output:
-            output.clear_output(wait=True)
-            try:
-                chosen = parse_dimensions(dims_box.value, d_model_slider.value)
-            except ValueError as error:
-                print(error)
-                return
-            draw_positional_encoding(d_model_slider.value, positions_slider.value, chosen)
-            plt.show()
-
-    for control in (d_model_slider, positions_slider, dims_box):
-        control.observe(redraw, names="value")
-    display(widgets.VBox([widgets.HBox([d_model_slider, positions_slider, dims_box]), output]))
+    live_explorer(show,
+                  d_model=widgets.IntSlider(value=d_model, min=8, max=512, step=8, description="d_model"),
+                  n_positions=widgets.IntSlider(value=n_positions, min=10, max=1000, step=10, description="positions"),
+                  dims=widgets.Text(value=dims, description="dimensions", continuous_update=False))
 
 
 # --- notebook 03: attention explorer -----------------------------------------------------------------------------
@@ -133,37 +150,21 @@ def attention_explorer(encode, attention, sentence: str = "the cat sat on the ma
         encode: ``list[str] -> (1, seq, d_model)`` vectors for the tokens (``"[PAD]"`` included).
         attention: a :class:`~course_utils.attention.MultiHeadAttention` (its weights are what you see).
         tokenize: ``str -> list[str]``.
-
-    Draws the default view once as a plain figure (kept in a stored notebook), then shows the controls.
     """
     import matplotlib.pyplot as plt
     import ipywidgets as widgets
-    from IPython.display import display
 
-    tokens, weights, _ = attention_for_tokens(tokenize(sentence), encode, attention, mask_kind)
-    draw_attention(tokens, weights, head)
-    plt.show()
-    sentence_box = widgets.Text(value=sentence, description="sentence", continuous_update=False,
-                                layout=widgets.Layout(width="420px"))
-    head_choice = widgets.Dropdown(options=["all"] + list(range(attention.n_heads)), value=head, description="head")
-    mask_choice = widgets.Dropdown(options=list(MASK_KINDS), value=mask_kind, description="mask")
-    output = widgets.Output()
+    def show(sentence: str, head: int | str, mask_kind: str) -> None:
+        tokens, weights, _ = attention_for_tokens(tokenize(sentence), encode, attention, mask_kind)
+        draw_attention(tokens, weights, head)
+        plt.show()
 
-    def redraw(_change=None) -> None:
-        with output:
-            output.clear_output(wait=True)
-            try:
-                shown_tokens, shown_weights, _ = attention_for_tokens(
-                    tokenize(sentence_box.value), encode, attention, mask_choice.value)
-            except ValueError as error:
-                print(error)
-                return
-            draw_attention(shown_tokens, shown_weights, head_choice.value)
-            plt.show()
-
-    for control in (sentence_box, head_choice, mask_choice):
-        control.observe(redraw, names="value")
-    display(widgets.VBox([widgets.HBox([sentence_box, head_choice, mask_choice]), output]))
+    live_explorer(show,
+                  sentence=widgets.Text(value=sentence, description="sentence", continuous_update=False,
+                                        layout=widgets.Layout(width="420px")),
+                  head=widgets.Dropdown(options=["all"] + list(range(attention.n_heads)), value=head,
+                                        description="head"),
+                  mask_kind=widgets.Dropdown(options=list(MASK_KINDS), value=mask_kind, description="mask"))
 
 
 # --- notebook 06: fill-mask explorer -----------------------------------------------------------------------------
@@ -193,34 +194,18 @@ def fill_mask_explorer(predict, text: str = "The [MASK] returns a new list.", k:
         predict: ``predict(text, k) -> [[(token, probability), ...], ...]``, e.g.
             ``lambda text, k: mlm.fill_mask(model, tokenizer, text, k)``; it may raise ``ValueError`` for bad text
             (the message is shown under the box).
-
-    Draws the default sentence once as a plain figure (kept in a stored notebook), then shows the controls.
     """
     import matplotlib.pyplot as plt
     import ipywidgets as widgets
-    from IPython.display import display
 
-    draw_fill_mask(text, predict(text, k))
-    plt.show()
-    text_box = widgets.Text(value=text, description="sentence", continuous_update=False,
-                            layout=widgets.Layout(width="520px"))
-    k_slider = widgets.IntSlider(value=k, min=1, max=10, description="top-k")
-    output = widgets.Output()
+    def show(text: str, k: int) -> None:
+        draw_fill_mask(text, predict(text, k))
+        plt.show()
 
-    def redraw(_change=None) -> None:
-        with output:
-            output.clear_output(wait=True)
-            try:
-                predictions = predict(text_box.value, k_slider.value)
-            except ValueError as error:
-                print(error)
-                return
-            draw_fill_mask(text_box.value, predictions)
-            plt.show()
-
-    for control in (text_box, k_slider):
-        control.observe(redraw, names="value")
-    display(widgets.VBox([widgets.HBox([text_box, k_slider]), output]))
+    live_explorer(show,
+                  text=widgets.Text(value=text, description="sentence", continuous_update=False,
+                                    layout=widgets.Layout(width="520px")),
+                  k=widgets.IntSlider(value=k, min=1, max=10, description="top-k"))
 
 
 # --- notebook 07: number translator --------------------------------------------------------------------------------
@@ -243,30 +228,15 @@ def translator_explorer(translate, text: str = "342") -> None:
     Args:
         translate: ``translate(text) -> (source_tokens, target_pieces, weights (target, source), german)``; it may
             raise ``ValueError`` for text it cannot translate (the message is shown under the box).
-
-    Draws the default text once as a plain figure (kept in a stored notebook), then shows the controls.
     """
     import matplotlib.pyplot as plt
     import ipywidgets as widgets
-    from IPython.display import display
 
-    def show(value: str) -> None:
-        source_tokens, target_pieces, weights, german = translate(value)
-        draw_translation(source_tokens, target_pieces, weights, title=f"{value!r} → {german}")
+    def show(text: str) -> None:
+        source_tokens, target_pieces, weights, german = translate(text)
+        draw_translation(source_tokens, target_pieces, weights, title=f"{text!r} → {german}")
         plt.show()
 
-    show(text)
-    text_box = widgets.Text(value=text, description="number", continuous_update=False,
-                            placeholder="342 or three hundred and forty-two", layout=widgets.Layout(width="520px"))
-    output = widgets.Output()
-
-    def redraw(_change=None) -> None:
-        with output:
-            output.clear_output(wait=True)
-            try:
-                show(text_box.value)
-            except ValueError as error:
-                print(error)
-
-    text_box.observe(redraw, names="value")
-    display(widgets.VBox([text_box, output]))
+    live_explorer(show, text=widgets.Text(value=text, description="number", continuous_update=False,
+                                          placeholder="342 or three hundred and forty-two",
+                                          layout=widgets.Layout(width="520px")))
