@@ -2,8 +2,8 @@
 
 * Blocks outbound network access here and in every notebook kernel (see tests/network_guard/sitecustomize.py:
   kernels inherit PYTHONPATH and load it at start-up).
-* One CPU thread per process unless the caller chose otherwise: small models run faster that way on a 2-core
-  machine (measured in benchmarks/README.md).
+* One CPU thread per process unless the caller chose otherwise: two notebooks run at once (pytest-xdist), and on
+  a 2-core machine two threads each made them fight for the cores (measured in benchmarks/README.md).
 * No tqdm progress bars in test kernels: a live bar sends hundreds of widget messages, and on a busy machine nbval
   gave up waiting for a cell's output (its fixed 5 s wait); learners still see the bars.
 """
