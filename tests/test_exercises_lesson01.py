@@ -2,10 +2,9 @@
 import pytest
 
 from course_utils.exercises import lesson01
-from course_utils.exercises.core import INCORRECT
+from exercise_checks import assert_rejected
 
 PRELUDE = "import math\nfrom collections import Counter\nimport torch\nimport torch.nn.functional as F\n"
-
 
 
 def test_check_prints_and_never_raises(capsys):
@@ -37,8 +36,7 @@ PAIR_MESSAGES = {"distinct pairs": "not distinct pairs", "wrap around": "wraps f
 
 @pytest.mark.parametrize("mistake", PAIR_MISTAKES)
 def test_count_pairs_mistakes(mistake):
-    result = lesson01.q1.evaluate_code(prelude=PRELUDE, code=PAIR_MISTAKES[mistake])
-    assert result.status == INCORRECT and PAIR_MESSAGES[mistake] in result.message, result.message
+    assert_rejected(lesson01.q1, PAIR_MISTAKES[mistake], PAIR_MESSAGES[mistake], PRELUDE)
 
 
 MERGE_MISTAKES = {
@@ -62,8 +60,7 @@ MERGE_MESSAGES = {"first only": "every", "drops last": "lost the last id", "no s
 
 @pytest.mark.parametrize("mistake", MERGE_MISTAKES)
 def testmerge_pair_mistakes(mistake):
-    result = lesson01.q2.evaluate_code(prelude=PRELUDE, code=MERGE_MISTAKES[mistake])
-    assert result.status == INCORRECT and MERGE_MESSAGES[mistake] in result.message, result.message
+    assert_rejected(lesson01.q2, MERGE_MISTAKES[mistake], MERGE_MESSAGES[mistake], PRELUDE)
 
 
 PAD_BODY = ("    longest = max(len(s) for s in sequences)\n"
@@ -91,8 +88,7 @@ PAD_MESSAGES = {"inverted mask": "inverted", "2-D mask": "(batch, 1, 1, seq)", "
 
 @pytest.mark.parametrize("mistake", PAD_MISTAKES)
 def test_pad_with_mask_mistakes(mistake):
-    result = lesson01.q3.evaluate_code(prelude=PRELUDE, code=PAD_MISTAKES[mistake])
-    assert result.status == INCORRECT and PAD_MESSAGES[mistake] in result.message, result.message
+    assert_rejected(lesson01.q3, PAD_MISTAKES[mistake], PAD_MESSAGES[mistake], PRELUDE)
 
 
 EMBED_MISTAKES = {
@@ -117,5 +113,4 @@ EMBED_MESSAGES = {"no scale": "plain lookup", "times d_model": "square root", "d
 
 @pytest.mark.parametrize("mistake", EMBED_MISTAKES)
 def test_embedding_mistakes(mistake):
-    result = lesson01.q4.evaluate_code(prelude=PRELUDE, code=EMBED_MISTAKES[mistake])
-    assert result.status == INCORRECT and EMBED_MESSAGES[mistake] in result.message, result.message
+    assert_rejected(lesson01.q4, EMBED_MISTAKES[mistake], EMBED_MESSAGES[mistake], PRELUDE)

@@ -2,10 +2,9 @@
 import pytest
 
 from course_utils.exercises import lesson02
-from course_utils.exercises.core import INCORRECT
+from exercise_checks import assert_rejected
 
 PRELUDE = "import math\nimport torch\n"
-
 
 
 FREQUENCY_MISTAKES = {
@@ -28,8 +27,7 @@ FREQUENCY_MISTAKES = {
 @pytest.mark.parametrize("mistake", list(FREQUENCY_MISTAKES))
 def test_frequency_mistakes_are_named(mistake):
     code, message = FREQUENCY_MISTAKES[mistake]
-    result = lesson02.q1.evaluate_code(prelude=PRELUDE, code=code)
-    assert result.status == INCORRECT and message in result.message, result.message
+    assert_rejected(lesson02.q1, code, message, PRELUDE)
 
 
 TABLE_BODY = ("    pos = torch.arange({start}, max_len + {start}, dtype=torch.float32)[:, None]\n"
@@ -67,8 +65,7 @@ TABLE_MISTAKES = {
 @pytest.mark.parametrize("mistake", list(TABLE_MISTAKES))
 def test_table_mistakes_are_named(mistake):
     code, message = TABLE_MISTAKES[mistake]
-    result = lesson02.q2.evaluate_code(prelude=PRELUDE, code=code)
-    assert result.status == INCORRECT and message in result.message, result.message
+    assert_rejected(lesson02.q2, code, message, PRELUDE)
 
 
 ROTATION_BODY = ("    blocks = []\n    for two_i in range(0, d, 2):\n"
@@ -89,8 +86,7 @@ ROTATION_MISTAKES = {
 @pytest.mark.parametrize("mistake", list(ROTATION_MISTAKES))
 def test_rotation_mistakes_are_named(mistake):
     code, message = ROTATION_MISTAKES[mistake]
-    result = lesson02.q3.evaluate_code(prelude=PRELUDE, code=code)
-    assert result.status == INCORRECT and message in result.message, result.message
+    assert_rejected(lesson02.q3, code, message, PRELUDE)
 
 
 def test_solutions_agree_with_the_package():

@@ -2,10 +2,9 @@
 import pytest
 
 from course_utils.exercises import lesson03
-from course_utils.exercises.core import INCORRECT
+from exercise_checks import assert_rejected
 
 PRELUDE = "import math\nimport torch\n"
-
 
 
 WEIGHT_MISTAKES = {
@@ -26,8 +25,7 @@ WEIGHT_MESSAGES = {"missing sqrt(d_k)": "√d_k scale is missing", "divided by d
 
 @pytest.mark.parametrize("mistake", list(WEIGHT_MISTAKES))
 def test_weight_mistakes_are_named(mistake):
-    result = lesson03.q1.evaluate_code(prelude=PRELUDE, code=WEIGHT_MISTAKES[mistake])
-    assert result.status == INCORRECT and WEIGHT_MESSAGES[mistake] in result.message, result.message
+    assert_rejected(lesson03.q1, WEIGHT_MISTAKES[mistake], WEIGHT_MESSAGES[mistake], PRELUDE)
 
 
 SCORES = "    s = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
@@ -60,8 +58,7 @@ MASK_MISTAKES = {
 @pytest.mark.parametrize("mistake", list(MASK_MISTAKES))
 def test_mask_mistakes_are_named(mistake):
     code, message = MASK_MISTAKES[mistake]
-    result = lesson03.q2.evaluate_code(prelude=PRELUDE, code=code)
-    assert result.status == INCORRECT and message in result.message, result.message
+    assert_rejected(lesson03.q2, code, message, PRELUDE)
 
 
 SPLIT_MISTAKES = {
@@ -77,8 +74,7 @@ SPLIT_MISTAKES = {
 @pytest.mark.parametrize("mistake", list(SPLIT_MISTAKES))
 def test_split_mistakes_are_named(mistake):
     code, message = SPLIT_MISTAKES[mistake]
-    result = lesson03.q3.evaluate_code(prelude=PRELUDE, code=code)
-    assert result.status == INCORRECT and message in result.message, result.message
+    assert_rejected(lesson03.q3, code, message, PRELUDE)
 
 
 MERGE_MISTAKES = {
@@ -93,8 +89,7 @@ MERGE_MISTAKES = {
 @pytest.mark.parametrize("mistake", list(MERGE_MISTAKES))
 def test_merge_mistakes_are_named(mistake):
     code, message = MERGE_MISTAKES[mistake]
-    result = lesson03.q4.evaluate_code(prelude=PRELUDE, code=code)
-    assert result.status == INCORRECT and message in result.message, result.message
+    assert_rejected(lesson03.q4, code, message, PRELUDE)
 
 
 def test_masked_solution_matches_the_package():

@@ -2,10 +2,9 @@
 import pytest
 
 from course_utils.exercises import lesson04
-from course_utils.exercises.core import INCORRECT
+from exercise_checks import assert_rejected
 
 PRELUDE = "import torch\n"
-
 
 
 COUNT_MISTAKES = {
@@ -21,8 +20,7 @@ COUNT_MISTAKES = {
 @pytest.mark.parametrize("mistake", list(COUNT_MISTAKES))
 def test_count_mistakes_are_named(mistake):
     body, message = COUNT_MISTAKES[mistake]
-    result = lesson04.q1.evaluate_code(prelude=PRELUDE, code=f"def encoder_layer_parameters(d, f):\n    {body}\n")
-    assert result.status == INCORRECT and message in result.message, result.message
+    assert_rejected(lesson04.q1, f"def encoder_layer_parameters(d, f):\n    {body}\n", message, PRELUDE)
 
 
 BLOCK_MISTAKES = {
@@ -38,8 +36,7 @@ BLOCK_MISTAKES = {
 @pytest.mark.parametrize("mistake", list(BLOCK_MISTAKES))
 def test_block_mistakes_are_named(mistake):
     body, message = BLOCK_MISTAKES[mistake]
-    result = lesson04.q2.evaluate_code(prelude=PRELUDE, code=f"def pre_ln_sublayer(x, sublayer, norm):\n    {body}\n")
-    assert result.status == INCORRECT and message in result.message, result.message
+    assert_rejected(lesson04.q2, f"def pre_ln_sublayer(x, sublayer, norm):\n    {body}\n", message, PRELUDE)
 
 
 NORM_MISTAKES = {
@@ -57,5 +54,4 @@ NORM_MISTAKES = {
 @pytest.mark.parametrize("mistake", list(NORM_MISTAKES))
 def test_layer_norm_mistakes_are_named(mistake):
     body, message = NORM_MISTAKES[mistake]
-    result = lesson04.q3.evaluate_code(prelude=PRELUDE, code=f"def layer_norm(x):\n    return {body}\n")
-    assert result.status == INCORRECT and message in result.message, result.message
+    assert_rejected(lesson04.q3, f"def layer_norm(x):\n    return {body}\n", message, PRELUDE)

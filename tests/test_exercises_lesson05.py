@@ -2,10 +2,10 @@
 import pytest
 
 from course_utils.exercises import lesson05
-from course_utils.exercises.core import CORRECT, INCORRECT
+from course_utils.exercises.core import CORRECT
+from exercise_checks import assert_rejected
 
 PRELUDE = "import torch\n"
-
 
 
 PRESENCE_MISTAKES = {
@@ -21,8 +21,7 @@ PRESENCE_MISTAKES = {
 @pytest.mark.parametrize("mistake", list(PRESENCE_MISTAKES))
 def test_presence_mistakes_are_named(mistake):
     body, message = PRESENCE_MISTAKES[mistake]
-    result = lesson05.q1.evaluate_code(prelude=PRELUDE, code=f"def p_token_present(vocab_size, seq_len):\n    {body}\n")
-    assert result.status == INCORRECT and message in result.message, result.message
+    assert_rejected(lesson05.q1, f"def p_token_present(vocab_size, seq_len):\n    {body}\n", message, PRELUDE)
 
 
 def test_presence_accepts_a_tensor_answer():
@@ -44,8 +43,7 @@ POOL_MISTAKES = {
 @pytest.mark.parametrize("mistake", list(POOL_MISTAKES))
 def test_pool_mistakes_are_named(mistake):
     body, message = POOL_MISTAKES[mistake]
-    result = lesson05.q2.evaluate_code(prelude=PRELUDE, code=f"def masked_mean_pool(hidden, ids, pad_id=0):\n    {body}\n")
-    assert result.status == INCORRECT and message in result.message, result.message
+    assert_rejected(lesson05.q2, f"def masked_mean_pool(hidden, ids, pad_id=0):\n    {body}\n", message, PRELUDE)
 
 
 CONFUSION_MISTAKES = {
@@ -62,5 +60,4 @@ CONFUSION_MISTAKES = {
 @pytest.mark.parametrize("mistake", list(CONFUSION_MISTAKES))
 def test_confusion_mistakes_are_named(mistake):
     body, message = CONFUSION_MISTAKES[mistake]
-    result = lesson05.q3.evaluate_code(prelude=PRELUDE, code=f"def confusion_matrix(predictions, labels, n):\n    {body}\n")
-    assert result.status == INCORRECT and message in result.message, result.message
+    assert_rejected(lesson05.q3, f"def confusion_matrix(predictions, labels, n):\n    {body}\n", message, PRELUDE)

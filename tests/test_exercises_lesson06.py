@@ -3,9 +3,9 @@ import pytest
 
 from course_utils.exercises import lesson06
 from course_utils.exercises.core import CORRECT, INCORRECT
+from exercise_checks import assert_rejected
 
 PRELUDE = "import torch\n"
-
 
 
 HEAD = "def corrupt_selected(ids, selected, vocab_size, generator):\n"
@@ -44,8 +44,7 @@ CORRUPT_MISTAKES = {
 @pytest.mark.parametrize("mistake", list(CORRUPT_MISTAKES))
 def test_corruption_mistakes_are_named(mistake):
     code, message = CORRUPT_MISTAKES[mistake]
-    result = lesson06.q1.evaluate_code(prelude=PRELUDE, code=code)
-    assert result.status == INCORRECT and message in result.message, result.message
+    assert_rejected(lesson06.q1, code, message, PRELUDE)
 
 
 ACCURACY_MISTAKES = {
@@ -65,8 +64,7 @@ ACCURACY_MISTAKES = {
 @pytest.mark.parametrize("mistake", list(ACCURACY_MISTAKES))
 def test_accuracy_mistakes_are_named(mistake):
     code, message = ACCURACY_MISTAKES[mistake]
-    result = lesson06.q2.evaluate_code(prelude=PRELUDE, code=code)
-    assert result.status == INCORRECT and message in result.message, result.message
+    assert_rejected(lesson06.q2, code, message, PRELUDE)
 
 
 TIE_MISTAKES = {

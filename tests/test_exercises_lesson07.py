@@ -2,10 +2,9 @@
 import pytest
 
 from course_utils.exercises import lesson07
-from course_utils.exercises.core import INCORRECT
+from exercise_checks import assert_rejected
 
 PRELUDE = "import torch\n"
-
 
 
 SHIFT_MISTAKES = {
@@ -20,8 +19,7 @@ SHIFT_MISTAKES = {
 @pytest.mark.parametrize("mistake", SHIFT_MISTAKES)
 def test_shift_mistakes(mistake):
     code, message = SHIFT_MISTAKES[mistake]
-    result = lesson07.q1.evaluate_code(prelude=PRELUDE, code=code)
-    assert result.status == INCORRECT and message in result.message
+    assert_rejected(lesson07.q1, code, message, PRELUDE)
 
 
 MASK_MISTAKES = {
@@ -39,8 +37,7 @@ MASK_MISTAKES = {
 @pytest.mark.parametrize("mistake", MASK_MISTAKES)
 def test_mask_mistakes(mistake):
     code, message = MASK_MISTAKES[mistake]
-    result = lesson07.q2.evaluate_code(prelude=PRELUDE, code=code)
-    assert result.status == INCORRECT and message in result.message
+    assert_rejected(lesson07.q2, code, message, PRELUDE)
 
 
 CACHE_MISTAKES = {
@@ -55,5 +52,4 @@ CACHE_MISTAKES = {
 @pytest.mark.parametrize("mistake", CACHE_MISTAKES)
 def test_cache_mistakes(mistake):
     code, message = CACHE_MISTAKES[mistake]
-    result = lesson07.q3.evaluate_code(prelude=PRELUDE, code=code)
-    assert result.status == INCORRECT and message in result.message
+    assert_rejected(lesson07.q3, code, message, PRELUDE)
