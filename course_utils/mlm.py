@@ -180,8 +180,7 @@ def logits_at(model: nn.Module, inputs: torch.Tensor, selected: torch.Tensor) ->
     Args:
         inputs: ``(batch, seq)`` int64 ids; selected: ``(batch, seq)`` bool. Returns ``(n_selected, vocab_size)``.
     """
-    hidden = model.text_encoder(inputs)[selected]                                  # (n_selected, d_model)
-    return model.output(model.transform_norm(F.gelu(model.transform(hidden))))
+    return model.head(model.text_encoder(inputs)[selected])           # (n_selected, d_model) → (n_selected, vocab)
 
 
 def make_mlm_loss_fn(vocab_size: int, seed: int = 0, **masking):

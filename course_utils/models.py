@@ -139,10 +139,13 @@ class MaskedLanguageModel(nn.Module):
         if tie_weights:
             self.output.weight = self.text_encoder.embedding.tokens.weight
 
+    def head(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The MLM head alone: vectors ``(..., d_model)`` → vocabulary logits ``(..., vocab_size)``."""
+        return self.output(self.transform_norm(F.gelu(self.transform(hidden))))
+
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """``(batch, seq)`` long → logits ``(batch, seq, vocab_size)``."""
-        hidden = self.text_encoder(ids)
-        return self.output(self.transform_norm(F.gelu(self.transform(hidden))))
+        return self.head(self.text_encoder(ids))
 
 
 class Seq2SeqTransformer(nn.Module):
