@@ -1,0 +1,31 @@
+"""Mistake catalogues: the typical wrong answers of every exercise, declared once per lesson.
+
+``tests/mistakes/lessonNN.py`` holds ``MISTAKES: list[Mistake]`` for the exercises of ``course_utils.exercises
+.lessonNN``. One parametrised test (tests/test_exercise_mistakes.py) proves that every mistake is rejected with a
+message that contains ``message``; the classroom grader's tests build synthetic submissions from the same data.
+They live under ``tests/`` so that a student edition never ships them.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mistake:
+    lesson: str       # "lesson03": the module in course_utils.exercises
+    exercise: str     # "q1": the Exercise's name in that module
+    name: str         # short id, e.g. "missing sqrt(d_k)"
+    code: str         # the learner's wrong answer, as they would type it in the notebook cell
+    message: str      # a phrase the feedback must contain
+    prelude: str = ""  # imports the answer needs (the notebook has them already)
+
+
+def all_mistakes() -> list[Mistake]:
+    """Every lesson's catalogue, in lesson order."""
+    mistakes: list[Mistake] = []
+    for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if module.name.startswith("lesson"):
+            mistakes.extend(importlib.import_module(f"{__name__}.{module.name}").MISTAKES)
+    return mistakes
