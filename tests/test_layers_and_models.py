@@ -6,6 +6,7 @@ import torch
 import torch.nn as nn
 
 from course_utils.config import TransformerConfig, count_parameters
+from course_utils.errors import CourseValueError
 from course_utils.layers import DecoderLayer, EncoderLayer
 from course_utils.masks import causal_mask, padding_mask
 from course_utils.models import (Decoder, Encoder, MaskedLanguageModel, Seq2SeqTransformer,
@@ -28,6 +29,17 @@ def test_encoder_layer_matches_pytorch(norm, activation):
     x = torch.randn(2, 6, D_MODEL)
     expected = theirs(x, src_key_padding_mask=SRC == 0)
     torch.testing.assert_close(ours(x, padding_mask(SRC)), expected)
+
+
+def test_layers_refuse_a_flat_padding_mask_even_when_batch_equals_seq():
+    ids = torch.tensor([[5, 6, 0], [4, 0, 0], [7, 8, 9]])   # batch 3 == seq 3: `ids != 0` would broadcast silently
+    x, memory = torch.randn(3, 3, D_MODEL), torch.randn(3, 3, D_MODEL)
+    encoder_layer, decoder_layer = EncoderLayer(D_MODEL, N_HEADS, D_FF), DecoderLayer(D_MODEL, N_HEADS, D_FF)
+    with pytest.raises(CourseValueError, match=r"padding_mask\(ids\)"):
+        encoder_layer(x, ids != 0)
+    with pytest.raises(CourseValueError, match=r"padding_mask\(ids\)"):
+        decoder_layer(x, memory, causal_mask(3), ids != 0)
+    assert encoder_layer(x, padding_mask(ids)).shape == (3, 3, D_MODEL)
 
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
