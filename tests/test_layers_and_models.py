@@ -9,8 +9,9 @@ from course_utils.config import TransformerConfig, count_parameters
 from course_utils.errors import CourseValueError
 from course_utils.layers import DecoderLayer, EncoderLayer
 from course_utils.masks import causal_mask, padding_mask
-from course_utils.models import (Decoder, Encoder, MaskedLanguageModel, Seq2SeqTransformer,
+from course_utils.models import (Decoder, Encoder, InputEmbedding, MaskedLanguageModel, Seq2SeqTransformer,
                                  TransformerClassifier)
+from course_utils.positional import sinusoidal_table
 from course_utils.reference import copy_decoder, copy_decoder_layer, copy_encoder, copy_encoder_layer
 
 D_MODEL, N_HEADS, D_FF = 16, 4, 32
@@ -85,6 +86,13 @@ def test_seq2seq_model_uses_the_same_stacks_as_nn_transformer():
     hidden = theirs(model.src_embedding(SRC), model.tgt_embedding(TGT), tgt_mask=~causal_mask(5)[0, 0],
                     src_key_padding_mask=SRC == 0, tgt_key_padding_mask=TGT == 0, memory_key_padding_mask=SRC == 0)
     torch.testing.assert_close(model(SRC, TGT), model.generator(hidden))
+
+
+def test_input_embedding_scales_tokens_by_sqrt_d_model_then_adds_positions():
+    torch.manual_seed(0)
+    embedding = InputEmbedding(vocab_size=12, d_model=D_MODEL, max_len=8, dropout=0.0).eval()
+    expected = embedding.tokens.weight[TGT] * math.sqrt(D_MODEL) + sinusoidal_table(8, D_MODEL)[:TGT.size(1)]
+    torch.testing.assert_close(embedding(TGT), expected)
 
 
 def test_seed_001_forward_shape_and_initial_loss():
