@@ -57,11 +57,12 @@ def check_mask(mask: torch.Tensor, scores_shape: torch.Size) -> None:
                                f"{mask.dim()}-D mask of shape {tuple(mask.shape)}; {fix}")
     for name, size, expected in zip(names, mask.shape, scores_shape):
         if size not in (1, expected):
+            allowed = "1" if expected == 1 else f"1 or {expected}"
             raise CourseValueError(
-                f"mask of shape {tuple(mask.shape)} does not broadcast to the attention scores {scores} without "
-                f"enlarging them: its {name} dimension is {size}, expected 1 or {expected} (a mask may not enlarge "
-                "the scores); build it from "
-                "the same batch: padding_mask(ids) → (batch, 1, 1, seq), causal_mask(seq_len) → (1, 1, seq, seq)")
+                f"mask of shape {tuple(mask.shape)} does not broadcast to the attention scores {scores} as they "
+                f"are: its {name} dimension is {size}, expected {allowed} (each mask dimension must be 1 or the "
+                "scores' size: a mask may not enlarge the scores); build the mask from the same ids as the input: "
+                "padding_mask(ids) → (batch, 1, 1, seq), causal_mask(seq_len) → (1, 1, seq, seq)")
 
 
 def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,

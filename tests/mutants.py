@@ -174,6 +174,7 @@ def run_mutants(mutants: tuple[Mutant, ...], timeout: float) -> list[tuple[Mutan
     with tempfile.TemporaryDirectory(prefix="course-mutants-") as tmp:
         workdir = Path(tmp)
         copy_project(workdir)
+        check_declarations(mutants, workdir / PACKAGE)  # again on the snapshot, in case a file changed meanwhile
         check_copy_is_imported(workdir)
         all_tests = tuple(sorted({test for mutant in mutants for test in mutant.tests}))
         code, seconds, output = run_pytest(workdir, all_tests, timeout * 3)
@@ -183,7 +184,7 @@ def run_mutants(mutants: tuple[Mutant, ...], timeout: float) -> list[tuple[Mutan
         print(f"unmutated: {len(all_tests)} test files pass ({seconds:.0f} s)", flush=True)
         for mutant in mutants:
             path = workdir / PACKAGE / mutant.file
-            pristine = (ROOT / PACKAGE / mutant.file).read_text()
+            pristine = path.read_text()  # the snapshot copied at the start, restored after each mutant
             path.write_text(pristine.replace(mutant.original, mutant.replacement))
             try:
                 code, seconds, output = run_pytest(workdir, mutant.tests, timeout)
