@@ -15,6 +15,8 @@ import torch.nn.functional as F
 
 from .config import check_heads
 from .errors import CourseTypeError, CourseValueError
+from .validation import (check_bool, check_float_input, check_non_empty, check_positive_int, check_probability,
+                         check_rank, check_same_batch, check_tensor)
 
 
 SCORE_DIMS = ("batch", "heads", "q_len", "k_len")
@@ -82,6 +84,13 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
         key is masked gets all-zero weights and a zero output — finite, never NaN. float16/bfloat16 inputs are
         computed in float32 (as the fused kernels accumulate), so large inputs do not overflow.
     """
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        check_tensor(name, x)
+        if x.dim() < 2:
+            raise CourseValueError(f"{name} must have shape (..., seq, features) (at least 2 dimensions), got "
+                                   f"{tuple(x.shape)}; a single vector needs x.unsqueeze(0)")
+    if dropout_p != 0.0:
+        check_probability("dropout_p", dropout_p)
     if query.size(-1) != key.size(-1):
         raise CourseValueError(f"query and key need the same last dimension d_k, got {query.size(-1)} and "
                                f"{key.size(-1)}; project both to the same size")
@@ -121,11 +130,12 @@ class MultiHeadAttention(nn.Module):
         self.d_model = d_model
         self.n_heads = n_heads
         self.d_head = d_model // n_heads
-        self.kdim = d_model if kdim is None else kdim
-        self.vdim = d_model if vdim is None else vdim
+        self.kdim = d_model if kdim is None else check_positive_int("kdim", kdim)
+        self.vdim = d_model if vdim is None else check_positive_int("vdim", vdim)
         self.scale = 1.0 / math.sqrt(self.d_head)
-        self.dropout = dropout
-        self.use_fast_path = use_fast_path
+        self.dropout = check_probability("dropout", dropout)
+        self.use_fast_path = check_bool("use_fast_path", use_fast_path)
+        check_bool("bias", bias)
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
         self.w_k = nn.Linear(self.kdim, d_model, bias=bias)
         self.w_v = nn.Linear(self.vdim, d_model, bias=bias)
@@ -143,29 +153,27 @@ class MultiHeadAttention(nn.Module):
         batch, _, seq, _ = x.shape
         return x.transpose(1, 2).contiguous().view(batch, seq, self.d_model)
 
-    def check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
-        dtype = self.w_q.weight.dtype
+    def check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                     cache: dict[str, torch.Tensor] | None) -> None:
         for name, x, features in (("query", query, "d_model"), ("key", key, "kdim"), ("value", value, "vdim")):
             size = getattr(self, features)
-            if not isinstance(x, torch.Tensor):
-                raise CourseTypeError(f"{name} must be a torch.Tensor (batch, seq, {features}={size}), got "
-                                      f"{type(x).__name__}")
-            if x.dim() != 3 or x.size(-1) != size:
+            check_rank(x, 3, name, f"(batch, seq, {features}={size})")
+            if x.size(-1) != size:
                 raise CourseValueError(f"{name} must have shape (batch, seq, {features}={size}), got "
-                                       f"{tuple(x.shape)}; a single sequence needs x.unsqueeze(0)")
-            if x.dtype != dtype and not torch.is_autocast_enabled(x.device.type):
-                raise CourseTypeError(f"{name} has dtype {x.dtype} but the attention weights are {dtype}; convert "
-                                      f"with {name}.to({dtype}) or the module with .to({x.dtype})")
-        if not query.size(0) == key.size(0) == value.size(0):
-            raise CourseValueError(f"query, key and value need the same batch size, got "
-                                   f"{query.size(0)}, {key.size(0)}, {value.size(0)}; pair each query sequence "
-                                   "with its own keys and values")
+                                       f"{tuple(x.shape)}; project it to {size} features first")
+            check_float_input(x, self, name)
+            check_non_empty(name, x)
+        check_same_batch(("query", query), ("key", key), ("value", value))
         if key.size(1) != value.size(1):
             raise CourseValueError(f"key and value need the same length, got {key.size(1)} and {value.size(1)}; "
                                    "pass one value per key")
-        if query.size(0) == 0 or query.size(1) == 0 or key.size(1) == 0:
-            raise CourseValueError(f"empty batch: query {tuple(query.shape)}, key {tuple(key.shape)}; attention "
-                                   "needs at least one sequence with at least one token")
+        if cache is not None:
+            if not isinstance(cache, dict):
+                raise CourseTypeError(f"cache must be a dict this layer fills (start with {{}}), got "
+                                      f"{type(cache).__name__}; Seq2SeqTransformer.new_cache() builds them all")
+            if "k" in cache and cache["k"].size(0) != query.size(0):
+                raise CourseValueError(f"the cache holds keys for {cache['k'].size(0)} rows but the query has "
+                                       f"{query.size(0)}; start a new cache for a new batch")
 
     def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                 mask: torch.Tensor | None = None, need_weights: bool = False,
@@ -186,7 +194,7 @@ class MultiHeadAttention(nn.Module):
         Returns:
             ``(output (batch, q_len, d_model), weights (batch, heads, q_len, k_len) or None)``.
         """
-        self.check_inputs(query, key, value)
+        self.check_inputs(query, key, value, cache)
         q = self.split_heads(self.w_q(query))
         if cache is not None and static_kv and "k" in cache:
             k, v = cache["k"], cache["v"]

@@ -7,6 +7,8 @@ import torch.nn.functional as F
 
 from .attention import MultiHeadAttention
 from .config import ACTIVATIONS, NORM_PLACEMENTS, check_choice
+from .errors import CourseTypeError
+from .validation import check_bool, check_positive_int, check_probability, check_rank
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -15,6 +17,10 @@ class PositionwiseFeedForward(nn.Module):
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu",
                  bias: bool = True) -> None:
         super().__init__()
+        check_positive_int("d_model", d_model)
+        check_positive_int("d_ff", d_ff)
+        check_probability("dropout", dropout)
+        check_bool("bias", bias)
         check_choice("activation", activation, ACTIVATIONS)
         self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
         self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
@@ -36,6 +42,9 @@ class ResidualSublayer(nn.Module):
 
     def __init__(self, d_model: int, dropout: float, norm: str, bias: bool = True) -> None:
         super().__init__()
+        check_positive_int("d_model", d_model)
+        check_probability("dropout", dropout)
+        check_bool("bias", bias)
         check_choice("norm", norm, NORM_PLACEMENTS)
         self.norm_first = norm == "pre"
         self.norm = nn.LayerNorm(d_model, bias=bias)
@@ -100,6 +109,11 @@ class DecoderLayer(nn.Module):
         Returns:
             ``(batch, tgt_len, d_model)``.
         """
+        check_rank(y, 3, "y (the target-side vectors)", "(batch, tgt_len, d_model)")
+        check_rank(memory, 3, "memory (the encoder output)", "(batch, src_len, d_model)")
+        if cache is not None and not (isinstance(cache, dict) and {"self", "cross"} <= cache.keys()):
+            raise CourseTypeError(f"a decoder layer's cache must be a dict {{'self': {{}}, 'cross': {{}}}}, got "
+                                  f"{cache!r:.80}; Seq2SeqTransformer.new_cache() builds one per layer")
         self_cache = cache["self"] if cache is not None else None
         cross_cache = cache["cross"] if cache is not None else None
         y = self.self_attn_block(y, lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0])
