@@ -5,6 +5,9 @@ import math
 
 import torch
 
+from ..attention import scaled_dot_product_attention
+from .asserts import (as_tensor, close, compare_gradients, copy_weights, first_output, gradients, instantiate,
+                      max_difference, own_module_class)
 from .core import Exercise, ExerciseFailure
 
 
@@ -15,21 +18,8 @@ def example_query_key(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def reference_weights(query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-    scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))
-    if mask is None:
-        return scores.softmax(dim=-1)
-    weights = scores.masked_fill(~mask, torch.finfo(scores.dtype).min).softmax(dim=-1)
-    return weights.masked_fill(~mask, 0.0)
-
-
-def close(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and bool(torch.allclose(a, b, atol=1e-5, rtol=1e-4))
-
-
-def as_tensor(value, name: str) -> torch.Tensor:
-    if not isinstance(value, torch.Tensor):
-        raise ExerciseFailure(f"`{name}` should return a torch.Tensor, got {type(value).__name__}.")
-    return value.detach()
+    """The package's attention weights (the reference answer of q1 and q2)."""
+    return scaled_dot_product_attention(query, key, key, mask)[1]
 
 
 def call(function, name: str, *args) -> torch.Tensor:
@@ -208,4 +198,261 @@ q4 = Exercise(
     solution=("def merge_heads(x):\n"
               "    batch, heads, seq, d_head = x.shape\n"
               "    return x.transpose(1, 2).contiguous().view(batch, seq, heads * d_head)\n"),
+)
+
+
+# ---------------------------------------------------------------------------- q5 (capstone): MultiHeadAttention
+# Sizes with no two equal, so that swapping any two axes changes a shape or the numbers.
+D_MODEL, N_HEADS, D_HEAD, BATCH = 24, 4, 6, 2
+SELF_LEN, Q_LEN, K_LEN = 5, 3, 7
+MHA_LAYOUT = ("w_q, w_k, w_v, w_o = nn.Linear(d_model, d_model) each (with bias), so the parameters are "
+              "w_q.weight (d_model, d_model), w_q.bias (d_model,), and the same for w_k, w_v, w_o")
+MHA_SIGNATURE = "(d_model, n_heads, dropout=0.0)"
+
+
+def example_attention_cases(seed: int = 0) -> list[tuple[str, torch.Tensor, torch.Tensor, torch.Tensor | None]]:
+    """``(description, query, key, mask)`` for self- and cross-attention with every mask shape the course allows.
+
+    Masks are bool (True = may attend) and broadcast to ``(batch, heads, q_len, k_len)``: padding ``(batch, 1, 1,
+    k_len)``, causal ``(1, 1, q_len, k_len)``, combined ``(batch, 1, q_len, k_len)`` — the combined one has a query
+    that may see no key at all.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(BATCH, SELF_LEN, D_MODEL, generator=generator)
+    query = torch.randn(BATCH, Q_LEN, D_MODEL, generator=generator)
+    memory = torch.randn(BATCH, K_LEN, D_MODEL, generator=generator)
+    self_padding = torch.tensor([[True] * SELF_LEN, [True] * 3 + [False] * (SELF_LEN - 3)])[:, None, None, :]
+    self_causal = torch.ones(SELF_LEN, SELF_LEN, dtype=torch.bool).tril()[None, None]
+    self_combined = (self_padding & self_causal).clone()
+    self_combined[1, 0, 0] = False  # a query that may attend to nothing
+    cross_padding = torch.tensor([[True] * K_LEN, [True] * 4 + [False] * (K_LEN - 4)])[:, None, None, :]
+    cross_causal = torch.ones(Q_LEN, K_LEN, dtype=torch.bool).tril(diagonal=K_LEN - Q_LEN)[None, None]
+    cross_combined = (cross_padding & cross_causal).clone()
+    cross_combined[0, 0, 1] = False
+    return [
+        (f"self-attention on (batch, seq, d_model) = {tuple(x.shape)}, no mask", x, x, None),
+        (f"self-attention with a padding mask {tuple(self_padding.shape)}", x, x, self_padding),
+        (f"self-attention with a causal mask {tuple(self_causal.shape)}", x, x, self_causal),
+        (f"self-attention with a combined mask {tuple(self_combined.shape)} (one query may see nothing)",
+         x, x, self_combined),
+        (f"cross-attention, query {tuple(query.shape)}, key/value {tuple(memory.shape)}, no mask",
+         query, memory, None),
+        (f"cross-attention with a padding mask {tuple(cross_padding.shape)}", query, memory, cross_padding),
+        (f"cross-attention with a causal mask {tuple(cross_causal.shape)}", query, memory, cross_causal),
+        (f"cross-attention with a combined mask {tuple(cross_combined.shape)} (one query may see nothing)",
+         query, memory, cross_combined),
+    ]
+
+
+def attention_mistake(block, query, key, mask, *, scale="d_head", softmax_dim=-1, heads="split", mask_mode="right",
+                      merge="transpose", key_projection="w_k"):
+    """A *wrong* multi-head attention with the package block's weights: what a typical bug computes.
+
+    The checker compares the learner's weights with these to name the bug; the right answer is the package's.
+    """
+    batch, q_len, d_model = query.shape
+    n_heads = block.n_heads
+    d_head = d_model // n_heads
+
+    def split(x):
+        if heads == "view":  # straight to (batch, heads, seq, d_head): positions mixed into heads
+            return x.reshape(batch, n_heads, x.size(1), d_head)
+        return x.reshape(batch, x.size(1), n_heads, d_head).transpose(1, 2)
+
+    q = split(block.w_q(query))
+    k = split(getattr(block, key_projection)(key))
+    v = split(block.w_v(key))
+    divisor = {"d_head": d_head ** 0.5, "none": 1.0, "d_model": d_model ** 0.5, "d_head_linear": float(d_head),
+               "k_len": key.size(1) ** 0.5, "batch": batch ** 0.5}[scale]
+    scores = q @ k.transpose(-2, -1) / divisor
+    if mask is not None:
+        allowed = ~mask if mask_mode == "inverted" else mask
+        if mask_mode == "query_axis":
+            allowed = mask.transpose(-2, -1)
+        fill = 0.0 if mask_mode == "zero_fill" else torch.finfo(scores.dtype).min
+        if mask_mode != "after_softmax":
+            scores = scores.masked_fill(~allowed, fill)
+    weights = scores.softmax(dim=softmax_dim)
+    if mask is not None and mask_mode in ("right", "inverted", "after_softmax"):
+        weights = weights.masked_fill(~allowed, 0.0)
+    out = weights @ v
+    merged = (out.transpose(1, 2) if merge == "transpose" else out).reshape(batch, q_len, d_model)
+    return block.w_o(merged), weights
+
+
+WEIGHT_MISTAKES = (
+    ({"scale": "none"}, "the √d_head scale is missing: divide the scores by math.sqrt(d_head), d_head = d_model // "
+                        "n_heads, before the softmax."),
+    ({"scale": "d_model"}, "you scaled by √d_model; each head's dot products run over d_head = d_model // n_heads "
+                           "features, so divide by math.sqrt(d_head)."),
+    ({"scale": "d_head_linear"}, "you divided by d_head; divide by its square root, math.sqrt(d_head)."),
+    ({"scale": "k_len"}, "you scaled by √k_len (the number of keys); the scale is √d_head, the length of the "
+                         "vectors in each dot product: math.sqrt(d_model // n_heads)."),
+    ({"scale": "batch"}, "you scaled by √batch; the scale is √d_head = math.sqrt(d_model // n_heads)."),
+    ({"softmax_dim": -2}, "softmax over the wrong axis: each query's weights must sum to 1 over the keys, "
+                          "softmax(dim=-1)."),
+    ({"heads": "view"}, "the heads are not split right: viewing straight to (batch, heads, seq, d_head) mixes "
+                        "positions into heads (a transpose/reshape instead of a split). View to (batch, seq, heads, "
+                        "d_head), then .transpose(1, 2)."),
+    ({"mask_mode": "inverted"}, "the mask convention is inverted: True means *may attend*; hide the keys where the "
+                                "mask is False: scores.masked_fill(~mask, …)."),
+    ({"mask_mode": "query_axis"}, "the mask hides queries instead of keys (broadcast on the wrong axis): a mask is "
+                                  "(batch, 1, q_len | 1, k_len), its last axis runs over the keys — use it as it "
+                                  "comes, without transposing or re-shaping."),
+    ({"mask_mode": "zero_fill"}, "setting a blocked score to 0 does not block it (exp(0) = 1 still gets weight): "
+                                 "fill with torch.finfo(scores.dtype).min."),
+    ({"mask_mode": "after_softmax"}, "you masked after the softmax without renormalising: the remaining weights "
+                                     "no longer sum to 1. Fill the blocked *scores* before the softmax."),
+    ({"mask_mode": "no_zero_after"}, "a query whose every key is masked gets a uniform row of weights (an average "
+                                     "of padding); after the softmax, zero the masked weights: "
+                                     "weights.masked_fill(~mask, 0.0)."),
+    ({"key_projection": "w_q"}, "the keys are projected with w_q: key = self.w_k(key)."),
+)
+OUTPUT_MISTAKES = (
+    ({"merge": "no_transpose"}, "the weights are right but merging the heads mixes positions and heads: "
+                                "out.transpose(1, 2).contiguous().view(batch, q_len, d_model)."),
+)
+
+
+def _call_attention(module, name: str, case: str, query, key, mask):
+    try:
+        return module(query, key, key, mask)
+    except (RuntimeError, IndexError) as error:
+        message = (str(error).splitlines() or [""])[0]
+        if mask is not None and ("index" in message or "shape of the mask" in message):
+            raise ExerciseFailure(f"{case}: your forward fails ({message}). Boolean indexing (scores[~mask] = …) "
+                                  "needs a mask of the scores' full shape; use scores.masked_fill(~mask, "
+                                  "torch.finfo(scores.dtype).min), which broadcasts the mask.") from None
+        if mask is not None and mask.dim() == 4 and "dimension" in message:
+            raise ExerciseFailure(f"{case}: your forward fails ({message}). The mask is already 4-D and broadcasts "
+                                  "to the scores (batch, heads, q_len, k_len) as it is: do not unsqueeze or "
+                                  "reshape it.") from None
+        raise ExerciseFailure(f"{case}: your forward raised {type(error).__name__}: {message}") from None
+
+
+def check_multi_head_attention(ns) -> None:
+    from ..attention import MultiHeadAttention as PackageAttention
+
+    learner_class = own_module_class(ns["MultiHeadAttention"], "MultiHeadAttention",
+                                     "course_utils.attention.MultiHeadAttention")
+    torch.manual_seed(0)
+    package = PackageAttention(D_MODEL, N_HEADS, dropout=0.0)
+    learner = instantiate(learner_class, "MultiHeadAttention", MHA_SIGNATURE, D_MODEL, N_HEADS, dropout=0.0)
+    copy_weights(package, learner, "MultiHeadAttention", MHA_LAYOUT)
+    for case, query, key, mask in example_attention_cases():
+        query_p, key_p = query.clone().requires_grad_(), key.clone().requires_grad_()
+        query_l, key_l = query.clone().requires_grad_(), key.clone().requires_grad_()
+        expected, expected_weights = package(query_p, key_p, key_p, mask, need_weights=True)
+        got, got_weights = first_output(_call_attention(learner, "MultiHeadAttention", case, query_l, key_l, mask),
+                                        "MultiHeadAttention", pair=True)
+        got_d = as_tensor(got, "MultiHeadAttention.forward", expected.shape, "(batch, q_len, d_model)")
+        weights_d = as_tensor(got_weights, "MultiHeadAttention.forward (weights)", expected_weights.shape,
+                              "(batch, heads, q_len, k_len)")
+        if torch.isnan(got_d).any() or torch.isnan(weights_d).any():
+            raise ExerciseFailure(f"{case}: your output contains NaN. A query whose every key is masked has only "
+                                  "-inf scores and softmax gives 0/0: fill with torch.finfo(scores.dtype).min "
+                                  "instead of -inf, and zero the masked weights after the softmax.")
+        if not close(weights_d, expected_weights):
+            with torch.no_grad():
+                for knobs, message in WEIGHT_MISTAKES:
+                    try:
+                        _, wrong_weights = attention_mistake(package, query, key, mask, **knobs)
+                    except RuntimeError:
+                        continue
+                    if close(weights_d, wrong_weights):
+                        raise ExerciseFailure(f"{case}: {message}")
+            raise ExerciseFailure(f"{case}: your attention weights are not softmax(Q Kᵀ / √d_head) with the mask "
+                                  f"(off by up to {max_difference(weights_d, expected_weights):.3g}). Check the "
+                                  "order: project, split heads, scores, scale, mask, softmax over the keys.")
+        if not close(got_d, expected):
+            with torch.no_grad():
+                for knobs, message in OUTPUT_MISTAKES:
+                    if close(got_d, attention_mistake(package, query, key, mask, **knobs)[0]):
+                        raise ExerciseFailure(f"{case}: {message}")
+                if close(got_d, (expected_weights @ package.split_heads(package.w_v(key))).transpose(1, 2)
+                         .reshape(expected.shape)):
+                    raise ExerciseFailure(f"{case}: the weights are right but the output projection is missing: "
+                                          "return self.w_o(merged heads).")
+            raise ExerciseFailure(f"{case}: the weights are right, the output is not (off by up to "
+                                  f"{max_difference(got_d, expected):.3g}): out = weights @ v, merge the heads "
+                                  "back to (batch, q_len, d_model), then self.w_o.")
+        probe = torch.randn(expected.shape, generator=torch.Generator().manual_seed(1))
+        package.zero_grad()
+        (expected * probe).sum().backward()
+        learner.zero_grad()
+        (got * probe).sum().backward()
+        compare_gradients(gradients(package, {"query": query_p, "key": key_p}),
+                          gradients(learner, {"query": query_l, "key": key_l}), "MultiHeadAttention", case)
+    check_dropout(learner_class, package, "MultiHeadAttention", MHA_SIGNATURE, (D_MODEL, N_HEADS),
+                  lambda module, x: module(x, x, x, None)[0], example_attention_cases()[0][1])
+
+
+def check_dropout(learner_class, package_block, name: str, signature: str, args: tuple, run, x) -> None:
+    """With ``dropout=0.5``: eval mode must equal the package exactly; train mode must be random."""
+    learner = instantiate(learner_class, name, signature, *args, dropout=0.5)
+    learner.load_state_dict(package_block.state_dict())
+    learner.eval()
+    package_block.eval()
+    with torch.no_grad():
+        first, second, expected = run(learner, x), run(learner, x), run(package_block, x)
+        if not torch.equal(first, second):
+            raise ExerciseFailure(f"in eval mode two calls of your `{name}` give different outputs: dropout is "
+                                  "still active. Use an nn.Dropout module (it follows .train()/.eval()) or pass "
+                                  "training=self.training to F.dropout.")
+        if not close(first, expected):
+            raise ExerciseFailure(f"with dropout=0.5 in eval mode your `{name}` differs from the package's (by up "
+                                  f"to {max_difference(first, expected):.3g}): in eval mode dropout must do "
+                                  "nothing — use nn.Dropout, not a hand-made scaling.")
+        learner.train()
+        if torch.equal(run(learner, x), run(learner, x)):
+            raise ExerciseFailure(f"in train mode with dropout=0.5 your `{name}` is deterministic: the dropout "
+                                  "argument is never used. Store nn.Dropout(dropout) and apply it where the "
+                                  "package does.")
+    package_block.train()
+
+
+q5 = Exercise(
+    name="Capstone: your own MultiHeadAttention",
+    variables=("MultiHeadAttention",),
+    checker=check_multi_head_attention,
+    hint="__init__: store d_model, n_heads, d_head = d_model // n_heads; four nn.Linear(d_model, d_model) named "
+         "w_q, w_k, w_v, w_o; nn.Dropout(dropout). forward: project, view (batch, seq, heads, d_head) then "
+         "transpose(1, 2); scores = q @ k.transpose(-2, -1) / math.sqrt(d_head); masked_fill(~mask, "
+         "torch.finfo(scores.dtype).min); softmax(dim=-1); masked_fill(~mask, 0.0); dropout; weights @ v; merge; "
+         "w_o. Return (output, weights). Stuck? `from course_utils.attention import MultiHeadAttention` to move on.",
+    solution=(
+        "import math\n"
+        "import torch\n"
+        "import torch.nn as nn\n"
+        "\n"
+        "\n"
+        "class MultiHeadAttention(nn.Module):\n"
+        "    def __init__(self, d_model, n_heads, dropout=0.0):\n"
+        "        super().__init__()\n"
+        "        self.n_heads, self.d_head = n_heads, d_model // n_heads\n"
+        "        self.w_q = nn.Linear(d_model, d_model)\n"
+        "        self.w_k = nn.Linear(d_model, d_model)\n"
+        "        self.w_v = nn.Linear(d_model, d_model)\n"
+        "        self.w_o = nn.Linear(d_model, d_model)\n"
+        "        self.dropout = nn.Dropout(dropout)\n"
+        "\n"
+        "    def split(self, x):  # (batch, seq, d_model) -> (batch, heads, seq, d_head)\n"
+        "        batch, seq, _ = x.shape\n"
+        "        return x.view(batch, seq, self.n_heads, self.d_head).transpose(1, 2)\n"
+        "\n"
+        "    def forward(self, query, key, value, mask=None):\n"
+        "        q, k, v = self.split(self.w_q(query)), self.split(self.w_k(key)), self.split(self.w_v(value))\n"
+        "        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)     # (batch, heads, q_len, k_len)\n"
+        "        if mask is not None:\n"
+        "            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)\n"
+        "        weights = torch.softmax(scores, dim=-1)\n"
+        "        if mask is not None:\n"
+        "            weights = weights.masked_fill(~mask, 0.0)  # a query that may see nothing: zeros, not NaN\n"
+        "        out = self.dropout(weights) @ v                                 # (batch, heads, q_len, d_head)\n"
+        "        batch, _, q_len, _ = out.shape\n"
+        "        out = out.transpose(1, 2).contiguous().view(batch, q_len, self.n_heads * self.d_head)\n"
+        "        return self.w_o(out), weights\n"
+    ),
+    success="Correct! Same outputs, weights and gradients as course_utils.attention.MultiHeadAttention, for "
+            "self- and cross-attention with every mask shape, in train and eval mode.",
 )
