@@ -52,12 +52,17 @@ def check_attention_weights(ns) -> None:
     if close(got, (scores / math.sqrt(query.size(-1))).softmax(dim=-2)):
         raise ExerciseFailure("softmax over the wrong axis: each *query row* must sum to 1 over the keys, so use "
                               "softmax(dim=-1). Your columns sum to 1 instead.")
+    for size, what in ((key.size(-2), "√k_len (the number of keys)"), (query.size(0), "√batch")):
+        if close(got, (scores / math.sqrt(size)).softmax(dim=-1)):
+            raise ExerciseFailure(f"you scaled by {what}; the scale is √d_k, the length of the vectors in each "
+                                  "dot product: math.sqrt(query.size(-1)).")
     if close(got, scores / math.sqrt(query.size(-1))):
         raise ExerciseFailure("these are the scaled scores; turn them into weights with torch.softmax(…, dim=-1).")
     row_sums = got.sum(dim=-1)
     if not torch.allclose(row_sums, torch.ones_like(row_sums), atol=1e-4):
         raise ExerciseFailure(f"each query's weights should sum to 1, yours sum to {row_sums[0, 0].item():.3f} …")
-    raise ExerciseFailure(f"weights differ from softmax(Q Kᵀ / √d_k) by up to {(got - expected).abs().max():.3g}.")
+    raise ExerciseFailure(f"weights differ from softmax(Q Kᵀ / √d_k) by up to {(got - expected).abs().max():.3g}: "
+                          "scores = query @ key.transpose(-2, -1), divided by math.sqrt(d_k), softmax over dim=-1.")
 
 
 def example_mask() -> torch.Tensor:
@@ -69,29 +74,46 @@ def example_mask() -> torch.Tensor:
     return mask
 
 
+def example_padding_mask() -> torch.Tensor:
+    """``(2, 1, 7)``: a padding mask that broadcasts over the queries (sequence 1 has 3 padded keys)."""
+    return torch.tensor([[True] * 7, [True] * 4 + [False] * 3])[:, None, :]
+
+
 def check_masked_weights(ns) -> None:
     query, key = example_query_key(1)
-    mask = example_mask()
-    got = call(ns["masked_weights"], "masked_weights", query, key, mask)
+    for mask in (example_mask(), example_padding_mask()):
+        check_masked_weights_with(ns["masked_weights"], query, key, mask)
+
+
+def check_masked_weights_with(masked_weights, query, key, mask) -> None:
+    shape = f"mask of shape {tuple(mask.shape)}"
+    try:
+        got = call(masked_weights, "masked_weights", query, key, mask)
+    except IndexError as error:
+        raise ExerciseFailure(f"with a {shape} your code fails ({error}). Boolean indexing (scores[~mask] = …) needs "
+                              "a mask of the scores' full shape; use scores.masked_fill(~mask, "
+                              "torch.finfo(scores.dtype).min), which broadcasts the mask.") from None
     expected = reference_weights(query, key, mask)
     if got.shape != expected.shape:
-        raise ExerciseFailure(f"weights should have shape {tuple(expected.shape)}, got {tuple(got.shape)}.")
+        raise ExerciseFailure(f"with a {shape} the weights should have shape {tuple(expected.shape)}, "
+                              f"got {tuple(got.shape)}.")
     if torch.isnan(got).any():
         raise ExerciseFailure("your weights contain NaN. A query whose every key is masked has a row of -inf "
                               "scores and softmax gives 0/0. Fill with torch.finfo(scores.dtype).min instead of "
                               "-inf, and set the masked weights to 0 after the softmax.")
     if close(got, expected):
         return
-    blocked_weight = float(got[~mask.expand_as(got)].abs().max())
-    allowed_weight = float(got[mask.expand_as(got)].abs().max())
+    full = mask.expand_as(got)
+    blocked_weight = float(got[~full].abs().max())
+    allowed_weight = float(got[full].abs().max())
     if blocked_weight > 1e-6 and allowed_weight < 1e-6:
         raise ExerciseFailure("the mask convention is inverted: in this course True means *may attend*. You "
                               "blocked the allowed keys; fill where the mask is False (scores.masked_fill(~mask, "
                               "…)).")
     if close(got, reference_weights(query, key, ~mask)):
         raise ExerciseFailure("the mask convention is inverted: True means *may attend*; use ~mask in masked_fill.")
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))
     if blocked_weight > 1e-6:
-        scores = query @ key.transpose(-2, -1) / 4.0
         if close(got, scores.masked_fill(~mask, 0.0).softmax(-1)):
             raise ExerciseFailure("setting a blocked score to 0 does not block it (exp(0) = 1 still gets weight). "
                                   "Fill blocked scores with a very negative number: torch.finfo(scores.dtype).min.")
@@ -99,36 +121,48 @@ def check_masked_weights(ns) -> None:
             raise ExerciseFailure("every key allowed somewhere is right, but the fully masked query row gets "
                                   "non-zero weights (a uniform row). After the softmax, zero the masked entries: "
                                   "weights.masked_fill(~mask, 0.0).")
-        raise ExerciseFailure(f"blocked keys still get weight (up to {blocked_weight:.3f}); they must get exactly 0.")
+        raise ExerciseFailure(f"blocked keys still get weight (up to {blocked_weight:.3f}); they must get exactly 0: "
+                              "scores.masked_fill(~mask, torch.finfo(scores.dtype).min) before the softmax.")
+    if close(got, scores.softmax(-1).masked_fill(~mask, 0.0)):
+        raise ExerciseFailure("you masked after the softmax without renormalising: the remaining weights of a row no "
+                              "longer sum to 1. Fill the blocked *scores* before the softmax (and zero the blocked "
+                              "weights after it).")
     if close(got, reference_weights(query * math.sqrt(16), key, mask)):
         raise ExerciseFailure("the √d_k scale is missing: divide the scores by math.sqrt(d_k).")
-    raise ExerciseFailure(f"weights differ from the masked softmax by up to {(got - expected).abs().max():.3g}.")
+    raise ExerciseFailure(f"with a {shape} the weights differ from the masked softmax by up to "
+                          f"{(got - expected).abs().max():.3g}: scale the scores, fill blocked ones with "
+                          "torch.finfo(scores.dtype).min, softmax over dim=-1, zero the blocked weights.")
 
 
 def example_hidden() -> torch.Tensor:
-    """``(2, 3, 12)`` whose entry value encodes (batch, seq, feature): wrong reshapes are easy to spot."""
-    batch, seq, d_model = 2, 3, 12
+    """``(2, 5, 12)`` whose entry value encodes (batch, seq, feature); with 4 heads d_head = 3, so no two of
+    batch, seq, heads and d_head are equal and a swapped axis always shows."""
+    batch, seq, d_model = 2, 5, 12
     return torch.arange(batch * seq * d_model, dtype=torch.float32).view(batch, seq, d_model)
 
 
 def check_split_heads(ns) -> None:
     x, n_heads = example_hidden(), 4
     got = call(ns["split_heads"], "split_heads", x, n_heads)
-    expected = x.view(2, 3, n_heads, 3).transpose(1, 2)
-    if got.shape == (2, 3, n_heads, 3) and torch.equal(got, x.view(2, 3, n_heads, 3)):
-        raise ExerciseFailure("you stopped at (batch, seq, heads, d_head) = (2, 3, 4, 3): the view is right, now "
+    expected = x.view(2, 5, n_heads, 3).transpose(1, 2)
+    if got.shape == (2, 5, n_heads, 3) and torch.equal(got, x.view(2, 5, n_heads, 3)):
+        raise ExerciseFailure("you stopped at (batch, seq, heads, d_head) = (2, 5, 4, 3): the view is right, now "
                               ".transpose(1, 2) to (batch, heads, seq, d_head), so each head holds a whole "
                               "sequence and attends over it.")
+    if got.shape == (2, n_heads, 3, 5):
+        raise ExerciseFailure(f"you swapped the seq and d_head axes: got (batch, heads, d_head, seq) = "
+                              f"{tuple(got.shape)}. View to (batch, seq, heads, d_head), then .transpose(1, 2) "
+                              "only — that gives (batch, heads, seq, d_head).")
     if got.shape != expected.shape:
         raise ExerciseFailure(f"(batch, seq, d_model) = {tuple(x.shape)} with {n_heads} heads should become "
                               f"(batch, heads, seq, d_head) = {tuple(expected.shape)}, got {tuple(got.shape)}.")
     if torch.equal(got, expected):
         return
-    if torch.equal(got, x.view(2, n_heads, 3, 3)):
+    if torch.equal(got, x.view(2, n_heads, 5, 3)):
         raise ExerciseFailure("the shape is right but the numbers are scrambled: viewing straight to (batch, heads, "
                               "seq, d_head) mixes positions into heads. View to (batch, seq, heads, d_head) first, "
                               "then .transpose(1, 2).")
-    if torch.equal(got, x.view(2, 3, 3, n_heads).permute(0, 3, 1, 2)):
+    if torch.equal(got, x.view(2, 5, 3, n_heads).permute(0, 3, 1, 2)):
         raise ExerciseFailure("each head must own a contiguous block of d_head features (head 0 = features "
                               "0..d_head-1); you split them with a stride. View to (batch, seq, heads, d_head).")
     raise ExerciseFailure("the shape is right but the values are not where they belong: head h at position s "
@@ -137,7 +171,7 @@ def check_split_heads(ns) -> None:
 
 def check_merge_heads(ns) -> None:
     x = example_hidden()
-    heads = x.view(2, 3, 4, 3).transpose(1, 2).contiguous()  # (batch, heads, seq, d_head), as attention returns it
+    heads = x.view(2, 5, 4, 3).transpose(1, 2).contiguous()  # (batch, heads, seq, d_head), as attention returns it
     try:
         got = as_tensor(ns["merge_heads"](heads), "merge_heads")
     except RuntimeError as error:
@@ -269,11 +303,11 @@ def attention_mistake(block, query, key, mask, *, scale="d_head", softmax_dim=-1
         allowed = ~mask if mask_mode == "inverted" else mask
         if mask_mode == "query_axis":
             allowed = mask.transpose(-2, -1)
-        fill = 0.0 if mask_mode == "zero_fill" else torch.finfo(scores.dtype).min
+        fill = 0.0 if mask_mode.startswith("zero_fill") else torch.finfo(scores.dtype).min
         if mask_mode != "after_softmax":
             scores = scores.masked_fill(~allowed, fill)
     weights = scores.softmax(dim=softmax_dim)
-    if mask is not None and mask_mode in ("right", "inverted", "after_softmax"):
+    if mask is not None and mask_mode not in ("no_zero_after", "zero_fill_only"):
         weights = weights.masked_fill(~allowed, 0.0)
     out = weights @ v
     merged = (out.transpose(1, 2) if merge == "transpose" else out).reshape(batch, q_len, d_model)
@@ -299,8 +333,10 @@ WEIGHT_MISTAKES = (
     ({"mask_mode": "query_axis"}, "the mask hides queries instead of keys (broadcast on the wrong axis): a mask is "
                                   "(batch, 1, q_len | 1, k_len), its last axis runs over the keys — use it as it "
                                   "comes, without transposing or re-shaping."),
-    ({"mask_mode": "zero_fill"}, "setting a blocked score to 0 does not block it (exp(0) = 1 still gets weight): "
-                                 "fill with torch.finfo(scores.dtype).min."),
+    ({"mask_mode": "zero_fill"}, "setting a blocked score to 0 does not block it (exp(0) = 1 still takes a share "
+                                 "of the softmax): fill with torch.finfo(scores.dtype).min."),
+    ({"mask_mode": "zero_fill_only"}, "setting a blocked score to 0 does not block it (exp(0) = 1 still gets "
+                                      "weight): fill with torch.finfo(scores.dtype).min."),
     ({"mask_mode": "after_softmax"}, "you masked after the softmax without renormalising: the remaining weights "
                                      "no longer sum to 1. Fill the blocked *scores* before the softmax."),
     ({"mask_mode": "no_zero_after"}, "a query whose every key is masked gets a uniform row of weights (an average "
@@ -314,20 +350,24 @@ OUTPUT_MISTAKES = (
 )
 
 
-def _call_attention(module, name: str, case: str, query, key, mask):
+def _call_attention(module, case: str, query, key, mask):
+    """The learner's forward; a crash that only a mask causes is explained in terms of masks."""
     try:
         return module(query, key, key, mask)
-    except (RuntimeError, IndexError) as error:
+    except NotImplementedError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the learner's code may raise anything
         message = (str(error).splitlines() or [""])[0]
-        if mask is not None and ("index" in message or "shape of the mask" in message):
+        if mask is not None and isinstance(error, IndexError):
             raise ExerciseFailure(f"{case}: your forward fails ({message}). Boolean indexing (scores[~mask] = …) "
                                   "needs a mask of the scores' full shape; use scores.masked_fill(~mask, "
                                   "torch.finfo(scores.dtype).min), which broadcasts the mask.") from None
-        if mask is not None and mask.dim() == 4 and "dimension" in message:
-            raise ExerciseFailure(f"{case}: your forward fails ({message}). The mask is already 4-D and broadcasts "
-                                  "to the scores (batch, heads, q_len, k_len) as it is: do not unsqueeze or "
-                                  "reshape it.") from None
-        raise ExerciseFailure(f"{case}: your forward raised {type(error).__name__}: {message}") from None
+        if mask is not None:
+            raise ExerciseFailure(f"{case}: your forward fails ({type(error).__name__}: {message}). The mask is "
+                                  "already 4-D and broadcasts to the scores (batch, heads, q_len, k_len) as it is: "
+                                  "do not unsqueeze or reshape it; use it in scores.masked_fill(~mask, …) and "
+                                  "weights.masked_fill(~mask, 0.0).") from None
+        raise
 
 
 def check_multi_head_attention(ns) -> None:
@@ -343,7 +383,7 @@ def check_multi_head_attention(ns) -> None:
         query_p, key_p = query.clone().requires_grad_(), key.clone().requires_grad_()
         query_l, key_l = query.clone().requires_grad_(), key.clone().requires_grad_()
         expected, expected_weights = package(query_p, key_p, key_p, mask, need_weights=True)
-        got, got_weights = first_output(_call_attention(learner, "MultiHeadAttention", case, query_l, key_l, mask),
+        got, got_weights = first_output(_call_attention(learner, case, query_l, key_l, mask),
                                         "MultiHeadAttention", pair=True)
         got_d = as_tensor(got, "MultiHeadAttention.forward", expected.shape, "(batch, q_len, d_model)")
         weights_d = as_tensor(got_weights, "MultiHeadAttention.forward (weights)", expected_weights.shape,
