@@ -495,4 +495,38 @@ q5 = Exercise(
     ),
     success="Correct! Same outputs, weights and gradients as course_utils.attention.MultiHeadAttention, for "
             "self- and cross-attention with every mask shape, in train and eval mode.",
+    task=(
+        "**Capstone — your own `MultiHeadAttention`.** Write the whole module: `MultiHeadAttention(d_model, n_heads, "
+        "dropout=0.0)` with `forward(query, key, value, mask=None)` for `query (batch, q_len, d_model)` and "
+        "`key`, `value (batch, k_len, d_model)`, returning the pair `(output (batch, q_len, d_model), weights "
+        "(batch, heads, q_len, k_len))` — the same interface as the package's block.\n\n"
+        "* Parameters — the package's names, so its weights load into yours: `w_q`, `w_k`, `w_v`, `w_o`, each "
+        "`nn.Linear(d_model, d_model)` with bias; dropout on the attention weights (`nn.Dropout(dropout)`).\n"
+        "* Formula, per head $h$ with $d_\\text{head} = d_\\text{model} / n_\\text{heads}$: "
+        "$\\text{softmax}\\big(Q_h K_h^\\top / \\sqrt{d_\\text{head}}\\big)\\, V_h$, heads split as "
+        "`(batch, seq, heads, d_head)` → `transpose(1, 2)`, merged back, then `w_o`.\n"
+        "* `mask` is bool, True = may attend, shaped to broadcast to `(batch, heads, q_len, k_len)`: padding "
+        "`(batch, 1, 1, k_len)`, causal `(1, 1, q_len, k_len)` or both `(batch, 1, q_len, k_len)`. A query that may "
+        "see no key gets all-zero weights, never NaN.\n\n"
+        "How it is checked: the checker builds `course_utils.attention.MultiHeadAttention(24, 4)`, copies its "
+        "weights into yours with `load_state_dict`, and compares outputs, weights and gradients on self- and "
+        "cross-attention (batch 2, lengths 5, 3 and 7) with every mask shape, in train mode and — with "
+        "`dropout=0.5` — in eval mode. `q5.hint()` and `q5.solution()` help; stuck? "
+        "`from course_utils.attention import MultiHeadAttention` and move on."
+    ),
+    starter=(
+        "import torch.nn as nn\n"
+        "\n"
+        "\n"
+        "class MultiHeadAttention(nn.Module):\n"
+        "    def __init__(self, d_model, n_heads, dropout=0.0):\n"
+        "        super().__init__()\n"
+        "        # w_q, w_k, w_v, w_o: nn.Linear(d_model, d_model) each; an nn.Dropout(dropout) for the weights\n"
+        "        raise NotImplementedError\n"
+        "\n"
+        "    def forward(self, query, key, value, mask=None):\n"
+        "        # project, split heads, scores / sqrt(d_head), mask, softmax over the keys, weights @ v, merge, w_o\n"
+        "        # return output (batch, q_len, d_model), weights (batch, heads, q_len, k_len)\n"
+        "        raise NotImplementedError\n"
+    ),
 )

@@ -26,14 +26,21 @@ def check_shift_targets(ns) -> None:
     if torch.equal(decoder_input, tgt) and torch.equal(labels, tgt):
         raise ExerciseFailure("no shift: with labels equal to the input, position t sees the very token it must "
                               "predict — the model learns to copy, and the loss drops to ~0 while the model "
-                              "translates nothing (seed 001's bug). Feed tgt[:, :-1] and score against tgt[:, 1:].")
+                              "translates nothing. Feed tgt[:, :-1] and score against tgt[:, 1:].")
     if torch.equal(decoder_input, tgt[:, 1:]) and torch.equal(labels, tgt[:, :-1]):
         raise ExerciseFailure("shifted the wrong way: the decoder input must start with [BOS] (tgt[:, :-1]) and "
                               "the labels are the next tokens (tgt[:, 1:]).")
     if decoder_input.shape != (2, 5) or labels.shape != (2, 5):
-        raise ExerciseFailure(f"both should have shape (batch, tgt_len - 1) = (2, 5), got "
-                              f"{tuple(decoder_input.shape)} and {tuple(labels.shape)}; slice the sequence axis (dim 1), "
-                              "not the batch axis.")
+        shapes = f"got {tuple(decoder_input.shape)} and {tuple(labels.shape)}"
+        if decoder_input.dim() == 2 and decoder_input.size(0) == 2 and decoder_input.size(1) < 5:
+            raise ExerciseFailure(f"both should have shape (batch, tgt_len - 1) = (2, 5), {shapes}: you shifted by "
+                                  "more than one position. Each label is the *next* token, one step ahead: "
+                                  "tgt[:, :-1] and tgt[:, 1:].")
+        if decoder_input.dim() == 2 and decoder_input.size(0) != 2:
+            raise ExerciseFailure(f"both should have shape (batch, tgt_len - 1) = (2, 5), {shapes}: you sliced the "
+                                  "batch axis (dim 0); slice the sequence axis (dim 1): tgt[:, :-1], tgt[:, 1:].")
+        raise ExerciseFailure(f"both should have shape (batch, tgt_len - 1) = (2, 5), {shapes}: "
+                              "decoder_input = tgt[:, :-1], labels = tgt[:, 1:].")
     if not (torch.equal(decoder_input, tgt[:, :-1]) and torch.equal(labels, tgt[:, 1:])):
         raise ExerciseFailure("expected decoder_input = tgt[:, :-1] (starts with [BOS]) and labels = tgt[:, 1:] "
                               "(ends with [EOS] or padding).")
@@ -66,8 +73,9 @@ def check_cross_attention_mask(ns) -> None:
                               "starts, so every target position may see every real source word. Only hide "
                               "source padding.")
     if full.all():
-        raise ExerciseFailure("nothing is masked: the decoder would attend to the source's [PAD] positions "
-                              "(seed 001's bug). Hide the keys where src == pad_id.")
+        raise ExerciseFailure("nothing is masked: the decoder would attend to the source's [PAD] positions, and "
+                              "a translation would change with the amount of padding. Hide the keys where "
+                              "src == pad_id.")
     raise ExerciseFailure("expected True exactly at real (non-padding) source tokens, for every target position.")
 
 
