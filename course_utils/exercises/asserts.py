@@ -96,6 +96,12 @@ def copy_weights(package_block: nn.Module, learner_block: nn.Module, name: str, 
         raise ExerciseFailure(f"your `{name}` has no parameter {shapes}{more} (it has {found}). The checker copies "
                               f"the package's weights into yours by name, so use the package's attribute names: "
                               f"{layout}.")
+    shared = shared_parameters(learner_block)
+    if shared:
+        first, second = shared[0]
+        raise ExerciseFailure(f"in your `{name}`, `{first}` and `{second}` are one and the same parameter: a "
+                              "module was reused where a new one was meant (e.g. [layer] * n, or the same "
+                              "LayerNorm for two sublayers). Create a separate module for each place.")
     if extra:
         shapes = ", ".join(f"`{key}` {tuple(got[key].shape)}" for key in extra[:6])
         raise ExerciseFailure(f"your `{name}` has parameters the package's block does not: {shapes}. {extra_hint}"
@@ -144,3 +150,71 @@ def compare_gradients(expected: dict[str, torch.Tensor | None], got: dict[str, t
                                   f"{max_difference(grad, reference):.3g}): an in-place change or a detached "
                                   "intermediate in forward alters backpropagation. Write forward with "
                                   "out-of-place operations only.")
+
+
+def shared_parameters(module: nn.Module) -> list[tuple[str, str]]:
+    """Pairs of parameter names that are one and the same tensor (a module reused where a new one was meant)."""
+    seen: dict[int, str] = {}
+    pairs = []
+    for key, p in module.named_parameters(remove_duplicate=False):
+        if id(p) in seen:
+            pairs.append((seen[id(p)], key))
+        else:
+            seen[id(p)] = key
+    return pairs
+
+
+def call_block(module: nn.Module, name: str, case: str, *args) -> torch.Tensor:
+    """The learner's ``module(*args)`` as one tensor; a crash is reported with the input ``case`` it happened on."""
+    try:
+        result = module(*args)
+    except NotImplementedError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the learner's code may raise anything
+        message = (str(error).splitlines() or [""])[0]
+        if "tuple" in message:
+            raise ExerciseFailure(f"{case}: your `{name}` fails ({type(error).__name__}: {message}). The attention "
+                                  "module returns a pair (output, weights): take [0], e.g. "
+                                  "self.self_attn(h, h, h, mask)[0].") from None
+        raise ExerciseFailure(f"{case}: your `{name}` raised {type(error).__name__}: {message}") from None
+    output, _ = first_output(result, name, pair=False)
+    return output
+
+
+def compare_block(package: nn.Module, learner: nn.Module, name: str, case: str, tensors: dict[str, Any],
+                  diagnose=None) -> None:
+    """Run both blocks on ``tensors`` (floating ones get gradients); compare outputs, then gradients.
+
+    ``diagnose(output)`` may return a message naming the mistake when the outputs differ.
+    """
+    def leaves():
+        return {k: (v.clone().requires_grad_() if isinstance(v, torch.Tensor) and v.is_floating_point() else v)
+                for k, v in tensors.items()}
+    inputs_p, inputs_l = leaves(), leaves()
+    expected = package(*inputs_p.values())
+    got = call_block(learner, name, case, *inputs_l.values())
+    got_d = as_tensor(got, f"{name}.forward", expected.shape)
+    if torch.isnan(got_d).any():
+        raise ExerciseFailure(f"{case}: your `{name}` returns NaN: a query whose every key is masked must get zero "
+                              "weights (fill with torch.finfo(dtype).min, zero the masked weights after softmax).")
+    if not close(got_d, expected):
+        message = diagnose(got_d) if diagnose else None
+        raise ExerciseFailure(f"{case}: " + (message or f"your `{name}` differs from the package's (by up to "
+                                                        f"{max_difference(got_d, expected):.3g})."))
+    probe = torch.randn(expected.shape, generator=torch.Generator().manual_seed(1))
+    package.zero_grad()
+    (expected * probe).sum().backward()
+    learner.zero_grad()
+    backward(got * probe, name, case)
+    floats = {k for k, v in tensors.items() if isinstance(v, torch.Tensor) and v.is_floating_point()}
+    compare_gradients(gradients(package, {k: inputs_p[k] for k in floats}),
+                      gradients(learner, {k: inputs_l[k] for k in floats}), name, case)
+
+
+def backward(value: torch.Tensor, name: str, case: str) -> None:
+    """``value.sum().backward()``, explaining a graph the learner's code cut."""
+    if not value.requires_grad:
+        raise ExerciseFailure(f"{case}: the output of your `{name}` carries no gradient: something cuts the graph "
+                              "(.detach(), .data, .item(), torch.no_grad() or a new tensor built from values "
+                              "inside forward). Keep every step a tensor operation.")
+    value.sum().backward()

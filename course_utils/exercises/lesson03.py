@@ -6,8 +6,8 @@ import math
 import torch
 
 from ..attention import scaled_dot_product_attention
-from .asserts import (as_tensor, close, compare_gradients, copy_weights, first_output, gradients, instantiate,
-                      max_difference, own_module_class)
+from .asserts import (as_tensor, backward, close, compare_gradients, copy_weights, first_output, gradients,
+                      instantiate, max_difference, own_module_class)
 from .core import Exercise, ExerciseFailure
 
 
@@ -420,16 +420,16 @@ def check_multi_head_attention(ns) -> None:
         package.zero_grad()
         (expected * probe).sum().backward()
         learner.zero_grad()
-        (got * probe).sum().backward()
+        backward(got * probe, "MultiHeadAttention", case)
         compare_gradients(gradients(package, {"query": query_p, "key": key_p}),
                           gradients(learner, {"query": query_l, "key": key_l}), "MultiHeadAttention", case)
     check_dropout(learner_class, package, "MultiHeadAttention", MHA_SIGNATURE, (D_MODEL, N_HEADS),
                   lambda module, x: module(x, x, x, None)[0], example_attention_cases()[0][1])
 
 
-def check_dropout(learner_class, package_block, name: str, signature: str, args: tuple, run, x) -> None:
+def check_dropout(learner_class, package_block, name: str, signature: str, args: tuple, run, x, **kwargs) -> None:
     """With ``dropout=0.5``: eval mode must equal the package exactly; train mode must be random."""
-    learner = instantiate(learner_class, name, signature, *args, dropout=0.5)
+    learner = instantiate(learner_class, name, signature, *args, dropout=0.5, **kwargs)
     learner.load_state_dict(package_block.state_dict())
     learner.eval()
     package_block.eval()
