@@ -164,14 +164,20 @@ def shared_parameters(module: nn.Module) -> list[tuple[str, str]]:
     return pairs
 
 
-def call_block(module: nn.Module, name: str, case: str, *args) -> torch.Tensor:
-    """The learner's ``module(*args)`` as one tensor; a crash is reported with the input ``case`` it happened on."""
+def call_block(module: nn.Module, name: str, case: str, *args, error_hint=None) -> torch.Tensor:
+    """The learner's ``module(*args)`` as one tensor; a crash is reported with the input ``case`` it happened on.
+
+    ``error_hint(message)`` may return an explanation of a crash typical for this block.
+    """
     try:
         result = module(*args)
     except NotImplementedError:
         raise
     except Exception as error:  # noqa: BLE001 - the learner's code may raise anything
         message = (str(error).splitlines() or [""])[0]
+        hint = error_hint(message) if error_hint else None
+        if hint:
+            raise ExerciseFailure(f"{case}: your `{name}` fails ({type(error).__name__}: {message}): {hint}") from None
         if "tuple" in message:
             raise ExerciseFailure(f"{case}: your `{name}` fails ({type(error).__name__}: {message}). The attention "
                                   "module returns a pair (output, weights): take [0], e.g. "
@@ -182,7 +188,7 @@ def call_block(module: nn.Module, name: str, case: str, *args) -> torch.Tensor:
 
 
 def compare_block(package: nn.Module, learner: nn.Module, name: str, case: str, tensors: dict[str, Any],
-                  diagnose=None) -> None:
+                  diagnose=None, error_hint=None) -> None:
     """Run both blocks on ``tensors`` (floating ones get gradients); compare outputs, then gradients.
 
     ``diagnose(output)`` may return a message naming the mistake when the outputs differ.
@@ -192,7 +198,7 @@ def compare_block(package: nn.Module, learner: nn.Module, name: str, case: str, 
                 for k, v in tensors.items()}
     inputs_p, inputs_l = leaves(), leaves()
     expected = package(*inputs_p.values())
-    got = call_block(learner, name, case, *inputs_l.values())
+    got = call_block(learner, name, case, *inputs_l.values(), error_hint=error_hint)
     got_d = as_tensor(got, f"{name}.forward", expected.shape)
     if torch.isnan(got_d).any():
         raise ExerciseFailure(f"{case}: your `{name}` returns NaN: a query whose every key is masked must get zero "
