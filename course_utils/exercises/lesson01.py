@@ -127,10 +127,36 @@ def example_embedding_inputs(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]
     return torch.tensor([[3, 1, 4], [1, 5, 8]]), torch.randn(10, 16, generator=generator)
 
 
+class LookupGuard(torch.Tensor):
+    """A weight matrix that refuses to be read by row lookup: the exercise asks for one-hot @ W, not W[ids]."""
+
+    LOOKUPS = {"embedding", "index_select", "gather", "take", "take_along_dim"}
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        indexed = name == "__getitem__" and _indexes_rows(args[1])
+        if indexed or name in cls.LOOKUPS:
+            how = "W[ids]" if indexed else f"{name}(...)"
+            raise ExerciseFailure(f"you looked the rows up with {how}: that is what nn.Embedding does, and this "
+                                  "exercise asks you to get the same numbers *without indexing*: "
+                                  "F.one_hot(ids, num_classes=vocab_size).float() @ W, times math.sqrt(d_model).")
+        with torch._C.DisableTorchFunctionSubclass():
+            return func(*args, **(kwargs or {}))
+
+
+def _indexes_rows(index) -> bool:
+    """Whether a ``__getitem__`` index picks rows by id (a tensor or list of ids), not a slice or a single axis."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(part, (torch.Tensor, list)) for part in parts)
+
+
 def check_scaled_one_hot_embedding(ns) -> None:
     embed = ns["scaled_one_hot_embedding"]
     ids, weight = example_embedding_inputs()
-    got = embed(ids, weight)
+    got = embed(ids, weight.clone().as_subclass(LookupGuard))
+    if isinstance(got, torch.Tensor):
+        got = got.as_subclass(torch.Tensor)
     if not isinstance(got, torch.Tensor):
         raise ExerciseFailure(f"`scaled_one_hot_embedding` should return a tensor, got {type(got).__name__}.")
     lookup = weight[ids]

@@ -82,3 +82,11 @@ MISTAKES = [
       'def scaled_one_hot_embedding(ids, w):\n    return F.one_hot(ids + 1, w.size(0)).float() @ w * math.sqrt(w.size(1))\n',
       'differ from W[ids]'),
 ]
+MISTAKES += [
+    q('q4', 'plain indexing', "def scaled_one_hot_embedding(ids, w):\n    return w[ids] * math.sqrt(w.size(1))\n",
+      'without indexing'),
+    q('q4', 'F.embedding', "def scaled_one_hot_embedding(ids, w):\n    return F.embedding(ids, w) * math.sqrt(w.size(1))\n",
+      'without indexing'),
+    q('q4', 'index_select', "def scaled_one_hot_embedding(ids, w):\n"
+      "    return w.index_select(0, ids.flatten()).view(*ids.shape, -1) * math.sqrt(w.size(1))\n", 'without indexing'),
+]

@@ -44,7 +44,7 @@ MISTAKES = [
       '2i / d_model'),
     q('q2', 'frequencies rising',
       'def sinusoidal_pe(max_len, d):\n    pos = torch.arange(max_len).float()[:, None]\n    angle = pos * torch.exp(torch.arange(0, d, 2).float() * math.log(10000.0) / d)\n    t = torch.zeros(max_len, d)\n    t[:, 0::2] = angle.sin()\n    t[:, 1::2] = angle.cos()\n    return t\n',
-      'differs from the formula'),
+      'minus sign'),
     q('q3', 'rotates backwards',
       'def shift_matrix(k, d):\n    blocks = []\n    for two_i in range(0, d, 2):\n        a = k / 10000 ** (two_i / d)\n        c, s = math.cos(a), math.sin(a)\n        blocks.append(torch.tensor([[c, -s], [s, c]]))\n    return torch.block_diag(*blocks)\n',
       'backwards'),
@@ -60,4 +60,16 @@ MISTAKES = [
     q('q3', 'identity',
       'def shift_matrix(k, d):\n    return torch.eye(d)\n',
       'should equal PE[pos + 1]'),
+]
+MISTAKES += [
+    q('q1', 'base 1000 written as a power', "def pair_frequencies(d):\n"
+      "    return 1 / 1000 ** (torch.arange(0, d, 2).float() / d)\n", 'base 1000'),
+    q('q2', 'base 1000', "def sinusoidal_pe(max_len, d):\n    pos = torch.arange(max_len).float()[:, None]\n"
+      "    angle = pos / 1000 ** (torch.arange(0, d, 2).float() / d)\n"
+      "    t = torch.zeros(max_len, d)\n    t[:, 0::2] = angle.sin()\n    t[:, 1::2] = angle.cos()\n    return t\n",
+      'base 1000'),
+    q('q3', 'i instead of 2i in the angle', "def shift_matrix(k, d):\n    blocks = []\n    for i in range(d // 2):\n"
+      "        a = k / 10000 ** (i / d)\n        c, s = math.cos(a), math.sin(a)\n"
+      "        blocks.append(torch.tensor([[c, s], [-s, c]]))\n    return torch.block_diag(*blocks)\n",
+      '2i / d_model'),
 ]

@@ -55,3 +55,7 @@ MISTAKES = [
       'def tie_weights(model):\n    model.output.weight = torch.nn.Parameter(model.embedding.weight.detach().clone())\n    return model\n',
       'a copy'),
 ]
+MISTAKES += [
+    q('q3', 'tied through .data', "def tie_weights(model):\n    model.output.weight.data = model.embedding.weight.data\n"
+      "    return model\n", 'remain two Parameter objects'),
+]
