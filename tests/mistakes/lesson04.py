@@ -12,58 +12,76 @@ def q(exercise: str, name: str, code: str, message: str) -> Mistake:
 
 MISTAKES = [
     q('q1', 'quick estimate, weights only',
-      'def encoder_layer_parameters(d, f):\n    return 4 * d * d + 2 * d * f\n',
+      'def encoder_layer_parameters(d, f):\n'
+      '    return 4 * d * d + 2 * d * f\n',
       'only the weight matrices'),
     q('q1', 'no LayerNorms',
-      'def encoder_layer_parameters(d, f):\n    return 4 * (d * d + d) + d * f + f + f * d + d\n',
+      'def encoder_layer_parameters(d, f):\n'
+      '    return 4 * (d * d + d) + d * f + f + f * d + d\n',
       'two LayerNorms are missing'),
     q('q1', 'one LayerNorm',
-      'def encoder_layer_parameters(d, f):\n    return 4 * (d * d + d) + d * f + f + f * d + d + 2 * d\n',
+      'def encoder_layer_parameters(d, f):\n'
+      '    return 4 * (d * d + d) + d * f + f + f * d + d + 2 * d\n',
       'one LayerNorm is missing'),
     q('q1', 'no biases',
-      'def encoder_layer_parameters(d, f):\n    return 4 * d * d + 2 * d * f + 4 * d\n',
+      'def encoder_layer_parameters(d, f):\n'
+      '    return 4 * d * d + 2 * d * f + 4 * d\n',
       'biases of the six linear layers'),
     q('q1', 'd_ff assumed 4·d',
-      'def encoder_layer_parameters(d, f):\n    return 4 * (d * d + d) + 8 * d * d + 4 * d + d + 4 * d\n',
+      'def encoder_layer_parameters(d, f):\n'
+      '    return 4 * (d * d + d) + 8 * d * d + 4 * d + d + 4 * d\n',
       'off by'),
     q('q1', 'float',
-      'def encoder_layer_parameters(d, f):\n    return float(4 * (d * d + d) + d * f + f + f * d + d + 4 * d)\n',
+      'def encoder_layer_parameters(d, f):\n'
+      '    return float(4 * (d * d + d) + d * f + f + f * d + d + 4 * d)\n',
       'return an int'),
     q('q2', 'Post-LN',
-      'def pre_ln_sublayer(x, sublayer, norm):\n    return norm(x + sublayer(x))\n',
+      'def pre_ln_sublayer(x, sublayer, norm):\n'
+      '    return norm(x + sublayer(x))\n',
       'that is Post-LN'),
     q('q2', 'no residual',
-      'def pre_ln_sublayer(x, sublayer, norm):\n    return sublayer(norm(x))\n',
+      'def pre_ln_sublayer(x, sublayer, norm):\n'
+      '    return sublayer(norm(x))\n',
       'residual is missing'),
     q('q2', 'normalised output',
-      'def pre_ln_sublayer(x, sublayer, norm):\n    return x + norm(sublayer(x))\n',
+      'def pre_ln_sublayer(x, sublayer, norm):\n'
+      '    return x + norm(sublayer(x))\n',
       "normalised the sublayer's output"),
     q('q2', 'normalised residual',
-      'def pre_ln_sublayer(x, sublayer, norm):\n    return norm(x) + sublayer(norm(x))\n',
+      'def pre_ln_sublayer(x, sublayer, norm):\n'
+      '    return norm(x) + sublayer(norm(x))\n',
       'raw x'),
     q('q2', 'wrong shape',
-      'def pre_ln_sublayer(x, sublayer, norm):\n    return (x + sublayer(norm(x))).mean(1)\n',
+      'def pre_ln_sublayer(x, sublayer, norm):\n'
+      '    return (x + sublayer(norm(x))).mean(1)\n',
       'keep the shape'),
     q('q2', 'other',
-      'def pre_ln_sublayer(x, sublayer, norm):\n    return x + 2 * sublayer(norm(x))\n',
+      'def pre_ln_sublayer(x, sublayer, norm):\n'
+      '    return x + 2 * sublayer(norm(x))\n',
       'differs'),
     q('q3', 'no eps',
-      'def layer_norm(x):\n    return (x - x.mean(-1, keepdim=True)) / x.var(-1, unbiased=False, keepdim=True).sqrt()\n',
+      'def layer_norm(x):\n'
+      '    return (x - x.mean(-1, keepdim=True)) / x.var(-1, unbiased=False, keepdim=True).sqrt()\n',
       'eps'),
     q('q3', 'unbiased',
-      'def layer_norm(x):\n    return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + 1e-5)\n',
+      'def layer_norm(x):\n'
+      '    return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + 1e-5)\n',
       'unbiased'),
     q('q3', 'batch axis',
-      'def layer_norm(x):\n    return (x - x.mean(0, keepdim=True)) / torch.sqrt(x.var(0, unbiased=False, keepdim=True) + 1e-5)\n',
+      'def layer_norm(x):\n'
+      '    return (x - x.mean(0, keepdim=True)) / torch.sqrt(x.var(0, unbiased=False, keepdim=True) + 1e-5)\n',
       "BatchNorm's axis"),
     q('q3', 'sequence axis',
-      'def layer_norm(x):\n    return (x - x.mean(1, keepdim=True)) / torch.sqrt(x.var(1, unbiased=False, keepdim=True) + 1e-5)\n',
+      'def layer_norm(x):\n'
+      '    return (x - x.mean(1, keepdim=True)) / torch.sqrt(x.var(1, unbiased=False, keepdim=True) + 1e-5)\n',
       'over the sequence'),
     q('q3', 'centred only',
-      'def layer_norm(x):\n    return x - x.mean(-1, keepdim=True)\n',
+      'def layer_norm(x):\n'
+      '    return x - x.mean(-1, keepdim=True)\n',
       'did not divide'),
     q('q3', 'no keepdim',
-      'def layer_norm(x):\n    return (x - x.mean(-1)) / torch.sqrt(x.var(-1, unbiased=False) + 1e-5)\n',
+      'def layer_norm(x):\n'
+      '    return (x - x.mean(-1)) / torch.sqrt(x.var(-1, unbiased=False) + 1e-5)\n',
       'raised'),
 ]
 
