@@ -18,8 +18,12 @@ def example_query_key(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def reference_weights(query: torch.Tensor, key: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """The package's attention weights (the reference answer of q1 and q2)."""
-    return scaled_dot_product_attention(query, key, key, mask)[1]
+    """The package's attention weights for ``(batch, len, d_k)`` inputs (the reference answer of q1 and q2).
+
+    The package works on ``(batch, heads, len, d_k)`` with 4-D masks, so the exercise's tensors get a heads axis of 1.
+    """
+    heads_mask = None if mask is None else mask[:, None]
+    return scaled_dot_product_attention(query[:, None], key[:, None], key[:, None], heads_mask)[1][:, 0]
 
 
 def call(function, name: str, *args) -> torch.Tensor:

@@ -331,6 +331,26 @@ ENCODER_LAYER_SOLUTION = (
     "        return self.ff_block(x, self.feed_forward)\n"
 )
 
+SUBLAYER_STARTER = (
+    "class FeedForward(nn.Module):\n"
+    "    def __init__(self, d_model, d_ff, dropout):\n"
+    "        super().__init__()\n"
+    "        raise NotImplementedError  # linear1 (d_model -> d_ff), linear2 (d_ff -> d_model), a dropout\n"
+    "\n"
+    "    def forward(self, x):\n"
+    "        raise NotImplementedError  # linear2(dropout(relu(linear1(x))))\n"
+    "\n"
+    "\n"
+    "class Residual(nn.Module):\n"
+    "    def __init__(self, d_model, dropout, norm):\n"
+    "        super().__init__()\n"
+    "        raise NotImplementedError  # self.norm = nn.LayerNorm(d_model), a dropout, remember post or pre\n"
+    "\n"
+    "    def forward(self, x, sublayer):\n"
+    "        # post: norm(x + dropout(sublayer(x)));  pre: x + dropout(sublayer(norm(x)))\n"
+    "        raise NotImplementedError\n"
+)
+
 q4 = Exercise(
     name="Capstone: your own EncoderLayer",
     variables=("EncoderLayer",),
@@ -362,29 +382,17 @@ q4 = Exercise(
     starter=(
         "import torch.nn as nn\n"
         "\n"
-        "\n"
-        "class FeedForward(nn.Module):\n"
-        "    def __init__(self, d_model, d_ff, dropout):\n"
-        "        super().__init__()\n"
-        "        raise NotImplementedError  # linear1 (d_model -> d_ff), linear2 (d_ff -> d_model), a dropout\n"
-        "\n"
-        "    def forward(self, x):\n"
-        "        raise NotImplementedError  # linear2(dropout(relu(linear1(x))))\n"
+        "from course_utils.attention import MultiHeadAttention  # or paste yours from lesson 03\n"
         "\n"
         "\n"
-        "class Residual(nn.Module):\n"
-        "    def __init__(self, d_model, dropout, norm):\n"
-        "        super().__init__()\n"
-        "        raise NotImplementedError  # self.norm = nn.LayerNorm(d_model), a dropout, remember post or pre\n"
-        "\n"
-        "    def forward(self, x, sublayer):\n"
-        "        raise NotImplementedError  # post: norm(x + dropout(sublayer(x))); pre: x + dropout(sublayer(norm(x)))\n"
+        + SUBLAYER_STARTER +
         "\n"
         "\n"
         "class EncoderLayer(nn.Module):\n"
         "    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm=\"post\"):\n"
         "        super().__init__()\n"
-        "        raise NotImplementedError  # self_attn, feed_forward, attn_block, ff_block\n"
+        "        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)\n"
+        "        raise NotImplementedError  # feed_forward, attn_block, ff_block\n"
         "\n"
         "    def forward(self, x, mask=None):\n"
         "        raise NotImplementedError  # attention block, then feed-forward block\n"

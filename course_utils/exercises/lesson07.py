@@ -4,6 +4,8 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
+from ..masks import padding_mask
+from .lesson04 import SUBLAYER_STARTER
 from .asserts import as_tensor, close, compare_block, copy_weights, instantiate, own_function, own_module_class
 from .core import Exercise, ExerciseFailure
 
@@ -64,7 +66,7 @@ def check_cross_attention_mask(ns) -> None:
         raise ExerciseFailure(f"shape {tuple(got.shape)} does not broadcast to the cross-attention scores "
                               "(batch, heads, tgt_len, src_len); a (batch, src_len) padding mask needs "
                               "[:, None, None, :] → (batch, 1, 1, src_len).") from None
-    expected = (src != PAD)[:, None, None, :].expand(target_shape)
+    expected = padding_mask(src, PAD).expand(target_shape)
     if torch.equal(full, expected):
         return
     if torch.equal(full, ~expected):
@@ -314,7 +316,8 @@ q4 = Exercise(
         "3. the feed-forward network.\n\n"
         "Attribute names — the package's: `self_attn`, `cross_attn` (two `MultiHeadAttention`s — yours from lesson "
         "03 or the package's), `feed_forward.linear1`, `feed_forward.linear2`, `self_attn_block.norm`, "
-        "`cross_attn_block.norm`, `ff_block.norm`.\n\n"
+        "`cross_attn_block.norm`, `ff_block.norm`. The starter has the `FeedForward` and `Residual` skeletons "
+        "of lesson 04: paste your versions in.\n\n"
         "How it is checked: for `norm=\"post\"` and `\"pre\"` the checker builds "
         "`course_utils.layers.DecoderLayer(24, 4, 40)`, copies its weights into yours, and compares outputs and "
         "gradients for `y (2, 3, 24)`, `memory (2, 7, 24)` without masks, with a causal `tgt_mask (1, 1, 3, 3)` and "
@@ -325,12 +328,18 @@ q4 = Exercise(
     starter=(
         "import torch.nn as nn\n"
         "\n"
+        "from course_utils.attention import MultiHeadAttention  # or paste yours from lesson 03\n"
+        "\n"
+        "\n"
+        + SUBLAYER_STARTER +
+        "\n"
         "\n"
         "class DecoderLayer(nn.Module):\n"
         "    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm=\"post\"):\n"
         "        super().__init__()\n"
-        "        # self_attn, cross_attn, feed_forward (.linear1, .linear2),\n"
-        "        # self_attn_block, cross_attn_block, ff_block (each with its own .norm)\n"
+        "        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)\n"
+        "        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)\n"
+        "        # feed_forward (.linear1, .linear2); self_attn_block, cross_attn_block, ff_block (each its own .norm)\n"
         "        raise NotImplementedError\n"
         "\n"
         "    def forward(self, y, memory, tgt_mask=None, memory_mask=None):\n"
