@@ -1,6 +1,4 @@
 """The exercise mechanism, shown on notebook 00's warm-ups (their typical mistakes: tests/mistakes/lesson00.py)."""
-import torch
-
 from course_utils.exercises import lesson00
 from course_utils.exercises.core import CORRECT, INCORRECT, NOT_ATTEMPTED
 

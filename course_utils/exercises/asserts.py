@@ -26,6 +26,17 @@ def as_tensor(value: Any, name: str, shape: tuple[int, ...] | None = None, what:
     return value.detach()
 
 
+def call_with_copies(function, name: str, *args):
+    """Call the learner's ``function`` on *copies* of its list arguments and report if it changed them."""
+    copies = [list(a) if isinstance(a, list) else a for a in args]
+    result = function(*copies)
+    for original, copy in zip(args, copies):
+        if isinstance(original, list) and copy != original:
+            raise ExerciseFailure(f"`{name}` changed the list it was given ({original} became {copy}); build and "
+                                  "return a new list instead of editing the input in place.")
+    return result
+
+
 def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
     """Same shape and equal up to float noise (NaN never equals anything)."""
     return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), atol=atol, rtol=rtol))

@@ -6,6 +6,8 @@ import math
 import torch
 
 from ..positional import sinusoidal_table
+from . import asserts
+from .asserts import as_tensor
 from .core import Exercise, ExerciseFailure
 
 D_MODELS = (4, 16, 64)
@@ -44,13 +46,11 @@ def reference_shift_matrix(k: int, d_model: int) -> torch.Tensor:
 
 
 def as_float64(value, name: str) -> torch.Tensor:
-    if not isinstance(value, torch.Tensor):
-        raise ExerciseFailure(f"`{name}` should return a torch.Tensor, got {type(value).__name__}.")
-    return value.detach().double()
+    return as_tensor(value, name).double()
 
 
 def close(a: torch.Tensor, b: torch.Tensor, tol: float = 1e-4) -> bool:
-    return a.shape == b.shape and bool(torch.allclose(a, b, atol=tol, rtol=tol))
+    return asserts.close(a, b, atol=tol, rtol=tol)
 
 
 def check_pair_frequencies(ns) -> None:
