@@ -76,6 +76,11 @@ def own_function(obj: Any, name: str, package_path: str):
     if from_package(obj):
         raise ExerciseFailure(f"`{name}` is the package's {package_path}: use your own function — write "
                               f"`def {name}(...):` in the cell above.")
+    package_name = package_path.rsplit(".", 1)[-1]
+    called = [getattr(obj, "__globals__", {}).get(n) for n in getattr(getattr(obj, "__code__", None), "co_names", ())]
+    if any(from_package(f) and getattr(f, "__name__", "") == package_name for f in called if callable(f)):
+        raise ExerciseFailure(f"your `{name}` hands the work to the package's {package_path}: use your own "
+                              "function — write the steps yourself.")
     return obj
 
 

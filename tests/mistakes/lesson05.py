@@ -124,3 +124,8 @@ MISTAKES += [
     q('q4', 'loss computed twice', plant(LOOP, "        losses.append(loss.item())\n",
                                          "        losses.append(loss_fn(model, batch).item())\n"), 'once for every batch'),
 ]
+MISTAKES += [
+    q('q4', "a wrapper around the package's loop",
+      "from course_utils.training import train_one_epoch as package_loop\n\n"
+      "def train_one_epoch(*args, **kwargs):\n    return package_loop(*args, **kwargs)\n", 'hands the work to the package'),
+]

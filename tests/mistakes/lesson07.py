@@ -132,3 +132,10 @@ MISTAKES += [
       'stop as soon as all rows'),
     q('q5', '[BOS] returned', plant(DECODE, "return prefix[:, 1:]", "return prefix"), 'starts with [BOS]'),
 ]
+MISTAKES += [
+    q('q5', "a wrapper around the package's decoder",
+      "from course_utils.decoding import greedy_decode as package_decode\n\n"
+      "def greedy_decode(model, src_ids, bos_id, eos_id, max_new_tokens, pad_id=0):\n"
+      "    return package_decode(model.eval(), src_ids, bos_id, eos_id, max_new_tokens, pad_id)\n",
+      'hands the work to the package'),
+]
