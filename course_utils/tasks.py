@@ -223,6 +223,11 @@ class Task:
     train_batches: list
     metric: str                         # the headline metric of ``evaluate`` (higher is better)
     extras: dict = field(default_factory=dict)   # tokenizers, held-out data: whatever a notebook wants to reuse
+    shuffle_batches = True              # the trainer shuffles the batch order every epoch
+
+    def epoch_batches(self, epoch: int) -> list:
+        """The batch list of ``epoch`` (the same list every epoch unless a task reshuffles its rows)."""
+        return self.train_batches
 
     def build_model(self) -> nn.Module:
         raise NotImplementedError
@@ -291,6 +296,18 @@ class MLMTask(Task):
 
 
 class TranslatorTask(Task):
+    shuffle_batches = False  # the rows themselves are reshuffled every epoch, as lesson 07's make_loader does
+
+    def epoch_batches(self, epoch: int) -> list:
+        """Batches of ``recipe.batch_size`` rows in the order of epoch ``epoch``'s permutation.
+
+        The permutations are those of a ``DataLoader(shuffle=True)`` with a generator seeded ``seed``
+        (:func:`~course_utils.training.make_loader`): epoch ``e`` uses the generator's ``e``-th draw.
+        """
+        if epoch == 0 and self.train_batches:
+            return self.train_batches
+        return row_batches(self.extras["train_ids"], self.recipe.batch_size, self.extras["seed"], epoch)
+
     def build_model(self) -> nn.Module:
         return Seq2SeqTransformer(self.model_config)
 
@@ -313,10 +330,14 @@ class TranslatorTask(Task):
         return {"exact match %": 100 * exact / len(references), "test loss": test_loss}
 
 
-def fixed_batches(tensors: tuple[torch.Tensor, ...], batch_size: int, seed: int) -> list[tuple[torch.Tensor, ...]]:
-    """Rows shuffled once with ``seed``, cut into batches of ``batch_size`` (the last may be smaller)."""
-    order = torch.randperm(len(tensors[0]), generator=torch.Generator().manual_seed(seed))
-    return [tuple(t[order[start:start + batch_size]] for t in tensors)
+def row_batches(tensors: tuple[torch.Tensor, ...], batch_size: int, seed: int,
+                epoch: int = 0) -> list[tuple[torch.Tensor, ...]]:
+    """Rows in the order of the ``epoch``-th permutation drawn from a generator seeded ``seed``, cut into batches
+    of ``batch_size`` (the last may be smaller), padding-only columns trimmed."""
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(epoch + 1):
+        order = torch.randperm(len(tensors[0]), generator=generator)
+    return [tuple(trim_padding(t[order[start:start + batch_size]]) for t in tensors)
             for start in range(0, len(order), batch_size)]
 
 
@@ -381,10 +402,10 @@ def build_translator_task(recipe: TranslatorRecipe, seed: int = 0) -> Translator
     config = TransformerConfig(vocab_size=source.vocab_size, tgt_vocab_size=target.vocab_size,
                                d_model=recipe.d_model, n_heads=recipe.n_heads, d_ff=recipe.d_ff,
                                n_layers=recipe.n_layers, max_len=recipe.max_len, dropout=recipe.dropout)
-    batches = [tuple(trim_padding(t) for t in batch) for batch in fixed_batches(train_ids, recipe.batch_size, seed)]
-    return TranslatorTask("translator", recipe, config, batches, "exact match %",
-                          {"split": split, "source_tokenizer": source, "target_tokenizer": target,
-                           "test_ids": encode_pairs(split.test, source, target)})
+    return TranslatorTask("translator", recipe, config, row_batches(train_ids, recipe.batch_size, seed),
+                          "exact match %", {"split": split, "source_tokenizer": source, "target_tokenizer": target,
+                                            "train_ids": train_ids, "seed": seed,
+                                            "test_ids": encode_pairs(split.test, source, target)})
 
 
 BUILDERS = {"classifier": build_classifier_task, "mlm": build_mlm_task, "translator": build_translator_task}

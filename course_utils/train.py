@@ -191,7 +191,7 @@ def train(task: Task, args: argparse.Namespace, context: DistributedContext) -> 
     """Run the training loop of the module docstring; returns the metrics (evaluation on rank 0 only)."""
     recipe = task.recipe
     device = context.device
-    sampler = batch_sampler(len(task.train_batches), context, shuffle=True, seed=args.seed)
+    sampler = batch_sampler(len(task.train_batches), context, shuffle=task.shuffle_batches, seed=args.seed)
     steps_per_epoch = len(sampler) // args.accumulate
     if steps_per_epoch == 0:
         raise CourseValueError(f"--accumulate {args.accumulate} is more than the {len(sampler)} batches each "
@@ -239,11 +239,15 @@ def train(task: Task, args: argparse.Namespace, context: DistributedContext) -> 
                desc=f"{task.name} ×{context.world_size}")
     start = time.perf_counter()
     net.train()
+    batches_of = {}  # epoch -> (that epoch's batch list, this rank's order of it)
     while step < stop_at:
         epoch, position = divmod(step, steps_per_epoch)
-        sampler.set_epoch(epoch)
-        order = list(sampler)[position * args.accumulate:(position + 1) * args.accumulate]
-        micro_batches = [to_device(task.prepare(task.train_batches[i],
+        if epoch not in batches_of:
+            sampler.set_epoch(epoch)
+            batches_of = {epoch: (task.epoch_batches(epoch), list(sampler))}
+        batches, epoch_order = batches_of[epoch]
+        order = epoch_order[position * args.accumulate:(position + 1) * args.accumulate]
+        micro_batches = [to_device(task.prepare(batches[i],
                                                 torch.Generator().manual_seed(batch_seed(args.seed, epoch, i))),
                                    device) for i in order]
         counts = torch.tensor([float(sum(task.target_count(b) for b in micro_batches))], dtype=torch.float64,
