@@ -32,6 +32,7 @@ from .decoding import greedy_decode, strip_after_eos
 from .errors import CourseValueError
 from .models import MaskedLanguageModel, Seq2SeqTransformer, TransformerClassifier
 from .tokenization import BOS_ID, EOS_ID, PAD_ID, BPETokenizer, add_special_tokens
+from .training import make_loader
 
 SIZES = ("tiny", "lesson", "large")
 
@@ -332,13 +333,13 @@ class TranslatorTask(Task):
 
 def row_batches(tensors: tuple[torch.Tensor, ...], batch_size: int, seed: int,
                 epoch: int = 0) -> list[tuple[torch.Tensor, ...]]:
-    """Rows in the order of the ``epoch``-th permutation drawn from a generator seeded ``seed``, cut into batches
-    of ``batch_size`` (the last may be smaller), padding-only columns trimmed."""
-    generator = torch.Generator().manual_seed(seed)
-    for _ in range(epoch + 1):
-        order = torch.randperm(len(tensors[0]), generator=generator)
-    return [tuple(trim_padding(t[order[start:start + batch_size]]) for t in tensors)
-            for start in range(0, len(order), batch_size)]
+    """The batches that lesson 07's ``make_loader(*tensors, batch_size=batch_size, seed=seed)`` yields in epoch
+    ``epoch`` (a seeded ``DataLoader`` that reshuffles the rows every epoch), padding-only columns trimmed."""
+    loader = make_loader(*tensors, batch_size=batch_size, seed=seed)
+    for _ in range(epoch):
+        for _ in loader:  # earlier epochs advance the loader's generator
+            pass
+    return [tuple(trim_padding(t) for t in batch) for batch in loader]
 
 
 def build_classifier_task(recipe: ClassifierRecipe, seed: int = 0) -> ClassifierTask:

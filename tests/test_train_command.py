@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from course_utils import mlm, tasks, train
 from course_utils.errors import CourseValueError
 from course_utils.memory import autocast_context, checkpoint_layers, saved_activation_bytes, step_memory
+from course_utils.training import make_loader
 
 MLM_TINY = ["mlm", "--size", "tiny", "--threads", "1", "--no-progress", "--no-eval", "--epochs", "2"]
 TRANSLATOR_TINY = ["translator", "--size", "tiny", "--threads", "1", "--no-progress", "--no-eval"]
@@ -156,3 +157,13 @@ def test_token_count_normalisation_is_what_makes_split_batches_equal(translator_
     tgt = torch.cat([F.pad(b[1], (0, tgt_len - b[1].size(1))) for b in (short, long)])
     torch.testing.assert_close(whole, tasks.translation_loss(model, (src, tgt)))
     assert counts[0] != counts[1] and not torch.allclose(mean_of_means, whole)
+
+
+def test_translator_batches_are_lesson_07s_loader_epoch_by_epoch():
+    src, tgt = torch.arange(1, 51)[:, None].repeat(1, 3), torch.arange(1, 51)[:, None].repeat(1, 4)
+    loader = make_loader(src, tgt, batch_size=8, seed=3)
+    for epoch in range(3):
+        expected = list(loader)
+        got = tasks.row_batches((src, tgt), batch_size=8, seed=3, epoch=epoch)
+        assert len(got) == len(expected)
+        assert all(torch.equal(a, b) for pair, other in zip(got, expected) for a, b in zip(pair, other))
