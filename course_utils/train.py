@@ -28,7 +28,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
@@ -85,8 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                           "CUDA when available)")
     parser.add_argument("--amp", action="store_true",
                         help="mixed precision: autocast matrix products to --amp-dtype (CPU and CUDA)")
-    parser.add_argument("--amp-dtype", default="bf16", help="bf16 (default; CPU or CUDA) or fp16 (CUDA, with "
-                                                            "loss scaling)")
+    parser.add_argument("--amp-dtype", default="bf16", help="bf16 (default) or fp16 (with loss scaling by "
+                                                            "torch.amp.GradScaler); both on CPU and CUDA")
     parser.add_argument("--checkpoint-activations", action="store_true",
                         help="gradient checkpointing: recompute each layer's activations in the backward pass")
     parser.add_argument("--threads", type=int, help="CPU threads per process (torch.set_num_threads)")
@@ -183,10 +182,6 @@ def check_resumable(checkpoint: dict, expected: dict) -> None:
 
 
 # --------------------------------------------------------------------------------------------------- training
-def unwrap(model: nn.Module) -> nn.Module:
-    return model.module if isinstance(model, DistributedDataParallel) else model
-
-
 def train(task: Task, args: argparse.Namespace, context: DistributedContext) -> dict:
     """Run the training loop of the module docstring; returns the metrics (evaluation on rank 0 only)."""
     recipe = task.recipe
@@ -211,7 +206,8 @@ def train(task: Task, args: argparse.Namespace, context: DistributedContext) -> 
     scaler = torch.amp.GradScaler(device.type, enabled=fp16)
     seed_everything(args.seed + context.rank)  # dropout: a different stream on every rank, replayed on resume
     run = {"task": task.name, "size": args.size, "seed": args.seed, "world_size": context.world_size,
-           "accumulate": args.accumulate, "total_steps": total_steps}
+           "accumulate": args.accumulate, "total_steps": total_steps,
+           "amp": args.amp_dtype if args.amp else None}
     step, losses = 0, []
     if args.resume:
         checkpoint = load_checkpoint(args.checkpoint_dir / CHECKPOINT_NAME)

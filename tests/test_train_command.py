@@ -105,6 +105,15 @@ def test_amp_on_cpu_trains_in_bfloat16(tmp_path):
         assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.bfloat16
 
 
+def test_fp16_keeps_its_loss_scaler_across_a_resume(tmp_path):
+    fp16 = TRANSLATOR_TINY + ["--amp", "--amp-dtype", "fp16", "--checkpoint-dir", str(tmp_path)]
+    train.main(fp16 + ["--max-steps", "4"])
+    assert train.load_checkpoint(tmp_path / train.CHECKPOINT_NAME)["scaler"]["scale"] > 1
+    with pytest.raises(CourseValueError, match="amp='fp16'"):
+        train.main(TRANSLATOR_TINY + ["--checkpoint-dir", str(tmp_path), "--resume"])   # without --amp
+    assert train.main(fp16 + ["--resume"])["step"] == 12
+
+
 def test_gradient_checkpointing_changes_memory_not_results(tmp_path, translator_task):
     train.main(TRANSLATOR_TINY + ["--checkpoint-dir", str(tmp_path / "plain")])
     train.main(TRANSLATOR_TINY + ["--checkpoint-dir", str(tmp_path / "ckpt"), "--checkpoint-activations"])
