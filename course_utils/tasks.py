@@ -417,6 +417,3 @@ def build_task(name: str, size: str = "lesson", seed: int = 0, **overrides) -> T
     recipe = recipe_for(name, size, **overrides)
     return BUILDERS[name](recipe, seed=seed)
 
-
-__all__ = ["ClassifierRecipe", "MLMRecipe", "RECIPES", "Recipe", "SIZES", "TASK_NAMES", "Task", "TranslatorRecipe",
-           "build_task", "classification_loss", "mlm_loss", "recipe_for", "translation_loss"]
