@@ -1,6 +1,11 @@
 """``python -m course_utils.train``: resume equals an uninterrupted run, safe checkpoints, clear flag errors,
 the code paths of the GPU cells (autocast, gradient checkpointing, memory measurement) exercised on CPU,
 and the task losses equal the lessons' definitions."""
+import json
+import os
+import re
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -10,6 +15,7 @@ from course_utils.errors import CourseValueError
 from course_utils.memory import autocast_context, checkpoint_layers, saved_activation_bytes, step_memory
 from course_utils.training import make_loader
 
+ROOT = Path(__file__).resolve().parents[1]
 MLM_TINY = ["mlm", "--size", "tiny", "--threads", "1", "--no-progress", "--no-eval", "--epochs", "2"]
 TRANSLATOR_TINY = ["translator", "--size", "tiny", "--threads", "1", "--no-progress", "--no-eval"]
 
@@ -176,3 +182,14 @@ def test_translator_batches_are_lesson_07s_loader_epoch_by_epoch():
         got = tasks.row_batches((src, tgt), batch_size=8, seed=3, epoch=epoch)
         assert len(got) == len(expected)
         assert all(torch.equal(a, b) for pair, other in zip(got, expected) for a, b in zip(pair, other))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("COURSE_SLOW_TESTS") != "1", reason="about a minute: set COURSE_SLOW_TESTS=1")
+def test_the_command_reproduces_lesson_07s_exact_match():
+    stored = json.loads((ROOT / "notebooks" / "07_translation.ipynb").read_text(encoding="utf-8"))
+    outputs = "".join("".join(o.get("text", "")) for c in stored["cells"] if c["cell_type"] == "code"
+                      for o in c["outputs"])
+    lesson = float(re.search(r"exact match %:\s+([\d.]+)", outputs).group(1))   # greedy, held-out test set
+    metrics = train.main(["translator", "--threads", "1", "--no-progress"])
+    assert abs(metrics["exact match %"] - lesson) <= 0.3, (metrics["exact match %"], lesson)
