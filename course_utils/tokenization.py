@@ -45,7 +45,7 @@ from .errors import CourseTypeError, CourseValueError
 __all__ = [
     "PAD", "UNK", "CLS", "SEP", "MASK", "BOS", "EOS", "SPECIAL_TOKENS", "N_SPECIAL_TOKENS",
     "PAD_ID", "UNK_ID", "CLS_ID", "SEP_ID", "MASK_ID", "BOS_ID", "EOS_ID", "UNKNOWN_MARKER",
-    "WORD_SPLIT_PATTERN", "split_words", "byte_level_text", "byte_level_bytes",
+    "WORD_SPLIT_PATTERN", "split_words", "byte_level_text", "byte_level_bytes", "tie_break_key",
     "add_special_tokens", "pad_batch", "merge_pair",
     "CharTokenizer", "WordTokenizer", "BPETokenizer",
 ]
@@ -459,12 +459,34 @@ class WordTokenizer(_TableTokenizer):
         return " ".join(self._pieces(ids, skip_special_tokens))
 
 
-# Hugging Face numbers the 256 byte tokens in the order of their GPT-2 characters (printable bytes first), and its
-# trainer breaks ties between equally frequent pairs by those ids. _HF_ORDER[b] = position of byte b in that order.
+# Hugging Face numbers the 256 byte tokens in the order of their GPT-2 characters (printable bytes first).
 _HF_BYTE_ORDER = sorted(range(256), key=lambda b: ord(_BYTE_TO_CHAR[b]))
-_HF_ORDER = [0] * 256
+_HF_POSITION = [0] * 256
 for _position, _b in enumerate(_HF_BYTE_ORDER):
-    _HF_ORDER[_b] = _position
+    _HF_POSITION[_b] = _position
+
+
+def tie_break_key(pair: tuple[int, int]) -> tuple[int, int]:
+    """Of several equally frequent pairs, BPE training merges the one with the smallest key (Hugging Face's rule).
+
+    The key is the pair's two token ids as Hugging Face numbers them: special tokens 0..6 and merged tokens (263
+    onwards, by age) as here, but the 256 bytes in the order of their GPT-2 characters — ``!`` … ``~``, ``¡`` …
+    ``ÿ``, then the space, the control bytes and the rest — instead of by byte value. So "el" (both letters) beats
+    " w" (the space sorts after every letter), although the space byte 32 is smaller than "e" (101).
+
+    >>> tie_break_key((7 + ord("e"), 7 + ord("l"))) < tie_break_key((7 + ord(" "), 7 + ord("w")))
+    True
+    """
+    if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+        raise CourseTypeError(f"tie_break_key expects a pair of token ids (a, b), got {pair!r}.")
+    a, b = (_check_int(i, "token id", minimum=0, where="tie_break_key") for i in pair)
+    return _hf_id(a), _hf_id(b)
+
+
+def _hf_id(token_id: int) -> int:
+    if N_SPECIAL_TOKENS <= token_id < N_SPECIAL_TOKENS + 256:
+        return N_SPECIAL_TOKENS + _HF_POSITION[token_id - N_SPECIAL_TOKENS]
+    return token_id
 
 
 def _merge_counting_changes(symbols: list[int], a: int, b: int, new_id: int, changes: list) -> list[int]:
@@ -550,10 +572,8 @@ class BPETokenizer(Tokenizer):
         frequent adjacent pair (counted over words, weighted by how often each word occurs).
 
         The rules are Hugging Face's ``BpeTrainer`` (with ``initial_alphabet`` = all 256 bytes and the 7 special
-        tokens first): ties between equally frequent pairs go to the pair whose tokens have the smaller
-        Hugging Face ids — bytes in the order of their GPT-2 characters (``!`` … ``~``, ``¡`` …, then space and the
-        control bytes), merged tokens by age; a pair must occur at least ``min_frequency`` times; training stops
-        (with a warning) when no pair is frequent enough.
+        tokens first): ties between equally frequent pairs go to the smallest :func:`tie_break_key`; a pair must
+        occur at least ``min_frequency`` times; training stops (with a warning) when no pair is frequent enough.
 
         Pair counts are kept incrementally: each merge revisits only the words that contain the pair, and the best
         pair comes from a lazy max-heap (an entry whose count is out of date is re-queued with its current count).
@@ -572,7 +592,6 @@ class BPETokenizer(Tokenizer):
         words = [[N_SPECIAL_TOKENS + b for b in word.encode("utf-8")] for word in word_counts]
         freqs = list(word_counts.values())
 
-        hf_id = [i for i in range(N_SPECIAL_TOKENS)] + [N_SPECIAL_TOKENS + p for p in _HF_ORDER]
         pair_counts: dict[tuple[int, int], int] = {}
         pair_words: dict[tuple[int, int], set[int]] = {}
         for w, (symbols, freq) in enumerate(zip(words, freqs)):
@@ -583,7 +602,7 @@ class BPETokenizer(Tokenizer):
         pushes = 0
         heap = []
         for pair, where in pair_words.items():
-            heap.append((-pair_counts[pair], hf_id[pair[0]], hf_id[pair[1]], pushes, pair, where))
+            heap.append((-pair_counts[pair], _hf_id(pair[0]), _hf_id(pair[1]), pushes, pair, where))
             pushes += 1
         heapq.heapify(heap)
 
@@ -596,10 +615,7 @@ class BPETokenizer(Tokenizer):
                 continue
             if count < 1 or count < min_frequency:
                 break
-            n_before = tokenizer.vocab_size
             new_id = tokenizer._add_merge(len(tokenizer.merges), pair)
-            if tokenizer.vocab_size > n_before:
-                hf_id.append(new_id)
             changes: list = []
             changed_words: dict[tuple[int, int], set[int]] = {}
             for w in where:
@@ -616,7 +632,7 @@ class BPETokenizer(Tokenizer):
                         changed_words.setdefault(changed, set()).add(w)
             for changed, where_changed in changed_words.items():
                 if pair_counts[changed] > 0:
-                    heapq.heappush(heap, (-pair_counts[changed], hf_id[changed[0]], hf_id[changed[1]], pushes,
+                    heapq.heappush(heap, (-pair_counts[changed], _hf_id(changed[0]), _hf_id(changed[1]), pushes,
                                           changed, where_changed))
                     pushes += 1
         if tokenizer.vocab_size < vocab_size:

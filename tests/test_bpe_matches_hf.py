@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from course_utils.tokenization import (_LETTER, _NUMBER, _OTHER, N_SPECIAL_TOKENS, SPECIAL_TOKENS, BPETokenizer,
-                                       byte_level_bytes, byte_level_text, split_words)
+                                       byte_level_bytes, byte_level_text, split_words,
+                                       tie_break_key)
 
 tokenizers = pytest.importorskip("tokenizers")
 from tokenizers import decoders, models, pre_tokenizers, trainers  # noqa: E402
@@ -73,13 +74,16 @@ def assert_same_as_hf(texts, vocab_size, min_frequency, held_out=()):
 def test_word_splitting_equals_hf_on_every_code_point():
     """Sort every code point into letters / numbers / whitespace / other by our pattern's classes; then each class,
     written as one string, must be a single word for both splitters — so HF puts every code point in the same
-    class (a code point of another class would end the run and start a new word)."""
+    class (a code point of another class would end the run and start a new word). Unassigned and private-use code
+    points are left out of the "other" run to keep it short: they are "other" for both (HF's Unicode tables are
+    older than those of `regex`, and a code point unassigned today was unassigned then)."""
     every_code_point = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
     letters = "".join(regex.findall("(?V1)" + _LETTER, every_code_point))
     numbers = "".join(regex.findall("(?V1)" + _NUMBER, every_code_point))
     spaces = "".join(regex.findall(r"\s", every_code_point))
-    others = "".join(regex.findall("(?V1)" + _OTHER, every_code_point))
-    assert sorted(letters + numbers + spaces + others) == sorted(every_code_point)
+    others = "".join(regex.findall(rf"(?V1)[{_OTHER}--[\p{{Cn}}\p{{Co}}]]", every_code_point))
+    unassigned_or_private = regex.findall(r"[\p{Cn}\p{Co}]", every_code_point)
+    assert len(letters) + len(numbers) + len(spaces) + len(others) + len(unassigned_or_private) == len(every_code_point)
     assert set("\x1c\x1d\x1e\x1f") <= set(others) and set("²½①") <= set(numbers) and set(" \t\n\u3000") <= set(spaces)
     pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     for run in (letters, numbers, spaces, others):
@@ -128,6 +132,11 @@ def test_ties_follow_hf_byte_order_not_raw_byte_values():
     # HF orders bytes by their GPT-2 character, where the space ("Ġ") comes after every letter: ("e", "l") wins.
     tok = BPETokenizer.train(["hello world"] * 2, vocab_size=264)
     assert tok.token_bytes[263] == b"el"
+    e, l, space, w = (N_SPECIAL_TOKENS + ord(c) for c in "el w")
+    assert tie_break_key((e, l)) < tie_break_key((space, w)) and (space, w) < (e, l)
+    hf = train_hf(["hello world"] * 2, 300, 2)
+    assert [tie_break_key((i, i))[0] for i in range(N_SPECIAL_TOKENS, BPETokenizer.first_merge_id)] == [
+        hf.token_to_id(byte_level_text(bytes([b]))) for b in range(256)]  # the key is HF's id of each byte
 
 
 def test_course_corpus_equals_hf():
