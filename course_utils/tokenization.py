@@ -31,6 +31,7 @@ from __future__ import annotations
 import heapq
 import json
 import numbers
+import re
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -87,7 +88,7 @@ WORD_SPLIT_PATTERN = (
 )
 _WORD_SPLIT = regex.compile(WORD_SPLIT_PATTERN)
 # Word-level tokenizer: a word is a run of letters/digits/underscore, or one punctuation mark.
-_WORD_OR_PUNCT = regex.compile(r"\w+|[^\w\s]")
+_WORD_OR_PUNCT = re.compile(r"\w+|[^\w\s]")
 _SPECIAL_TOKEN_TEXT = regex.compile("|".join(regex.escape(t) for t in SPECIAL_TOKENS))
 
 # GPT-2's printable stand-in for each byte: printable Latin-1 bytes stand for themselves, the other 68 bytes
@@ -143,6 +144,8 @@ def _is_int(value) -> bool:
 
 def _check_int(value, name: str, minimum: int | None = None, where: str = "") -> int:
     """``value`` as an int (Python or NumPy/torch integer, never bool or float), at least ``minimum``."""
+    if type(value) is int and (minimum is None or value >= minimum):
+        return value
     prefix = f"{where}: " if where else ""
     if not _is_int(value):
         raise CourseTypeError(f"{prefix}{name} must be an int, got {type(value).__name__} {value!r}. Pass an int.")
@@ -182,6 +185,8 @@ def _check_text(text: str, what: str = "encode") -> None:
 
 def _id_list(ids, what: str) -> list[int]:
     """A sequence of integer ids (list, tuple, 1-D integer tensor) as a list of Python ints."""
+    if type(ids) is list and all(type(i) is int for i in ids):
+        return ids  # the common case, checked fast (merge_pair runs in training loops)
     if isinstance(ids, torch.Tensor):
         if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
             raise CourseTypeError(
@@ -365,8 +370,10 @@ class _TableTokenizer(Tokenizer):
             )
         pieces = list(pieces)
         for i, piece in enumerate(pieces):
-            if not isinstance(piece, str) or not piece:
-                raise CourseTypeError(f"{type(self).__name__}: piece {i} is {piece!r}, expected a non-empty str.")
+            if not isinstance(piece, str):
+                raise CourseTypeError(f"{type(self).__name__}: piece {i} is {type(piece).__name__}, expected a str.")
+            if not piece:
+                raise CourseValueError(f"{type(self).__name__}: piece {i} is empty; every piece needs a character.")
         self.id_to_piece = list(SPECIAL_TOKENS) + [p for p in dict.fromkeys(pieces) if p not in SPECIAL_TOKENS]
         self.piece_to_id = {piece: i for i, piece in enumerate(self.id_to_piece)}
 
@@ -750,9 +757,11 @@ def merge_pair(symbols: list[int], pair: tuple[int, int], new_id: int) -> list[i
     [300, 7, 300]
     """
     symbols = _id_list(symbols, "merge_pair")
-    if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+    if type(pair) is not tuple and (
+            isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence)) or len(pair) != 2:
         raise CourseTypeError(f"merge_pair: pair must be two ids (a, b), got {pair!r}.")
-    a, b = (_check_int(i, "pair item", where="merge_pair") for i in pair)
+    a = _check_int(pair[0], "pair[0]", where="merge_pair")
+    b = _check_int(pair[1], "pair[1]", where="merge_pair")
     new_id = _check_int(new_id, "new_id", where="merge_pair")
     out, i, n = [], 0, len(symbols)
     while i < n:
