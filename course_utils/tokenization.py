@@ -155,6 +155,12 @@ def _check_int(value, name: str, minimum: int | None = None, where: str = "") ->
     return value
 
 
+def _check_flag(value, name: str, where: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise CourseTypeError(f"{where}: {name} must be True or False, got {type(value).__name__} {value!r}.")
+    return bool(value)
+
+
 def _check_texts(texts: Iterable[str], what: str) -> list[str]:
     """Return ``texts`` as a list of strings, or raise an error that says how to fix the call."""
     if isinstance(texts, str):
@@ -218,6 +224,8 @@ def add_special_tokens(
     """Wrap one sequence of ids: ``[CLS]? [BOS]? ids [EOS]? [SEP]?``, truncating the *content* so the
     result has at most ``max_len`` ids (the special tokens are never cut off)."""
     ids = _id_list(ids, "add_special_tokens")
+    add_cls, add_sep, add_bos_eos = (_check_flag(flag, name, "add_special_tokens") for flag, name in
+                                     ((add_cls, "add_cls"), (add_sep, "add_sep"), (add_bos_eos, "add_bos_eos")))
     head = ([CLS_ID] if add_cls else []) + ([BOS_ID] if add_bos_eos else [])
     tail = ([EOS_ID] if add_bos_eos else []) + ([SEP_ID] if add_sep else [])
     if max_len is not None:
@@ -363,7 +371,7 @@ class _TableTokenizer(Tokenizer):
     """A tokenizer that is a lookup table from pieces (characters or words) to ids."""
 
     def __init__(self, pieces: Sequence[str]):
-        if isinstance(pieces, str) or not isinstance(pieces, Iterable):
+        if isinstance(pieces, (str, bytes, torch.Tensor)) or not isinstance(pieces, Iterable):
             raise CourseTypeError(
                 f"{type(self).__name__} expects a list of pieces (str), got {type(pieces).__name__}; "
                 f"to learn them from text use {type(self).__name__}.train(texts)."
@@ -391,6 +399,7 @@ class _TableTokenizer(Tokenizer):
     def _pieces(self, ids: Iterable[int], skip_special_tokens: bool) -> list[str]:
         """Pieces of ``ids``: [UNK] becomes :data:`UNKNOWN_MARKER` (unless ``skip_special_tokens=False``, which
         writes every special token as its text), the other special tokens are dropped."""
+        skip_special_tokens = _check_flag(skip_special_tokens, "skip_special_tokens", "decode")
         pieces = []
         for i in self._check_ids(ids):
             if not skip_special_tokens:
@@ -445,13 +454,14 @@ class WordTokenizer(_TableTokenizer):
 
     def __init__(self, pieces: Sequence[str], lowercase: bool = False):
         super().__init__(pieces)
-        self.lowercase = lowercase
+        self.lowercase = _check_flag(lowercase, "lowercase", "WordTokenizer")
 
     @classmethod
     def train(
         cls, texts: Iterable[str], vocab_size: int | None = None, min_count: int = 1, lowercase: bool = False,
     ) -> "WordTokenizer":
         """Keep the words seen at least ``min_count`` times (the most frequent ``vocab_size - 7``)."""
+        lowercase = _check_flag(lowercase, "lowercase", "WordTokenizer.train")
         counts = Counter()
         for text in _check_texts(texts, "WordTokenizer.train"):
             counts.update(_WORD_OR_PUNCT.findall(text.lower() if lowercase else text))
@@ -535,7 +545,8 @@ class BPETokenizer(Tokenizer):
     min_vocab_size = first_merge_id
 
     def __init__(self, merges: Sequence[tuple[int, int]] = ()):
-        if isinstance(merges, (str, bytes)) or not isinstance(merges, Iterable):
+        if isinstance(merges, (str, bytes)) or not isinstance(merges, Iterable) or (
+                isinstance(merges, torch.Tensor) and merges.dim() != 2):
             raise CourseTypeError(
                 f"BPETokenizer expects a list of merges (pairs of ids), got {type(merges).__name__}; "
                 "to learn them from text use BPETokenizer.train(texts, vocab_size)."
@@ -550,6 +561,8 @@ class BPETokenizer(Tokenizer):
         self._word_cache: dict[str, list[int]] = {}
 
     def _add_merge(self, rank: int, pair) -> int:
+        if isinstance(pair, torch.Tensor) and pair.dim() == 1:
+            pair = pair.tolist()
         if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
             raise CourseValueError(f"merge {rank} is {pair!r}; each merge must be a pair of token ids (a, b).")
         a, b = (_check_int(i, f"merge {rank}", where="BPETokenizer") for i in pair)
@@ -702,7 +715,7 @@ class BPETokenizer(Tokenizer):
         what Hugging Face ``tokenizers`` does by default.
         """
         _check_text(text)
-        if not recognize_special_tokens:
+        if not _check_flag(recognize_special_tokens, "recognize_special_tokens", "encode"):
             return [i for word in _WORD_SPLIT.findall(text) for i in self._encode_word(word)]
         ids, start = [], 0
         for match in _SPECIAL_TOKEN_TEXT.finditer(text):
@@ -715,7 +728,7 @@ class BPETokenizer(Tokenizer):
         """Text of ``ids``. Special tokens are dropped (or written as ``[CLS]`` etc. when
         ``skip_special_tokens=False``); byte sequences that are not valid UTF-8 become U+FFFD."""
         ids = self._check_ids(ids)
-        if skip_special_tokens:
+        if _check_flag(skip_special_tokens, "skip_special_tokens", "decode"):
             ids = [i for i in ids if i >= N_SPECIAL_TOKENS]
         return b"".join(self.token_bytes[i] for i in ids).decode("utf-8", errors="replace")
 
@@ -733,13 +746,17 @@ class BPETokenizer(Tokenizer):
         """Write the tokenizer as JSON (the merge list is the whole model)."""
         data = {"type": "byte_level_bpe", "format_version": 2, "special_tokens": list(SPECIAL_TOKENS),
                 "word_split_pattern": WORD_SPLIT_PATTERN, "merges": [list(m) for m in self.merges]}
-        Path(path).write_text(json.dumps(data), encoding="utf-8")
+        _check_path(path, "save").write_text(json.dumps(data), encoding="utf-8")
 
     @classmethod
     def load(cls, path: str | Path) -> "BPETokenizer":
         """Read a tokenizer written by :meth:`save`."""
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        if not isinstance(data, dict) or data.get("type") != "byte_level_bpe":
+        try:
+            data = json.loads(_check_path(path, "load").read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            data = None
+        if not (isinstance(data, dict) and data.get("type") == "byte_level_bpe"
+                and isinstance(data.get("merges"), list)):
             raise CourseValueError(
                 f"{path} is not a file written by BPETokenizer.save (no 'type': 'byte_level_bpe')."
             )
@@ -747,7 +764,16 @@ class BPETokenizer(Tokenizer):
             raise CourseValueError(
                 f"{path} was saved with other special tokens or word splitting; retrain the tokenizer."
             )
-        return cls([tuple(m) for m in data["merges"]])
+        return cls(data["merges"])
+
+
+def _check_path(path, what: str) -> Path:
+    if not isinstance(path, (str, Path)):
+        raise CourseTypeError(f"{what} expects a file path (str or pathlib.Path), got {type(path).__name__}.")
+    if str(path) == "" or Path(path).is_dir():
+        raise CourseValueError(f"{what} expects the path of a file, got {str(path)!r} (a directory); "
+                               "add a file name, e.g. 'tokenizer.json'.")
+    return Path(path)
 
 
 def merge_pair(symbols: list[int], pair: tuple[int, int], new_id: int) -> list[int]:

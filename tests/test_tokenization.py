@@ -2,6 +2,7 @@
 
 The equality with Hugging Face `tokenizers` is tested in test_bpe_matches_hf.py."""
 import functools
+import json
 import re
 import warnings
 
@@ -154,9 +155,17 @@ def test_bpe_save_load_round_trip(bpe, tmp_path):
     loaded = BPETokenizer.load(path)
     assert loaded.merges == bpe.merges
     assert loaded.encode(TEXTS[1]) == bpe.encode(TEXTS[1])
-    (tmp_path / "other.json").write_text('{"type": "wordpiece"}')
-    with pytest.raises(CourseValueError, match="not a file written by BPETokenizer.save"):
-        BPETokenizer.load(tmp_path / "other.json")
+    for not_ours in ('{"type": "wordpiece"}', "not json", '{"type": "byte_level_bpe"}'):
+        (tmp_path / "other.json").write_text(not_ours)
+        with pytest.raises(CourseValueError, match="not a file written by BPETokenizer.save"):
+            BPETokenizer.load(tmp_path / "other.json")
+    data = json.loads(path.read_text())
+    data["merges"][0] = [7, 9999]
+    (tmp_path / "corrupt.json").write_text(json.dumps(data))
+    with pytest.raises(CourseValueError, match="merge list is corrupt"):
+        BPETokenizer.load(tmp_path / "corrupt.json")
+    with pytest.raises(CourseTypeError, match="expects a file path"):
+        bpe.save(3)
 
 
 def test_bpe_training_is_deterministic():
@@ -210,6 +219,12 @@ def test_clear_errors(bpe):
         BPETokenizer([(7, 400)])
     with pytest.raises(CourseTypeError, match="merge_pair: pair must be two ids"):
         merge_pair([5, 6], 5, 300)
+    with pytest.raises(CourseTypeError, match="skip_special_tokens must be True or False"):
+        bpe.decode([40], skip_special_tokens=torch.tensor([1, 0]))
+    with pytest.raises(CourseTypeError, match="add_cls must be True or False"):
+        bpe.encode_batch(["the dog"], add_cls="yes")
+    with pytest.raises(CourseValueError, match="a directory"):
+        bpe.save(".")
 
 
 def test_every_public_name_is_exported_and_every_error_is_a_course_error():
