@@ -60,6 +60,13 @@ N_SPECIAL_TOKENS = len(SPECIAL_TOKENS)
 #: reserves for "something was here that could not be represented" (the BPE writes it for broken UTF-8 too).
 UNKNOWN_MARKER = "\N{REPLACEMENT CHARACTER}"
 
+#: GPT-2's pre-tokenizer, character for character the pattern of Hugging Face's ``ByteLevel`` (for the ``regex``
+#: package; the standard ``re`` knows no ``\p{...}``): English contractions, an optional leading space glued to a
+#: run of letters (``\p{L}``) / numbers (``\p{N}``: also ², ½, ①) / other symbols, and whitespace (``\s``; the
+#: control characters \x1c–\x1f are *not* whitespace here, they are symbols). Joining the pieces gives the text
+#: back, so no character is ever lost. :func:`split_words` applies it.
+WORD_SPLIT_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
 # Code points that the `regex` package (newer Unicode tables) calls letters or numbers but the regex engine inside
 # Hugging Face `tokenizers` (Oniguruma, older tables) does not know yet, so it treats them as "other" symbols.
 # Measured against tokenizers 0.23.3 over every code point (tests/test_bpe_matches_hf.py re-checks it).
@@ -78,15 +85,8 @@ _NEWER_THAN_HF = (
 _LETTER = rf"[\p{{L}}--[{_NEWER_THAN_HF}]]"
 _NUMBER = rf"[\p{{N}}--[{_NEWER_THAN_HF}]]"
 _OTHER = rf"[[^\s\p{{L}}\p{{N}}][{_NEWER_THAN_HF}]]"
-
-#: GPT-2's pre-tokenizer (the one Hugging Face's ``ByteLevel`` uses), for the ``regex`` package: English
-#: contractions, an optional leading space glued to a run of letters (``\p{L}``) / numbers (``\p{N}``: also ², ½,
-#: ①) / other symbols, and whitespace (``\s``; the control characters \x1c–\x1f are *not* whitespace here, they
-#: are symbols). Joining the pieces gives the text back, so no character is ever lost. Use :func:`split_words`.
-WORD_SPLIT_PATTERN = (
-    rf"(?V1)'s|'t|'re|'ve|'m|'ll|'d| ?{_LETTER}+| ?{_NUMBER}+| ?{_OTHER}+|\s+(?!\S)|\s+"
-)
-_WORD_SPLIT = regex.compile(WORD_SPLIT_PATTERN)
+# WORD_SPLIT_PATTERN with the letter and number classes of HF's Unicode tables
+_WORD_SPLIT = regex.compile(rf"(?V1)'s|'t|'re|'ve|'m|'ll|'d| ?{_LETTER}+| ?{_NUMBER}+| ?{_OTHER}+|\s+(?!\S)|\s+")
 # Word-level tokenizer: a word is a run of letters/digits/underscore, or one punctuation mark.
 _WORD_OR_PUNCT = re.compile(r"\w+|[^\w\s]")
 _SPECIAL_TOKEN_TEXT = regex.compile("|".join(regex.escape(t) for t in SPECIAL_TOKENS))
@@ -105,6 +105,9 @@ _CHAR_TO_BYTE = {c: b for b, c in enumerate(_BYTE_TO_CHAR)}
 
 def split_words(text: str) -> list[str]:
     """Cut ``text`` into the words BPE works on (:data:`WORD_SPLIT_PATTERN`); ``"".join`` gives ``text`` back.
+
+    Exactly Hugging Face's split, also for the few thousand letters and numbers that only the newest Unicode
+    versions define (HF's regex engine does not know them yet and treats them as symbols).
 
     >>> split_words("The cat's 3 hats")
     ['The', ' cat', "'s", ' 3', ' hats']

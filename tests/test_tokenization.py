@@ -7,6 +7,7 @@ import re
 import warnings
 
 import numpy as np
+import regex
 
 import pytest
 import torch
@@ -17,9 +18,9 @@ from course_utils import tokenization
 from course_utils.errors import CourseError, CourseTypeError, CourseValueError
 from course_utils.masks import padding_mask
 from course_utils.tokenization import (BOS_ID, CLS_ID, EOS_ID, MASK_ID, N_SPECIAL_TOKENS, PAD_ID, SEP_ID,
-                                       SPECIAL_TOKENS, UNK_ID, UNKNOWN_MARKER, BPETokenizer, CharTokenizer,
-                                       WordTokenizer, add_special_tokens, byte_level_bytes, byte_level_text,
-                                       merge_pair, pad_batch, split_words)
+                                       SPECIAL_TOKENS, UNK_ID, UNKNOWN_MARKER, WORD_SPLIT_PATTERN, BPETokenizer,
+                                       CharTokenizer, WordTokenizer, add_special_tokens, byte_level_bytes,
+                                       byte_level_text, merge_pair, pad_batch, split_words)
 
 TEXTS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -141,6 +142,13 @@ def test_bpe_round_trip_property(text):
 @given(st.text(max_size=80))
 def test_word_split_pattern_loses_no_character(text):
     assert "".join(split_words(text)) == text
+
+
+@given(st.text(max_size=80))
+def test_split_words_applies_the_word_split_pattern(text):
+    """The only difference: the newest letters and numbers, which Hugging Face's engine calls symbols."""
+    if not regex.search(f"[{tokenization._NEWER_THAN_HF}]", text):
+        assert split_words(text) == regex.findall(WORD_SPLIT_PATTERN, text)
 
 
 @functools.lru_cache(maxsize=1)
