@@ -42,6 +42,7 @@ import regex
 import torch
 
 from .errors import CourseTypeError, CourseValueError
+from .validation import check_bool, check_int, check_non_negative_int, check_positive_int
 
 __all__ = [
     "PAD", "UNK", "CLS", "SEP", "MASK", "BOS", "EOS", "SPECIAL_TOKENS", "N_SPECIAL_TOKENS",
@@ -145,8 +146,9 @@ def _is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
 
-def _check_int(value, name: str, minimum: int | None = None, where: str = "") -> int:
-    """``value`` as an int (Python or NumPy/torch integer, never bool or float), at least ``minimum``."""
+def _check_id(value, name: str, minimum: int | None = None, where: str = "") -> int:
+    """A token id as an int (Python or NumPy integer, or a 0-d integer tensor such as ``ids[0]``; never a bool or
+    a float), at least ``minimum``."""
     if type(value) is int and (minimum is None or value >= minimum):
         return value
     prefix = f"{where}: " if where else ""
@@ -156,12 +158,6 @@ def _check_int(value, name: str, minimum: int | None = None, where: str = "") ->
     if minimum is not None and value < minimum:
         raise CourseValueError(f"{prefix}{name} must be >= {minimum}, got {value}.")
     return value
-
-
-def _check_flag(value, name: str, where: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise CourseTypeError(f"{where}: {name} must be True or False, got {type(value).__name__} {value!r}.")
-    return bool(value)
 
 
 def _check_texts(texts: Iterable[str], what: str) -> list[str]:
@@ -227,12 +223,12 @@ def add_special_tokens(
     """Wrap one sequence of ids: ``[CLS]? [BOS]? ids [EOS]? [SEP]?``, truncating the *content* so the
     result has at most ``max_len`` ids (the special tokens are never cut off)."""
     ids = _id_list(ids, "add_special_tokens")
-    add_cls, add_sep, add_bos_eos = (_check_flag(flag, name, "add_special_tokens") for flag, name in
-                                     ((add_cls, "add_cls"), (add_sep, "add_sep"), (add_bos_eos, "add_bos_eos")))
+    add_cls, add_sep, add_bos_eos = (check_bool(name, flag) for name, flag in
+                                     (("add_cls", add_cls), ("add_sep", add_sep), ("add_bos_eos", add_bos_eos)))
     head = ([CLS_ID] if add_cls else []) + ([BOS_ID] if add_bos_eos else [])
     tail = ([EOS_ID] if add_bos_eos else []) + ([SEP_ID] if add_sep else [])
     if max_len is not None:
-        max_len = _check_int(max_len, "max_len", where="add_special_tokens")
+        max_len = check_int("max_len", max_len)
         room = max_len - len(head) - len(tail)
         if room < 1:
             raise CourseValueError(
@@ -267,9 +263,9 @@ def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = PAD_ID, max_len:
             f"pad_batch expects a list of id sequences, got {type(sequences).__name__}. "
             "Example: pad_batch([[12, 40, 7], [12, 9]])."
         )
-    pad_id = _check_int(pad_id, "pad_id", minimum=0, where="pad_batch")
+    pad_id = check_non_negative_int("pad_id", pad_id)
     if max_len is not None:
-        max_len = _check_int(max_len, "max_len", where="pad_batch")
+        max_len = check_int("max_len", max_len)
         if max_len < 1:
             raise CourseValueError(
                 f"pad_batch: max_len must be >= 1 (the longest row to keep), got {max_len}; "
@@ -402,7 +398,7 @@ class _TableTokenizer(Tokenizer):
     def _pieces(self, ids: Iterable[int], skip_special_tokens: bool) -> list[str]:
         """Pieces of ``ids``: [UNK] becomes :data:`UNKNOWN_MARKER` (unless ``skip_special_tokens=False``, which
         writes every special token as its text), the other special tokens are dropped."""
-        skip_special_tokens = _check_flag(skip_special_tokens, "skip_special_tokens", "decode")
+        skip_special_tokens = check_bool("skip_special_tokens", skip_special_tokens)
         pieces = []
         for i in self._check_ids(ids):
             if not skip_special_tokens:
@@ -417,13 +413,13 @@ class _TableTokenizer(Tokenizer):
     def _most_common(cls, counts: Counter, vocab_size: int | None, min_count: int) -> list[str]:
         where = f"{cls.__name__}.train"
         if vocab_size is not None:
-            vocab_size = _check_int(vocab_size, "vocab_size", where=where)
+            vocab_size = check_int("vocab_size", vocab_size)
             if vocab_size <= N_SPECIAL_TOKENS:
                 raise CourseValueError(
                     f"{where}: vocab_size={vocab_size} leaves no room after the {N_SPECIAL_TOKENS} special tokens; "
                     f"use vocab_size >= {N_SPECIAL_TOKENS + 1} (or None to keep every piece)."
                 )
-        min_count = _check_int(min_count, "min_count", minimum=1, where=where)
+        min_count = check_positive_int("min_count", min_count)
         ranked = sorted((piece for piece, c in counts.items() if c >= min_count), key=lambda p: (-counts[p], p))
         return ranked if vocab_size is None else ranked[: vocab_size - N_SPECIAL_TOKENS]
 
@@ -457,14 +453,14 @@ class WordTokenizer(_TableTokenizer):
 
     def __init__(self, pieces: Sequence[str], lowercase: bool = False):
         super().__init__(pieces)
-        self.lowercase = _check_flag(lowercase, "lowercase", "WordTokenizer")
+        self.lowercase = check_bool("lowercase", lowercase)
 
     @classmethod
     def train(
         cls, texts: Iterable[str], vocab_size: int | None = None, min_count: int = 1, lowercase: bool = False,
     ) -> "WordTokenizer":
         """Keep the words seen at least ``min_count`` times (the most frequent ``vocab_size - 7``)."""
-        lowercase = _check_flag(lowercase, "lowercase", "WordTokenizer.train")
+        lowercase = check_bool("lowercase", lowercase)
         counts = Counter()
         for text in _check_texts(texts, "WordTokenizer.train"):
             counts.update(_WORD_OR_PUNCT.findall(text.lower() if lowercase else text))
@@ -499,7 +495,7 @@ def tie_break_key(pair: tuple[int, int]) -> tuple[int, int]:
     """
     if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
         raise CourseTypeError(f"tie_break_key expects a pair of token ids (a, b), got {pair!r}.")
-    a, b = (_check_int(i, "token id", minimum=0, where="tie_break_key") for i in pair)
+    a, b = (_check_id(i, "token id", minimum=0, where="tie_break_key") for i in pair)
     return _hf_id(a), _hf_id(b)
 
 
@@ -568,7 +564,7 @@ class BPETokenizer(Tokenizer):
             pair = pair.tolist()
         if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
             raise CourseValueError(f"merge {rank} is {pair!r}; each merge must be a pair of token ids (a, b).")
-        a, b = (_check_int(i, f"merge {rank}", where="BPETokenizer") for i in pair)
+        a, b = (_check_id(i, f"merge {rank}", where="BPETokenizer") for i in pair)
         if not (N_SPECIAL_TOKENS <= a < len(self.token_bytes) and N_SPECIAL_TOKENS <= b < len(self.token_bytes)):
             raise CourseValueError(
                 f"merge {rank} = ({a}, {b}) uses an id that does not exist yet (ids {N_SPECIAL_TOKENS}.."
@@ -601,13 +597,9 @@ class BPETokenizer(Tokenizer):
         Pair counts are kept incrementally: each merge revisits only the words that contain the pair, and the best
         pair comes from a lazy max-heap (an entry whose count is out of date is re-queued with its current count).
         """
-        vocab_size = _check_int(vocab_size, "vocab_size", where="BPETokenizer.train")
-        if vocab_size < cls.min_vocab_size:
-            raise CourseValueError(
-                f"vocab_size must be an int >= {cls.min_vocab_size} ({N_SPECIAL_TOKENS} special tokens + 256 bytes), "
-                f"got {vocab_size!r}. Try 1000-8000 for English prose."
-            )
-        min_frequency = _check_int(min_frequency, "min_frequency", minimum=0, where="BPETokenizer.train")
+        vocab_size = check_int("vocab_size", vocab_size, minimum=cls.min_vocab_size,
+                               hint=f" ({N_SPECIAL_TOKENS} special tokens + 256 bytes); try 1000-8000 for English prose")
+        min_frequency = check_non_negative_int("min_frequency", min_frequency)
         word_counts = Counter()
         for text in _check_texts(texts, "BPETokenizer.train"):
             word_counts.update(_WORD_SPLIT.findall(text))
@@ -718,7 +710,7 @@ class BPETokenizer(Tokenizer):
         what Hugging Face ``tokenizers`` does by default.
         """
         _check_text(text)
-        if not _check_flag(recognize_special_tokens, "recognize_special_tokens", "encode"):
+        if not check_bool("recognize_special_tokens", recognize_special_tokens):
             return [i for word in _WORD_SPLIT.findall(text) for i in self._encode_word(word)]
         ids, start = [], 0
         for match in _SPECIAL_TOKEN_TEXT.finditer(text):
@@ -731,13 +723,13 @@ class BPETokenizer(Tokenizer):
         """Text of ``ids``. Special tokens are dropped (or written as ``[CLS]`` etc. when
         ``skip_special_tokens=False``); byte sequences that are not valid UTF-8 become U+FFFD."""
         ids = self._check_ids(ids)
-        if _check_flag(skip_special_tokens, "skip_special_tokens", "decode"):
+        if check_bool("skip_special_tokens", skip_special_tokens):
             ids = [i for i in ids if i >= N_SPECIAL_TOKENS]
         return b"".join(self.token_bytes[i] for i in ids).decode("utf-8", errors="replace")
 
     def token_str(self, token_id: int) -> str:
         """Readable form of one token: its text, or ``\\xe4``-style escapes for a partial UTF-8 character."""
-        token_id = _check_int(token_id, "token_id", where="token_str")
+        token_id = _check_id(token_id, "token_id", where="token_str")
         return self.token_bytes[self._check_ids([token_id], "token_str")[0]].decode("utf-8", errors="backslashreplace")
 
     def tokenize(self, text: str) -> list[str]:
@@ -789,9 +781,9 @@ def merge_pair(symbols: list[int], pair: tuple[int, int], new_id: int) -> list[i
     if type(pair) is not tuple and (
             isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence)) or len(pair) != 2:
         raise CourseTypeError(f"merge_pair: pair must be two ids (a, b), got {pair!r}.")
-    a = _check_int(pair[0], "pair[0]", where="merge_pair")
-    b = _check_int(pair[1], "pair[1]", where="merge_pair")
-    new_id = _check_int(new_id, "new_id", where="merge_pair")
+    a = _check_id(pair[0], "pair[0]", where="merge_pair")
+    b = _check_id(pair[1], "pair[1]", where="merge_pair")
+    new_id = _check_id(new_id, "new_id", where="merge_pair")
     out, i, n = [], 0, len(symbols)
     while i < n:
         if i + 1 < n and symbols[i] == a and symbols[i + 1] == b:

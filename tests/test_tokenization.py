@@ -193,7 +193,7 @@ def test_clear_errors(bpe):
         BPETokenizer.train(TEXTS, vocab_size=300.0)
     with pytest.raises(CourseTypeError, match="vocab_size must be an int"):
         BPETokenizer.train(TEXTS, vocab_size=True)
-    with pytest.raises(CourseValueError, match="min_frequency must be >= 0"):
+    with pytest.raises(CourseValueError, match="min_frequency must be an int >= 0"):
         BPETokenizer.train(TEXTS, vocab_size=300, min_frequency=-1)
     with pytest.raises(CourseValueError, match="got no text"):
         BPETokenizer.train([], vocab_size=300)
@@ -221,7 +221,7 @@ def test_clear_errors(bpe):
                 tok.encode(not_text)
     with pytest.raises(CourseValueError, match="no room after the 7 special tokens"):
         WordTokenizer.train(TEXTS, vocab_size=5)
-    with pytest.raises(CourseValueError, match="min_count must be >= 1"):
+    with pytest.raises(CourseValueError, match="min_count must be an int >= 1"):
         CharTokenizer.train(TEXTS, min_count=0)
     with pytest.raises(CourseValueError, match="uses an id that does not exist yet"):
         BPETokenizer([(7, 400)])
@@ -297,7 +297,7 @@ def test_pad_batch_errors():
         pad_batch([[9, 8, 7]], max_len=0)
     with pytest.raises(CourseTypeError, match="max_len must be an int"):
         pad_batch([[9, 8, 7]], max_len=2.5)
-    with pytest.raises(CourseValueError, match="pad_id must be >= 0"):
+    with pytest.raises(CourseValueError, match="pad_id must be an int >= 0"):
         pad_batch([[9, 8, 7]], pad_id=-1)
     with pytest.raises(CourseTypeError, match="item 0 is one id"):
         pad_batch([9, 8, 7])  # one sequence, not a batch
