@@ -35,6 +35,15 @@ def forbid_special_tokens(logits: torch.Tensor, bos_id: int, pad_id: int) -> tor
     return logits
 
 
+def check_encoder_decoder(model: object) -> nn.Module:
+    """``model`` if it is an ``nn.Module`` with the ``encode`` / ``decode`` / ``new_cache`` interface."""
+    for method in ("encode", "decode", "new_cache"):
+        if not isinstance(model, nn.Module) or not callable(getattr(model, method, None)):
+            raise CourseTypeError(f"model must be an encoder–decoder with encode/decode/new_cache methods "
+                                  f"(e.g. Seq2SeqTransformer), got {describe(model)} without .{method}")
+    return model
+
+
 def check_decoding_inputs(src_ids: torch.Tensor, max_new_tokens: int, beam_size: int = 1,
                           model: nn.Module | None = None, special_ids: dict[str, int] | None = None) -> torch.Tensor:
     """Check the arguments of :func:`greedy_decode` / :func:`beam_search` before any work; return ``src_ids`` as long.
@@ -45,10 +54,7 @@ def check_decoding_inputs(src_ids: torch.Tensor, max_new_tokens: int, beam_size:
     valid target ids.
     """
     if model is not None:
-        for method in ("encode", "decode", "new_cache"):
-            if not callable(getattr(model, method, None)):
-                raise CourseTypeError(f"model must be an encoder–decoder with encode/decode/new_cache methods "
-                                      f"(e.g. Seq2SeqTransformer), got {describe(model)} without .{method}")
+        check_encoder_decoder(model)
     if not isinstance(src_ids, torch.Tensor) or src_ids.dim() != 2:
         got = f"{src_ids.dtype} {tuple(src_ids.shape)}" if isinstance(src_ids, torch.Tensor) else type(src_ids).__name__
         raise CourseValueError(f"src_ids must be a long tensor of shape (batch, src_len), got {got}; "
@@ -81,7 +87,7 @@ def repeated_ngram_tokens(generated: list[int], n: int) -> list[int]:
     ``generated = [7, 8, 9, 7, 8]``, ``n = 3`` → ``[9]``: the last ``n - 1`` tokens ``(7, 8)`` were once followed
     by ``9``, so ``9`` now would repeat the 3-gram ``7 8 9``.
     """
-    if isinstance(generated, (str, bytes)) or not all(isinstance(t, int) and not isinstance(t, bool)
+    if not isinstance(generated, (list, tuple)) or not all(isinstance(t, int) and not isinstance(t, bool)
                                                        for t in generated):
         raise CourseTypeError(f"generated must be a list of int token ids, got {describe(generated)}; "
                               "for a tensor row use row.tolist()")
@@ -110,6 +116,7 @@ def greedy_decode(model: nn.Module, src_ids: torch.Tensor, bos_id: int, eos_id: 
     Returns:
         generated ids ``(batch, steps)``, ``steps <= max_new_tokens``; ``pad_id`` after each row's [EOS].
     """
+    check_encoder_decoder(model)
     src_ids = check_decoding_inputs(src_ids, max_new_tokens, model=model,
                                     special_ids={"bos_id": bos_id, "eos_id": eos_id, "pad_id": pad_id})
     check_bool("use_cache", use_cache)
@@ -186,6 +193,7 @@ def beam_search(model: nn.Module, src_ids: torch.Tensor, bos_id: int, eos_id: in
     Returns:
         a :class:`BeamSearchOutput`; ``.best`` has the same layout as :func:`greedy_decode`'s result.
     """
+    check_encoder_decoder(model)
     src_ids = check_decoding_inputs(src_ids, max_new_tokens, beam_size, model=model,
                                     special_ids={"bos_id": bos_id, "eos_id": eos_id, "pad_id": pad_id})
     check_real("alpha", alpha)
@@ -249,6 +257,7 @@ def cross_attention_weights(model: nn.Module, src_ids: torch.Tensor, generated: 
         ``{"decoder.layers.<i>.cross_attn": (batch, heads, steps, src_len)}``; row ``t`` is the attention
         of the step that produced ``generated[:, t]``.
     """
+    check_encoder_decoder(model)
     src_ids = check_decoding_inputs(src_ids, 1, model=model, special_ids={"bos_id": bos_id})
     config = getattr(model, "config", None)
     generated = check_token_ids(generated, config.tgt_vocab_size if config is not None else 2**63 - 1,

@@ -28,8 +28,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .errors import CourseTypeError, CourseValueError
-from .tokenization import CLS_ID, MASK_ID, N_SPECIAL_TOKENS, SEP_ID, pad_batch
-from .validation import (check_index, check_int, check_module, check_non_negative_int, check_positive_int,
+from .tokenization import CLS_ID, MASK_ID, N_SPECIAL_TOKENS, SEP_ID, Tokenizer, pad_batch
+from .validation import (check_bool, check_index, check_int, check_module, check_non_negative_int, check_positive_int,
                          check_rank, check_real, check_str, check_tensor, check_token_ids, describe)
 
 IGNORE_INDEX = -100
@@ -180,6 +180,7 @@ class UnigramBaseline:
             raise CourseValueError("UnigramBaseline got no real tokens to count; pass the tokenized training sentences")
         smoothed = counts + 1.0
         smoothed[:first_real_id] = 0.0
+        self.first_real_id = first_real_id
         self.counts = counts
         self.probabilities = smoothed / smoothed.sum()                               # (vocab_size,)
         self.most_frequent_id = int(counts.argmax())
@@ -193,6 +194,10 @@ class UnigramBaseline:
         if targets.numel() and (int(targets.min()) < 0 or int(targets.max()) >= len(self.probabilities)):
             raise CourseValueError(f"labels must be ids in [0, {len(self.probabilities)}) or {IGNORE_INDEX}, found "
                                    f"range [{int(targets.min())}, {int(targets.max())}]")
+        if targets.numel() and int(targets.min()) < self.first_real_id:
+            raise CourseValueError(f"labels hold the special id {int(targets.min())} (ids < {self.first_real_id} are "
+                                   "special tokens, which the baseline never predicts: perplexity would be inf); "
+                                   "score the labels returned by mask_tokens, which select real tokens only")
         if targets.numel() == 0:
             raise CourseValueError("no position is selected (every label is -100)")
         nll = -torch.log(self.probabilities[targets]).mean().item()
@@ -212,6 +217,7 @@ def batches_by_length(sequences: Sequence[Sequence[int]], batch_size: int, shuff
     if not sequences:
         raise CourseValueError("batches_by_length got no sequences")
     check_positive_int("batch_size", batch_size)
+    check_bool("shuffle", shuffle)
     check_int("seed", seed)
     order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
     batches = [pad_batch([sequences[i] for i in order[start:start + batch_size]])
@@ -278,7 +284,7 @@ def evaluate_mlm(model: nn.Module, batches: Iterable[torch.Tensor], vocab_size: 
     check_int("seed", seed)
     if baseline is not None and not isinstance(baseline, UnigramBaseline):
         raise CourseTypeError(f"baseline must be a UnigramBaseline or None, got {describe(baseline)}")
-    if isinstance(batches, torch.Tensor) or not hasattr(batches, "__iter__"):
+    if isinstance(batches, (str, bytes, torch.Tensor)) or not hasattr(batches, "__iter__"):
         raise CourseTypeError(f"batches must be a list (or loader) of (batch, seq) id tensors, got {describe(batches)}"
                               "; for one batch pass [ids]")
     was_training = model.training
@@ -287,6 +293,7 @@ def evaluate_mlm(model: nn.Module, batches: Iterable[torch.Tensor], vocab_size: 
     generator = torch.Generator().manual_seed(seed)
     total_nll, n_correct, n_predictions, all_labels = 0.0, 0, 0, []
     for ids in batches:
+        check_tensor("each batch", ids, "; batches must be (batch, seq) id tensors")
         inputs, labels = mask_tokens(ids.cpu(), vocab_size, generator, **masking)
         logits = model(inputs.to(device)).float().cpu()
         selected = labels != IGNORE_INDEX
@@ -305,6 +312,13 @@ def evaluate_mlm(model: nn.Module, batches: Iterable[torch.Tensor], vocab_size: 
     return metrics
 
 
+def check_tokenizer(tokenizer: object) -> None:
+    """Raise a clear error unless ``tokenizer`` is one of the course's tokenizers."""
+    if not isinstance(tokenizer, Tokenizer):
+        raise CourseTypeError(f"tokenizer must be a course tokenizer (e.g. BPETokenizer.train(...)), got "
+                              f"{describe(tokenizer)}")
+
+
 def encode_with_masks(tokenizer, text: str, max_len: int | None = None) -> torch.Tensor:
     """``[CLS] text [SEP]`` as ``(1, seq)`` ids, where every literal ``[MASK]`` in ``text`` becomes the [MASK] id.
 
@@ -312,6 +326,7 @@ def encode_with_masks(tokenizer, text: str, max_len: int | None = None) -> torch
     The space before a mask is dropped: byte-level BPE glues a word to its leading space (``" function"``), so the
     hidden token carries that space, as in training.
     """
+    check_tokenizer(tokenizer)
     check_str("text", text)
     if max_len is not None:
         check_positive_int("max_len", max_len)
@@ -333,6 +348,7 @@ def encode_with_masks(tokenizer, text: str, max_len: int | None = None) -> torch
 def fill_mask(model: nn.Module, tokenizer, text: str, k: int = 5) -> list[list[tuple[str, float]]]:
     """Top-``k`` predictions for every ``[MASK]`` in ``text``: one list of ``(token, probability)`` per mask."""
     check_module("model", model)
+    check_tokenizer(tokenizer)
     check_str("text", text)
     check_positive_int("k", k)
     was_training = model.training

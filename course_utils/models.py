@@ -34,6 +34,8 @@ def check_cache(cache: object, n_layers: int, batch: int) -> None:
 
     The cache is a list with one ``{"self": {...}, "cross": {...}}`` dict per decoder layer.
     """
+    check_positive_int("n_layers", n_layers)
+    check_positive_int("batch", batch)
     if cache is None:
         return
     fix = "create it with model.new_cache() (one per batch of sentences) and pass the same object at every step"

@@ -69,6 +69,12 @@ class History:
 
 def to_device(batch, device: torch.device):
     """Move a tensor, or a tuple/list/dict of tensors, to ``device``."""
+    if not isinstance(device, (torch.device, str)):
+        raise CourseTypeError(f"device must be a torch.device or a string such as 'cpu', got {describe(device)}")
+    try:
+        device = torch.device(device)
+    except RuntimeError:
+        raise CourseValueError(f"device={device!r} is not a device name; use 'cpu' or 'cuda'") from None
     if isinstance(batch, torch.Tensor):
         return batch.to(device)
     if isinstance(batch, dict):
@@ -107,6 +113,8 @@ def check_fit_arguments(model: nn.Module, train_batches: Iterable, loss_fn: Call
             or not hasattr(train_batches, "__iter__"):
         raise CourseTypeError(f"train_batches must be a re-iterable collection with a length (a DataLoader from "
                               f"make_loader, or a list of batches), got {describe(train_batches)}")
+    if len(train_batches) == 0:
+        raise CourseValueError("no training batches: train_batches is empty; pass at least one batch")
     if not callable(loss_fn):
         raise CourseTypeError(f"loss_fn must be a function loss_fn(model, batch) -> scalar loss, got {describe(loss_fn)}")
     check_int("epochs", epochs)

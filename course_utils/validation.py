@@ -150,6 +150,9 @@ def check_token_ids(ids: object, vocab_size: int, max_len: int | None = None, *,
     Refuses float, bool and complex tensors, other ranks, an empty batch or sequence (unless ``allow_empty``),
     ``seq > max_len`` when ``max_len`` is given, and ids outside ``[0, vocab_size)``.
     """
+    check_positive_int("vocab_size", vocab_size)
+    if max_len is not None:
+        check_positive_int("max_len", max_len)
     if not isinstance(ids, torch.Tensor):
         raise CourseTypeError(f"{name} must be a torch.Tensor, got {describe(ids)}; "
                               "wrap them with torch.tensor(ids, dtype=torch.long)")
