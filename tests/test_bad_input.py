@@ -1,6 +1,7 @@
 """Bad input gets a clear error that names the fix; fully padded input stays finite."""
 import pytest
 import torch
+import torch.nn as nn
 
 from course_utils.attention import MultiHeadAttention, scaled_dot_product_attention
 from course_utils.config import TransformerConfig
@@ -9,7 +10,12 @@ from course_utils.errors import CourseError, CourseTypeError, CourseValueError
 from course_utils.layers import DecoderLayer, EncoderLayer
 from course_utils.models import (Encoder, InputEmbedding, MaskedLanguageModel, Seq2SeqTransformer,
                                  TransformerClassifier)
+from course_utils.decoding import beam_search, greedy_decode
+from course_utils.mlm import UnigramBaseline, mask_tokens, mlm_loss
 from course_utils.positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
+from course_utils.runtime import seed_everything, set_threads
+from course_utils.tokenization import BOS_ID, EOS_ID
+from course_utils.training import fit, make_loader
 
 CONFIG = TransformerConfig(vocab_size=20, d_model=16, n_heads=4, d_ff=32, n_layers=1, max_len=8, dropout=0.0)
 MODELS = {  # name: (build, call with token ids)
@@ -140,7 +146,44 @@ BAD_CALLS = {  # case: (call, expected error class, message pattern)
                                          CourseValueError, "exceed max_len=8"),
     "negative positional offset": (lambda: SinusoidalPositionalEncoding(16, 8)(torch.zeros(1, 3, 16), offset=-1),
                                    CourseValueError, "offset must be an int >= 0"),
+    "cache of wrong dicts (was KeyError: 'self')": (
+        lambda: seq2seq().decode(ids(2, 1), torch.zeros(2, 5, 16), ids(2, 5), cache=[{"k": None}]),
+        CourseTypeError, r"cache must be a list of 1 \{'self': \{\}, 'cross': \{\}\} dicts"),
+    "float max_new_tokens": (lambda: greedy_decode(seq2seq(), ids(2, 5), BOS_ID, EOS_ID, 5.0), CourseTypeError,
+                             "max_new_tokens must be an int, got 5.0"),
+    "float beam_size": (lambda: beam_search(seq2seq(), ids(2, 5), BOS_ID, EOS_ID, 5, beam_size=2.0), CourseTypeError,
+                        "beam_size must be an int, got 2.0"),
+    "max_new_tokens past max_len": (lambda: greedy_decode(seq2seq(), ids(2, 5), BOS_ID, EOS_ID, 9), CourseValueError,
+                                    "max_new_tokens=9 exceeds the model's max_len=8"),
+    "source past max_len": (lambda: beam_search(seq2seq(), ids(1, 9), BOS_ID, EOS_ID, 3), CourseValueError,
+                            "sequence length 9 exceeds max_len=8"),
+    "decode with a non-model": (lambda: greedy_decode("model", ids(2, 5), BOS_ID, EOS_ID, 3), CourseTypeError,
+                                "encoder–decoder with encode/decode/new_cache"),
+    "fit(epochs=0)": (lambda: fit(nn.Linear(2, 1), [torch.zeros(1, 2)], lambda m, b: m(b).sum(), epochs=0,
+                                  progress=False), CourseValueError, "epochs must be >= 1"),
+    "fit on an empty list": (lambda: fit(nn.Linear(2, 1), [], lambda m, b: m(b).sum(), progress=False),
+                             CourseValueError, "train_batches is empty"),
+    "fit(lr=-1)": (lambda: fit(nn.Linear(2, 1), [torch.zeros(1, 2)], lambda m, b: m(b).sum(), lr=-1.0,
+                               progress=False), CourseValueError, r"lr must lie in \(0.0, inf\)"),
+    "make_loader(batch_size=0)": (lambda: make_loader(torch.zeros(4, 2), batch_size=0), CourseValueError,
+                                  "batch_size must be an int >= 1"),
+    "unigram baseline out-of-range id": (lambda: UnigramBaseline([[7, 25]], vocab_size=20), CourseValueError,
+                                         r"outside the vocabulary \[0, 20\)"),
+    "mask_tokens with float ids": (lambda: mask_tokens(torch.rand(2, 5), 20), CourseTypeError, "must be integers"),
+    "mlm_loss with labels outside the logits": (lambda: mlm_loss(torch.zeros(1, 3, 20), torch.tensor([[25, -100, 8]])),
+                                                CourseValueError, r"labels must be ids in \[0, 20\)"),
+    "set_threads(0)": (lambda: set_threads(0), CourseValueError, "n_threads must be an int >= 1"),
+    "seed_everything(-1)": (lambda: seed_everything(-1), CourseValueError, r"seed must lie in \[0, 2\*\*32\)"),
 }
+
+
+def test_greedy_decode_checks_max_len_before_decoding_a_single_step():
+    model = seq2seq()
+    calls = []
+    model.decode = lambda *args, **kwargs: calls.append(args)  # would record every decoding step
+    with pytest.raises(CourseValueError, match="exceeds the model's max_len"):
+        greedy_decode(model, ids(2, 5), BOS_ID, EOS_ID, max_new_tokens=50)
+    assert calls == []
 
 
 def cache_of_another_batch():
