@@ -10,6 +10,7 @@ return the value to use; the others return it unchanged, so a call can be writte
 """
 from __future__ import annotations
 
+import itertools
 import numbers
 from collections.abc import Sequence
 
@@ -45,7 +46,8 @@ def check_int(name: str, value: object, minimum: int | None = None, hint: str = 
         raise CourseTypeError(f"{name} must be an int, got {describe(value)}; "
                               f"pass a whole number such as {max(minimum or 0, 1)}{hint}")
     if minimum is not None and value < minimum:
-        raise CourseValueError(f"{name} must be an int >= {minimum}, got {value}{hint}")
+        fix = hint or f"; pass {minimum} or more"
+        raise CourseValueError(f"{name} must be an int >= {minimum}, got {value}{fix}")
     return int(value)
 
 
@@ -178,7 +180,7 @@ def check_token_ids(ids: object, vocab_size: int, max_len: int | None = None, *,
 
 def module_dtype(module: nn.Module) -> torch.dtype | None:
     """The floating dtype of the module's first floating parameter or buffer (``None`` if it has none)."""
-    for tensor in (*module.parameters(), *module.buffers()):
+    for tensor in itertools.chain(module.parameters(), module.buffers()):
         if tensor.is_floating_point():
             return tensor.dtype
     return None
