@@ -1,13 +1,15 @@
 """Every public name of the model, data, tokenization, decoding and training modules, fed wrong input.
 
 The walk reads each module's ``__all__``; :data:`REGISTRY` says, for every public callable (and every public
-method of a public class), how to build valid arguments and what kind of value each argument takes. Hypothesis
-then replaces one argument at a time by a wrong value of that kind — wrong ranks, dtypes, sizes, empties — and
-the call must either raise a course error (``CourseError``) or return a finite result. Values marked
-``must_raise`` (a negative size, float ids, ...) must raise a course error; accepted variants (``uint8`` ids)
-must work. A public name without a registry entry fails :func:`test_every_public_name_is_registered`.
+method of a public class), how to build valid arguments and what kind of value each argument takes. One argument
+at a time is replaced by a wrong value of its kind — every hand-picked value of :data:`KINDS` (wrong ranks,
+dtypes, sizes, empties), then values Hypothesis generates (random ranks, sizes and dtypes of tensors, out-of-range
+numbers) — and the call must either raise a course error (``CourseError``) or return a result without NaN/inf.
+A value marked ``must_raise`` (a negative size, float ids, ...) must raise a course error; an accepted variant
+(``uint8`` ids) may also work. A public name without a registry entry fails
+:func:`test_every_public_name_is_registered`, so new names cannot escape.
 
-Deterministic: ``derandomize=True`` and no example database.
+Deterministic: ``derandomize=True``, no example database, seeded tensors.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import dataclasses
 import importlib
 import inspect
 import math
+import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -35,6 +38,7 @@ MODULES = ("config", "embedding", "positional", "attention", "masks", "layers", 
 OWNERS = {"attention": "mask", "masks": "mask", "layers": "mask", "reference": "mask", "tokenization": "bpe",
           "data.numbers": "translator"}
 EXAMPLES_PER_ARGUMENT = 8
+SCRATCH = Path(tempfile.gettempdir())  # files the save/load entries write
 
 # ---------------------------------------------------------------------------- wrong values, by kind
 NAN, INF = float("nan"), float("inf")
@@ -43,10 +47,12 @@ NOT_A_NUMBER = [NAN, INF, -INF, True, "0.1", None, torch.tensor(0.5)]
 
 
 def fixed(*values: Any, must_raise: bool = True) -> list[tuple[Callable[[Any], Any], bool]]:
+    """Wrong values that do not depend on the valid one."""
     return [((lambda valid, v=v: v), must_raise) for v in values]
 
 
 def mutations(*functions: Callable[[Any], Any], must_raise: bool = True) -> list[tuple[Callable[[Any], Any], bool]]:
+    """Wrong values made from the valid one (e.g. the valid ids as floats)."""
     return [(f, must_raise) for f in functions]
 
 
@@ -246,8 +252,8 @@ def linear_loss(model, batch):
     return nn.functional.mse_loss(model(x), y)
 
 
-def po_file(tmp=Path("/tmp")) -> Path:
-    path = tmp / "course_fuzz_messages.po"
+def po_file() -> Path:
+    path = SCRATCH / "course_fuzz_messages.po"
     path.write_text('msgid "Hello"\nmsgstr "Hallo"\n', encoding="utf-8")
     return path
 
@@ -547,10 +553,10 @@ def build_registry() -> dict[str, Case | None]:
         vocab_size=265, min_frequency=2)
     r["tokenization:BPETokenizer.token_str"] = case(method(bpe, "token_str"), {"token_id": "id"}, token_id=100)
     r["tokenization:BPETokenizer.save"] = case(method(bpe, "save"), {"path": "optional_path"},
-                                               path="/tmp/course_fuzz_bpe.json")
+                                               path=str(SCRATCH / "course_fuzz_bpe.json"))
     r["tokenization:BPETokenizer.load"] = case(tokenization.BPETokenizer.load, {"path": "path"},
-                                               path=lambda: (bpe().save("/tmp/course_fuzz_bpe.json"),
-                                                             "/tmp/course_fuzz_bpe.json")[1])
+                                               path=lambda: (bpe().save(str(SCRATCH / "course_fuzz_bpe.json")),
+                                                             str(SCRATCH / "course_fuzz_bpe.json"))[1])
     # data: the Python-documentation corpus
     small = lambda: corpus.Corpus(("One sentence is here.", "Another one is there."), "3.x")  # noqa: E731
     r["data.pydoc_corpus:Corpus"] = case(corpus.Corpus, {"sentences": "texts", "python_version": "text",
