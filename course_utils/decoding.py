@@ -77,7 +77,8 @@ def check_decoding_inputs(src_ids: torch.Tensor, max_new_tokens: int, beam_size:
                                f"decoder has no position for token {config.max_len + 1} onwards. Ask for at most "
                                f"{config.max_len} tokens or build the model with a larger max_len")
     for name, value in (special_ids or {}).items():
-        check_index(name, value, config.tgt_vocab_size, f"the target vocabulary (tgt_vocab_size={config.tgt_vocab_size})")
+        check_index(name, value, config.tgt_vocab_size,
+                    f"the target vocabulary (tgt_vocab_size={config.tgt_vocab_size})")
     return src_ids
 
 

@@ -340,7 +340,8 @@ def encode_with_masks(tokenizer, text: str, max_len: int | None = None) -> torch
             ids.append(MASK_ID)
     ids.append(SEP_ID)
     if max_len is not None and len(ids) > max_len:
-        raise CourseValueError(f"the text is {len(ids)} tokens long, more than the model's max_len={max_len}; shorten it")
+        raise CourseValueError(f"the text is {len(ids)} tokens long, more than the model's max_len={max_len}; "
+                               "shorten it")
     return torch.tensor([ids])
 
 

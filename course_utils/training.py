@@ -116,7 +116,8 @@ def check_fit_arguments(model: nn.Module, train_batches: Iterable, loss_fn: Call
     if len(train_batches) == 0:
         raise CourseValueError("no training batches: train_batches is empty; pass at least one batch")
     if not callable(loss_fn):
-        raise CourseTypeError(f"loss_fn must be a function loss_fn(model, batch) -> scalar loss, got {describe(loss_fn)}")
+        raise CourseTypeError(f"loss_fn must be a function loss_fn(model, batch) -> scalar loss, "
+                              f"got {describe(loss_fn)}")
     check_int("epochs", epochs)
     if epochs < 1:
         raise CourseValueError(f"epochs must be >= 1 (one pass over train_batches at least), got {epochs}")

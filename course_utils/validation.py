@@ -196,7 +196,8 @@ def check_float_input(x: object, module: nn.Module, name: str = "x") -> torch.Te
     owner = type(module).__name__
     if not x.is_floating_point():
         raise CourseTypeError(f"{owner} expects {name} as floating-point vectors, got {x.dtype}; token ids must go "
-                              "through an embedding first (InputEmbedding / TextEncoder), and a 0/1 tensor needs .float()")
+                              "through an embedding first (InputEmbedding / TextEncoder), and a 0/1 tensor needs "
+                              ".float()")
     expected = module_dtype(module)
     if expected is not None and x.dtype != expected and not torch.is_autocast_enabled(x.device.type):
         raise CourseTypeError(f"{owner} holds {expected} weights but {name} is {x.dtype}; convert the input with "

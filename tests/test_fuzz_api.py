@@ -166,7 +166,8 @@ def tensor_is_acceptable(kind: str, x: torch.Tensor, valid: torch.Tensor) -> boo
 def generated_tensor(draw, kind: str, valid: torch.Tensor) -> tuple[torch.Tensor, bool]:
     """A tensor of random rank (0-4), sizes (0-5, or the valid ones) and dtype, with ``must_raise``."""
     rank = draw(st.integers(0, 4))
-    shape = [draw(st.sampled_from([0, 1, 2, 3, 5] + ([valid.shape[i]] if i < valid.dim() else []))) for i in range(rank)]
+    sizes = [[0, 1, 2, 3, 5] + ([valid.shape[i]] if i < valid.dim() else []) for i in range(rank)]
+    shape = [draw(st.sampled_from(choices)) for choices in sizes]
     dtype = draw(st.sampled_from(DTYPES))
     x = torch.randint(7, 20, shape, generator=generator(draw(st.integers(0, 3)))).to(dtype) if kind != "vectors" \
         else torch.randn(shape, generator=generator()).to(dtype)
@@ -389,10 +390,12 @@ def build_registry() -> dict[str, Case | None]:
     r["reference:copy_linear_and_norms"] = case(reference.copy_linear_and_norms, {"pairs": "batches"},
                                                 pairs=lambda: [(nn.Linear(2, 2), nn.Linear(2, 2))])
     r["reference:copy_encoder_layer"] = case(
-        reference.copy_encoder_layer, {"ours": "module", "theirs": "module"}, ours=lambda: layers.EncoderLayer(8, 2, 16),
+        reference.copy_encoder_layer, {"ours": "module", "theirs": "module"},
+        ours=lambda: layers.EncoderLayer(8, 2, 16),
         theirs=lambda: nn.TransformerEncoderLayer(8, 2, 16, batch_first=True))
     r["reference:copy_decoder_layer"] = case(
-        reference.copy_decoder_layer, {"ours": "module", "theirs": "module"}, ours=lambda: layers.DecoderLayer(8, 2, 16),
+        reference.copy_decoder_layer, {"ours": "module", "theirs": "module"},
+        ours=lambda: layers.DecoderLayer(8, 2, 16),
         theirs=lambda: nn.TransformerDecoderLayer(8, 2, 16, batch_first=True))
     r["reference:copy_encoder"] = case(
         reference.copy_encoder, {"ours": "module", "theirs": "module"}, ours=lambda: models.Encoder(config()),
@@ -494,7 +497,8 @@ def build_registry() -> dict[str, Case | None]:
                                         length=lambda: torch.tensor([1, 4]), alpha=0.6)
     r["decoding:BeamSearchOutput"] = case(decoding.BeamSearchOutput, {
         "sequences": "model_tensor", "scores": "model_tensor", "log_probs": "model_tensor"},
-        sequences=lambda: ids(2, 3).view(2, 1, 3), scores=lambda: torch.zeros(2, 1), log_probs=lambda: torch.zeros(2, 1))
+        sequences=lambda: ids(2, 3).view(2, 1, 3), scores=lambda: torch.zeros(2, 1),
+        log_probs=lambda: torch.zeros(2, 1))
     r["decoding:strip_after_eos"] = case(decoding.strip_after_eos, {"generated": "any_ids", "eos_id": "int"},
                                          generated=ids, eos_id=6)
     r["decoding:cross_attention_weights"] = case(decoding.cross_attention_weights, {
@@ -616,91 +620,91 @@ KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
     ('attention:MultiHeadAttention', 'use_fast_path', 'listed'):
         'owned by the mask helper: use_fast_path=0 (int) was accepted silently; it must raise a course error',
     ('attention:MultiHeadAttention.check_inputs', 'key', 'both'):
-        'owned by the mask helper: key=a torch.int64 tensor of shape (2, 5, 8) was accepted silently; it must raise a course error',
+        'owned by the mask helper: key=a torch.int64 tensor of shape (2, 5, 8) was accepted silently; it must raise a…',
     ('attention:MultiHeadAttention.check_inputs', 'query', 'both'):
-        'owned by the mask helper: query=a torch.int64 tensor of shape (2, 5, 8) was accepted silently; it must raise a course error',
+        'owned by the mask helper: query=a torch.int64 tensor of shape (2, 5, 8) was accepted silently; it must raise…',
     ('attention:MultiHeadAttention.check_inputs', 'value', 'both'):
-        'owned by the mask helper: value=a torch.int64 tensor of shape (2, 5, 8) was accepted silently; it must raise a course error',
+        'owned by the mask helper: value=a torch.int64 tensor of shape (2, 5, 8) was accepted silently; it must raise…',
     ('attention:MultiHeadAttention.forward', 'cache', 'listed'):
         'owned by the mask helper: cache={} (dict) was accepted silently; it must raise a course error',
     ('attention:MultiHeadAttention.forward', 'key', 'both'):
-        'owned by the mask helper: key=a torch.int64 tensor of shape (2, 5, 8) raised RuntimeError: mat1 and mat2 must have the same dtype, but got Long and Float',
+        'owned by the mask helper: key=a torch.int64 tensor of shape (2, 5, 8) raised RuntimeError: mat1 and mat2 mus…',
     ('attention:MultiHeadAttention.forward', 'mask', 'both'):
-        'owned by the mask helper: mask=a torch.float32 tensor of shape (2, 1, 1, 5) raised TypeError: attention masks must be bool (True = may attend), got torch.float3',
+        'owned by the mask helper: mask=a torch.float32 tensor of shape (2, 1, 1, 5) raised TypeError: attention mask…',
     ('attention:MultiHeadAttention.forward', 'need_weights', 'listed'):
         'owned by the mask helper: need_weights=0 (int) was accepted silently; it must raise a course error',
     ('attention:MultiHeadAttention.forward', 'query', 'both'):
-        'owned by the mask helper: query=a torch.int64 tensor of shape (2, 5, 8) raised RuntimeError: mat1 and mat2 must have the same dtype, but got Long and Float',
+        'owned by the mask helper: query=a torch.int64 tensor of shape (2, 5, 8) raised RuntimeError: mat1 and mat2 m…',
     ('attention:MultiHeadAttention.forward', 'static_kv', 'listed'):
         'owned by the mask helper: static_kv=0 (int) was accepted silently; it must raise a course error',
     ('attention:MultiHeadAttention.forward', 'value', 'both'):
-        'owned by the mask helper: value=a torch.int64 tensor of shape (2, 5, 8) raised RuntimeError: mat1 and mat2 must have the same dtype, but got Long and Float',
+        'owned by the mask helper: value=a torch.int64 tensor of shape (2, 5, 8) raised RuntimeError: mat1 and mat2 m…',
     ('attention:MultiHeadAttention.merge_heads', 'x', 'both'):
-        'owned by the mask helper: x=a torch.int64 tensor of shape (2, 2, 5, 4) was accepted silently; it must raise a course error',
+        'owned by the mask helper: x=a torch.int64 tensor of shape (2, 2, 5, 4) was accepted silently; it must raise…',
     ('attention:MultiHeadAttention.split_heads', 'x', 'both'):
-        'owned by the mask helper: x=a torch.int64 tensor of shape (2, 5, 8) was accepted silently; it must raise a course error',
+        'owned by the mask helper: x=a torch.int64 tensor of shape (2, 5, 8) was accepted silently; it must raise a c…',
     ('attention:capture_attention', 'model', 'listed'):
         "owned by the mask helper: model=3 (int) raised AttributeError: 'int' object has no attribute 'named_modules'",
     ('attention:check_mask', 'mask', 'both'):
-        'owned by the mask helper: mask=a torch.float32 tensor of shape (2, 1, 1, 5) raised TypeError: attention masks must be bool (True = may attend), got torch.float3',
+        'owned by the mask helper: mask=a torch.float32 tensor of shape (2, 1, 1, 5) raised TypeError: attention mask…',
     ('attention:scaled_dot_product_attention', 'dropout_p', 'both'):
         'owned by the mask helper: dropout_p=nan (float) was accepted silently; it must raise a course error',
     ('attention:scaled_dot_product_attention', 'key', 'both'):
-        'owned by the mask helper: key=a torch.int64 tensor of shape (2, 1, 5, 8) raised RuntimeError: expected scalar type Float but found Long',
+        'owned by the mask helper: key=a torch.int64 tensor of shape (2, 1, 5, 8) raised RuntimeError: expected scala…',
     ('attention:scaled_dot_product_attention', 'mask', 'both'):
-        'owned by the mask helper: mask=a torch.float32 tensor of shape (2, 1, 1, 5) raised TypeError: attention masks must be bool (True = may attend), got torch.float3',
+        'owned by the mask helper: mask=a torch.float32 tensor of shape (2, 1, 1, 5) raised TypeError: attention mask…',
     ('attention:scaled_dot_product_attention', 'query', 'both'):
-        'owned by the mask helper: query=a torch.int64 tensor of shape (2, 1, 5, 8) raised RuntimeError: expected scalar type Long but found Float',
+        'owned by the mask helper: query=a torch.int64 tensor of shape (2, 1, 5, 8) raised RuntimeError: expected sca…',
     ('attention:scaled_dot_product_attention', 'value', 'both'):
-        'owned by the mask helper: value=a torch.int64 tensor of shape (2, 1, 5, 8) raised RuntimeError: expected scalar type Float but found Long',
+        'owned by the mask helper: value=a torch.int64 tensor of shape (2, 1, 5, 8) raised RuntimeError: expected sca…',
     ('data.numbers:check_number', 'max_digits', 'both'):
-        'owned by the translator helper: max_digits=1.5 (float) raised ValueError: the task covers 0 .. 30.622776601683793 (1.5 digits), got 342; pick a number in that r',
+        'owned by the translator helper: max_digits=1.5 (float) raised ValueError: the task covers 0 .. 30.6227766016…',
     ('data.numbers:check_number', 'number', 'both'):
-        'owned by the translator helper: number=1.5 (float) raised TypeError: expected an int number, got float 1.5; convert with int(...)',
+        'owned by the translator helper: number=1.5 (float) raised TypeError: expected an int number, got float 1.5;…',
     ('data.numbers:digit_length', 'number', 'both'):
-        'owned by the translator helper: number=1.5 (float) raised TypeError: expected an int number, got float 1.5; convert with int(...)',
+        'owned by the translator helper: number=1.5 (float) raised TypeError: expected an int number, got float 1.5;…',
     ('data.numbers:english_from_user_text', 'text', 'listed'):
-        "owned by the translator helper: text=b'bytes' (bytes) raised ValueError: type a number such as 342 or its English words such as 'three hundred and forty-two'",
+        "owned by the translator helper: text=b'bytes' (bytes) raised ValueError: type a number such as 342 or its En…",
     ('data.numbers:english_words', 'number', 'both'):
-        'owned by the translator helper: number=1.5 (float) raised TypeError: expected an int number, got float 1.5; convert with int(...)',
+        'owned by the translator helper: number=1.5 (float) raised TypeError: expected an int number, got float 1.5;…',
     ('data.numbers:german_words', 'number', 'both'):
-        'owned by the translator helper: number=1.5 (float) raised TypeError: expected an int number, got float 1.5; convert with int(...)',
+        'owned by the translator helper: number=1.5 (float) raised TypeError: expected an int number, got float 1.5;…',
     ('data.numbers:make_pair', 'number', 'both'):
-        'owned by the translator helper: number=1.5 (float) raised TypeError: expected an int number, got float 1.5; convert with int(...)',
+        'owned by the translator helper: number=1.5 (float) raised TypeError: expected an int number, got float 1.5;…',
     ('data.numbers:numbers_of_length', 'length', 'both'):
-        "owned by the translator helper: length=1.5 (float) raised TypeError: 'float' object cannot be interpreted as an integer",
+        "owned by the translator helper: length=1.5 (float) raised TypeError: 'float' object cannot be interpreted as…",
     ('data.numbers:round_numbers', 'max_digits', 'both'):
-        "owned by the translator helper: max_digits=1.5 (float) raised TypeError: 'float' object cannot be interpreted as an integer",
+        "owned by the translator helper: max_digits=1.5 (float) raised TypeError: 'float' object cannot be interprete…",
     ('layers:DecoderLayer', 'd_ff', 'both'):
-        "owned by the mask helper: d_ff=1.5 (float) raised TypeError: empty(): argument 'size' (position 1) must be tuple of ints, but found element of type float at pos",
+        "owned by the mask helper: d_ff=1.5 (float) raised TypeError: empty(): argument 'size' (position 1) must be t…",
     ('layers:DecoderLayer', 'dropout', 'both'):
         'owned by the mask helper: dropout=nan (float) was accepted silently; it must raise a course error',
     ('layers:DecoderLayer.forward', 'cache', 'listed'):
         "owned by the mask helper: cache={'k': tensor([[[[ 0.5367, -0.1732, -0.9167, -0.4377],",
     ('layers:DecoderLayer.forward', 'memory', 'both'):
-        'owned by the mask helper: memory=a torch.int64 tensor of shape (2, 5, 8) raised RuntimeError: mat1 and mat2 must have the same dtype, but got Long and Float',
+        'owned by the mask helper: memory=a torch.int64 tensor of shape (2, 5, 8) raised RuntimeError: mat1 and mat2…',
     ('layers:DecoderLayer.forward', 'memory_mask', 'both'):
-        'owned by the mask helper: memory_mask=a torch.float32 tensor of shape (2, 1, 1, 5) raised TypeError: attention masks must be bool (True = may attend), got torch',
+        'owned by the mask helper: memory_mask=a torch.float32 tensor of shape (2, 1, 1, 5) raised TypeError: attenti…',
     ('layers:DecoderLayer.forward', 'tgt_mask', 'both'):
-        'owned by the mask helper: tgt_mask=a torch.float32 tensor of shape (2, 1, 5, 5) raised TypeError: attention masks must be bool (True = may attend), got torch.fl',
+        'owned by the mask helper: tgt_mask=a torch.float32 tensor of shape (2, 1, 5, 5) raised TypeError: attention…',
     ('layers:DecoderLayer.forward', 'y', 'both'):
-        'owned by the mask helper: y=a torch.int64 tensor of shape (2, 5, 8) raised RuntimeError: mat1 and mat2 must have the same dtype, but got Long and Float',
+        'owned by the mask helper: y=a torch.int64 tensor of shape (2, 5, 8) raised RuntimeError: mat1 and mat2 must…',
     ('layers:EncoderLayer', 'd_ff', 'both'):
-        "owned by the mask helper: d_ff=1.5 (float) raised TypeError: empty(): argument 'size' (position 1) must be tuple of ints, but found element of type float at pos",
+        "owned by the mask helper: d_ff=1.5 (float) raised TypeError: empty(): argument 'size' (position 1) must be t…",
     ('layers:EncoderLayer', 'dropout', 'both'):
         'owned by the mask helper: dropout=nan (float) was accepted silently; it must raise a course error',
     ('layers:EncoderLayer.forward', 'mask', 'both'):
-        'owned by the mask helper: mask=a torch.float32 tensor of shape (2, 1, 1, 5) raised TypeError: attention masks must be bool (True = may attend), got torch.float3',
+        'owned by the mask helper: mask=a torch.float32 tensor of shape (2, 1, 1, 5) raised TypeError: attention mask…',
     ('layers:EncoderLayer.forward', 'x', 'both'):
-        'owned by the mask helper: x=a torch.int64 tensor of shape (2, 5, 8) raised RuntimeError: mat1 and mat2 must have the same dtype, but got Long and Float',
+        'owned by the mask helper: x=a torch.int64 tensor of shape (2, 5, 8) raised RuntimeError: mat1 and mat2 must…',
     ('layers:PositionwiseFeedForward', 'd_ff', 'both'):
-        "owned by the mask helper: d_ff=1.5 (float) raised TypeError: empty(): argument 'size' (position 1) must be tuple of ints, but found element of type float at pos",
+        "owned by the mask helper: d_ff=1.5 (float) raised TypeError: empty(): argument 'size' (position 1) must be t…",
     ('layers:PositionwiseFeedForward', 'd_model', 'both'):
-        'owned by the mask helper: d_model=1.5 (float) raised TypeError: empty(): argument \'size\' failed to unpack the object at pos 2 with error "type must be tuple of ',
+        "owned by the mask helper: d_model=1.5 (float) raised TypeError: empty(): argument \\'size\\' failed to unpac…",
     ('layers:PositionwiseFeedForward', 'dropout', 'both'):
         'owned by the mask helper: dropout=nan (float) was accepted silently; it must raise a course error',
     ('layers:PositionwiseFeedForward.forward', 'x', 'both'):
-        'owned by the mask helper: x=a torch.int64 tensor of shape (2, 5, 8) raised RuntimeError: mat1 and mat2 must have the same dtype, but got Long and Float',
+        'owned by the mask helper: x=a torch.int64 tensor of shape (2, 5, 8) raised RuntimeError: mat1 and mat2 must…',
     ('layers:ResidualSublayer', 'd_model', 'both'):
         "owned by the mask helper: d_model=1.5 (float) raised TypeError: 'float' object is not iterable",
     ('layers:ResidualSublayer', 'dropout', 'both'):
@@ -708,35 +712,35 @@ KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
     ('layers:ResidualSublayer.forward', 'sublayer', 'listed'):
         "owned by the mask helper: sublayer=3 (int) raised TypeError: 'int' object is not callable",
     ('layers:ResidualSublayer.forward', 'x', 'both'):
-        'owned by the mask helper: x=a torch.int64 tensor of shape (2, 5, 8) raised RuntimeError: mixed dtype (CPU): all inputs must share same datatype.',
+        'owned by the mask helper: x=a torch.int64 tensor of shape (2, 5, 8) raised RuntimeError: mixed dtype (CPU):…',
     ('masks:causal_mask', 'device', 'listed'):
-        'owned by the mask helper: device=3 (int) raised RuntimeError: Cannot access accelerator device when none is available.',
+        'owned by the mask helper: device=3 (int) raised RuntimeError: Cannot access accelerator device when none is…',
     ('masks:causal_mask', 'seq_len', 'both'):
-        'owned by the mask helper: seq_len=1.5 (float) raised TypeError: ones() takes 1 positional argument but 2 were given',
+        'owned by the mask helper: seq_len=1.5 (float) raised TypeError: ones() takes 1 positional argument but 2 wer…',
     ('masks:combine_masks', 'first', 'both'):
-        'owned by the mask helper: first=a torch.float32 tensor of shape (2, 1, 1, 5) raised NotImplementedError: "bitwise_and_cpu" not implemented for \'Float\'',
+        'owned by the mask helper: first=a torch.float32 tensor of shape (2, 1, 1, 5) raised NotImplementedError: "bi…',
     ('masks:combine_masks', 'second', 'both'):
-        'owned by the mask helper: second=a torch.float32 tensor of shape (1, 1, 5, 5) raised NotImplementedError: "bitwise_and_cpu" not implemented for \'Float\'',
+        'owned by the mask helper: second=a torch.float32 tensor of shape (1, 1, 5, 5) raised NotImplementedError: "b…',
     ('masks:padding_mask', 'ids', 'both'):
-        'owned by the mask helper: ids=a torch.float32 tensor of shape (2, 5) was accepted silently; it must raise a course error',
+        'owned by the mask helper: ids=a torch.float32 tensor of shape (2, 5) was accepted silently; it must raise a…',
     ('masks:padding_mask', 'pad_id', 'both'):
         'owned by the mask helper: pad_id=1.5 (float) was accepted silently; it must raise a course error',
     ('masks:target_mask', 'pad_id', 'both'):
         'owned by the mask helper: pad_id=1.5 (float) was accepted silently; it must raise a course error',
     ('masks:target_mask', 'tgt_ids', 'both'):
-        'owned by the mask helper: tgt_ids=a torch.float32 tensor of shape (2, 5) was accepted silently; it must raise a course error',
+        'owned by the mask helper: tgt_ids=a torch.float32 tensor of shape (2, 5) was accepted silently; it must rais…',
     ('mlm:batches_by_length', 'sequences', 'listed'):
         'owned by the bpe helper: sequences=[[1.5, 2.0]] (list) was accepted silently; it must raise a course error',
     ('models:Decoder.forward', 'memory_mask', 'both'):
-        'owned by the mask helper: memory_mask=a torch.float32 tensor of shape (2, 1, 1, 5) raised TypeError: attention masks must be bool (True = may attend), got torch',
+        'owned by the mask helper: memory_mask=a torch.float32 tensor of shape (2, 1, 1, 5) raised TypeError: attenti…',
     ('models:Decoder.forward', 'tgt_mask', 'both'):
-        'owned by the mask helper: tgt_mask=a torch.float32 tensor of shape (2, 1, 5, 5) raised TypeError: attention masks must be bool (True = may attend), got torch.fl',
+        'owned by the mask helper: tgt_mask=a torch.float32 tensor of shape (2, 1, 5, 5) raised TypeError: attention…',
     ('models:Encoder.forward', 'mask', 'both'):
-        'owned by the mask helper: mask=a torch.float32 tensor of shape (2, 1, 1, 5) raised TypeError: attention masks must be bool (True = may attend), got torch.float3',
+        'owned by the mask helper: mask=a torch.float32 tensor of shape (2, 1, 1, 5) raised TypeError: attention mask…',
     ('reference:copy_attention', 'ours', 'listed'):
         "owned by the mask helper: ours=3 (int) raised AttributeError: 'int' object has no attribute 'w_q'",
     ('reference:copy_attention', 'theirs', 'listed'):
-        "owned by the mask helper: theirs=3 (int) raised AttributeError: 'int' object has no attribute 'in_proj_weight'",
+        "owned by the mask helper: theirs=3 (int) raised AttributeError: 'int' object has no attribute 'in_proj_weigh…",
     ('reference:copy_decoder', 'ours', 'listed'):
         "owned by the mask helper: ours=3 (int) raised AttributeError: 'int' object has no attribute 'layers'",
     ('reference:copy_decoder', 'theirs', 'listed'):
@@ -754,69 +758,69 @@ KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
     ('reference:copy_encoder_layer', 'theirs', 'listed'):
         "owned by the mask helper: theirs=3 (int) raised AttributeError: 'int' object has no attribute 'self_attn'",
     ('reference:copy_linear_and_norms', 'pairs', 'listed'):
-        "owned by the mask helper: pairs='abc' (str) raised ValueError: not enough values to unpack (expected 2, got 1)",
+        "owned by the mask helper: pairs='abc' (str) raised ValueError: not enough values to unpack (expected 2, got…",
     ('tokenization:BPETokenizer.decode', 'ids', 'listed'):
-        "owned by the bpe helper: ids='789' (str) raised ValueError: id '7' at position 0 is not in this vocabulary (ids 0..295). Were these ids made by a different toke",
+        "owned by the bpe helper: ids='789' (str) raised ValueError: id '7' at position 0 is not in this vocabulary (…",
     ('tokenization:BPETokenizer.decode', 'skip_special_tokens', 'listed'):
         'owned by the bpe helper: skip_special_tokens=0 (int) was accepted silently; it must raise a course error',
     ('tokenization:BPETokenizer.encode', 'text', 'listed'):
-        "owned by the bpe helper: text=b'bytes' (bytes) raised TypeError: encode expects a str, got bytes. Decode it first: data.decode('utf-8').",
+        "owned by the bpe helper: text=b'bytes' (bytes) raised TypeError: encode expects a str, got bytes. Decode it…",
     ('tokenization:BPETokenizer.encode_batch', 'add_cls', 'listed'):
         'owned by the bpe helper: add_cls=0 (int) was accepted silently; it must raise a course error',
     ('tokenization:BPETokenizer.encode_batch', 'max_len', 'both'):
-        'owned by the bpe helper: max_len=1.5 (float) raised ValueError: max_len=1.5 leaves no room for text after 1 special tokens; use max_len >= 2.',
+        'owned by the bpe helper: max_len=1.5 (float) raised ValueError: max_len=1.5 leaves no room for text after 1…',
     ('tokenization:BPETokenizer.encode_batch', 'texts', 'listed'):
-        "owned by the bpe helper: texts='one str' (str) raised TypeError: encode_batch expects a list of strings, got one str; wrap it: ['one str'...].",
+        "owned by the bpe helper: texts='one str' (str) raised TypeError: encode_batch expects a list of strings, got…",
     ('tokenization:BPETokenizer.load', 'path', 'listed'):
         'owned by the bpe helper: path=3 (int) raised TypeError: expected str, bytes or os.PathLike object, not int',
     ('tokenization:BPETokenizer.save', 'path', 'listed'):
         'owned by the bpe helper: path=3 (int) raised TypeError: expected str, bytes or os.PathLike object, not int',
     ('tokenization:BPETokenizer.token_str', 'token_id', 'both'):
-        'owned by the bpe helper: token_id=1.5 (float) raised ValueError: id 1.5 at position 0 is not in this vocabulary (ids 0..295). Were these ids made by a different',
+        'owned by the bpe helper: token_id=1.5 (float) raised ValueError: id 1.5 at position 0 is not in this vocabul…',
     ('tokenization:BPETokenizer.tokenize', 'text', 'listed'):
-        "owned by the bpe helper: text=b'bytes' (bytes) raised TypeError: encode expects a str, got bytes. Decode it first: data.decode('utf-8').",
+        "owned by the bpe helper: text=b'bytes' (bytes) raised TypeError: encode expects a str, got bytes. Decode it…",
     ('tokenization:BPETokenizer.train', 'min_frequency', 'both'):
         'owned by the bpe helper: min_frequency=1.5 (float) was accepted silently; it must raise a course error',
     ('tokenization:BPETokenizer.train', 'texts', 'listed'):
-        "owned by the bpe helper: texts='one str' (str) raised TypeError: BPETokenizer.train expects a list of strings, got one str of 7 characters (iterating it would g",
+        "owned by the bpe helper: texts='one str' (str) raised TypeError: BPETokenizer.train expects a list of string…",
     ('tokenization:BPETokenizer.train', 'vocab_size', 'both'):
-        'owned by the bpe helper: vocab_size=1.5 (float) raised ValueError: vocab_size must be an int >= 263 (7 special tokens + 256 bytes), got 1.5. Try 1000-8000 for E',
+        'owned by the bpe helper: vocab_size=1.5 (float) raised ValueError: vocab_size must be an int >= 263 (7 speci…',
     ('tokenization:CharTokenizer.decode', 'ids', 'listed'):
-        "owned by the bpe helper: ids='789' (str) raised ValueError: id '7' at position 0 is not in this vocabulary (ids 0..9). Were these ids made by a different tokeni",
+        "owned by the bpe helper: ids='789' (str) raised ValueError: id '7' at position 0 is not in this vocabulary (…",
     ('tokenization:CharTokenizer.decode', 'skip_special_tokens', 'listed'):
         'owned by the bpe helper: skip_special_tokens=0 (int) was accepted silently; it must raise a course error',
     ('tokenization:CharTokenizer.encode', 'text', 'listed'):
-        "owned by the bpe helper: text=b'bytes' (bytes) raised TypeError: encode expects a str, got bytes. Decode it first: data.decode('utf-8').",
+        "owned by the bpe helper: text=b'bytes' (bytes) raised TypeError: encode expects a str, got bytes. Decode it…",
     ('tokenization:CharTokenizer.encode_batch', 'add_cls', 'listed'):
         'owned by the bpe helper: add_cls=0 (int) was accepted silently; it must raise a course error',
     ('tokenization:CharTokenizer.encode_batch', 'max_len', 'both'):
-        'owned by the bpe helper: max_len=1.5 (float) raised ValueError: max_len=1.5 leaves no room for text after 1 special tokens; use max_len >= 2.',
+        'owned by the bpe helper: max_len=1.5 (float) raised ValueError: max_len=1.5 leaves no room for text after 1…',
     ('tokenization:CharTokenizer.encode_batch', 'texts', 'listed'):
-        "owned by the bpe helper: texts='one str' (str) raised TypeError: encode_batch expects a list of strings, got one str; wrap it: ['one str'...].",
+        "owned by the bpe helper: texts='one str' (str) raised TypeError: encode_batch expects a list of strings, got…",
     ('tokenization:CharTokenizer.tokenize', 'text', 'listed'):
-        "owned by the bpe helper: text=b'bytes' (bytes) raised TypeError: encode expects a str, got bytes. Decode it first: data.decode('utf-8').",
+        "owned by the bpe helper: text=b'bytes' (bytes) raised TypeError: encode expects a str, got bytes. Decode it…",
     ('tokenization:CharTokenizer.train', 'min_count', 'both'):
         'owned by the bpe helper: min_count=1.5 (float) was accepted silently; it must raise a course error',
     ('tokenization:CharTokenizer.train', 'texts', 'listed'):
-        "owned by the bpe helper: texts='one str' (str) raised TypeError: CharTokenizer.train expects a list of strings, got one str of 7 characters (iterating it would ",
+        "owned by the bpe helper: texts='one str' (str) raised TypeError: CharTokenizer.train expects a list of strin…",
     ('tokenization:CharTokenizer.train', 'vocab_size', 'both'):
-        'owned by the bpe helper: vocab_size=1.5 (float) raised ValueError: vocab_size=1.5 leaves no room after the 7 special tokens; use more.',
+        'owned by the bpe helper: vocab_size=1.5 (float) raised ValueError: vocab_size=1.5 leaves no room after the 7…',
     ('tokenization:WordTokenizer.decode', 'ids', 'listed'):
-        "owned by the bpe helper: ids='789' (str) raised ValueError: id '7' at position 0 is not in this vocabulary (ids 0..11). Were these ids made by a different token",
+        "owned by the bpe helper: ids='789' (str) raised ValueError: id '7' at position 0 is not in this vocabulary (…",
     ('tokenization:WordTokenizer.decode', 'skip_special_tokens', 'listed'):
         'owned by the bpe helper: skip_special_tokens=0 (int) was accepted silently; it must raise a course error',
     ('tokenization:WordTokenizer.encode', 'text', 'listed'):
-        "owned by the bpe helper: text=b'bytes' (bytes) raised TypeError: encode expects a str, got bytes. Decode it first: data.decode('utf-8').",
+        "owned by the bpe helper: text=b'bytes' (bytes) raised TypeError: encode expects a str, got bytes. Decode it…",
     ('tokenization:WordTokenizer.encode_batch', 'add_cls', 'listed'):
         'owned by the bpe helper: add_cls=0 (int) was accepted silently; it must raise a course error',
     ('tokenization:WordTokenizer.encode_batch', 'max_len', 'both'):
-        'owned by the bpe helper: max_len=1.5 (float) raised ValueError: max_len=1.5 leaves no room for text after 1 special tokens; use max_len >= 2.',
+        'owned by the bpe helper: max_len=1.5 (float) raised ValueError: max_len=1.5 leaves no room for text after 1…',
     ('tokenization:WordTokenizer.encode_batch', 'texts', 'listed'):
-        "owned by the bpe helper: texts='one str' (str) raised TypeError: encode_batch expects a list of strings, got one str; wrap it: ['one str'...].",
+        "owned by the bpe helper: texts='one str' (str) raised TypeError: encode_batch expects a list of strings, got…",
     ('tokenization:WordTokenizer.tokenize', 'text', 'listed'):
-        "owned by the bpe helper: text=b'bytes' (bytes) raised TypeError: encode expects a str, got bytes. Decode it first: data.decode('utf-8').",
+        "owned by the bpe helper: text=b'bytes' (bytes) raised TypeError: encode expects a str, got bytes. Decode it…",
     ('tokenization:WordTokenizer.train', 'texts', 'listed'):
-        "owned by the bpe helper: texts='one str' (str) raised TypeError: WordTokenizer.train expects a list of strings, got one str of 7 characters (iterating it would ",
+        "owned by the bpe helper: texts='one str' (str) raised TypeError: WordTokenizer.train expects a list of strin…",
     ('tokenization:add_special_tokens', 'add_bos_eos', 'listed'):
         'owned by the bpe helper: add_bos_eos=0 (int) was accepted silently; it must raise a course error',
     ('tokenization:add_special_tokens', 'add_cls', 'listed'):
@@ -826,17 +830,17 @@ KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
     ('tokenization:add_special_tokens', 'ids', 'listed'):
         "owned by the bpe helper: ids='789' (str) was accepted silently; it must raise a course error",
     ('tokenization:add_special_tokens', 'max_len', 'both'):
-        'owned by the bpe helper: max_len=1.5 (float) raised ValueError: max_len=1.5 leaves no room for text after 1 special tokens; use max_len >= 2.',
+        'owned by the bpe helper: max_len=1.5 (float) raised ValueError: max_len=1.5 leaves no room for text after 1…',
     ('tokenization:merge_pair', 'new_id', 'both'):
         'owned by the bpe helper: new_id=1.5 (float) was accepted silently; it must raise a course error',
     ('tokenization:merge_pair', 'symbols', 'listed'):
         "owned by the bpe helper: symbols='789' (str) was accepted silently; it must raise a course error",
     ('tokenization:pad_batch', 'max_len', 'both'):
-        'owned by the bpe helper: max_len=1.5 (float) raised TypeError: slice indices must be integers or None or have an __index__ method',
+        'owned by the bpe helper: max_len=1.5 (float) raised TypeError: slice indices must be integers or None or hav…',
     ('tokenization:pad_batch', 'pad_id', 'both'):
         'owned by the bpe helper: pad_id=1.5 (float) was accepted silently; it must raise a course error',
     ('tokenization:pad_batch', 'sequences', 'listed'):
-        "owned by the bpe helper: sequences='text' (str) raised TypeError: '<' not supported between instances of 'str' and 'int'",
+        "owned by the bpe helper: sequences='text' (str) raised TypeError: '<' not supported between instances of 'st…",
 }
 
 

@@ -152,7 +152,8 @@ def read_po_messages(path: str | Path) -> list[PoMessage]:
             elif line.startswith('"') and current_key is not None:
                 fields[current_key] += _unquote(line, path, line_number)
             else:
-                raise CourseValueError(f"{path}:{line_number}: cannot parse line {line!r} (expected msgid/msgstr/\"...\").")
+                raise CourseValueError(
+                    f"{path}:{line_number}: cannot parse line {line!r} (expected msgid/msgstr/\"...\").")
     finish_entry()
     return messages
 
