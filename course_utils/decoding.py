@@ -37,10 +37,11 @@ def forbid_special_tokens(logits: torch.Tensor, bos_id: int, pad_id: int) -> tor
 
 def check_encoder_decoder(model: object) -> nn.Module:
     """``model`` if it is an ``nn.Module`` with the ``encode`` / ``decode`` / ``new_cache`` interface."""
-    for method in ("encode", "decode", "new_cache"):
-        if not isinstance(model, nn.Module) or not callable(getattr(model, method, None)):
-            raise CourseTypeError(f"model must be an encoder–decoder with encode/decode/new_cache methods "
-                                  f"(e.g. Seq2SeqTransformer), got {describe(model)} without .{method}")
+    missing = [m for m in ("encode", "decode", "new_cache") if not callable(getattr(model, m, None))]
+    if not isinstance(model, nn.Module) or missing:
+        raise CourseTypeError(f"model must be an encoder–decoder nn.Module with encode/decode/new_cache methods "
+                              f"(e.g. Seq2SeqTransformer), got {describe(model)}"
+                              + (f" without .{', .'.join(missing)}" if missing else ""))
     return model
 
 
@@ -68,6 +69,8 @@ def check_decoding_inputs(src_ids: torch.Tensor, max_new_tokens: int, beam_size:
     beam_size = check_int("beam_size", beam_size)
     if beam_size < 1:
         raise CourseValueError(f"beam_size must be >= 1, got {beam_size}")
+    for name, value in (special_ids or {}).items():
+        check_non_negative_int(name, value)
     config = getattr(model, "config", None)
     if config is None or not hasattr(config, "max_len"):
         return check_token_ids(src_ids, 2**63 - 1, name="src_ids")

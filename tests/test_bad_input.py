@@ -160,7 +160,7 @@ BAD_CALLS = {  # case: (call, expected error class, message pattern)
     "source past max_len": (lambda: beam_search(seq2seq(), ids(1, 9), BOS_ID, EOS_ID, 3), CourseValueError,
                             "sequence length 9 exceeds max_len=8"),
     "decode with a non-model": (lambda: greedy_decode("model", ids(2, 5), BOS_ID, EOS_ID, 3), CourseTypeError,
-                                "encoder–decoder with encode/decode/new_cache"),
+                                "encoder–decoder nn.Module with encode/decode/new_cache"),
     "fit(epochs=0)": (lambda: fit(nn.Linear(2, 1), [torch.zeros(1, 2)], lambda m, b: m(b).sum(), epochs=0,
                                   progress=False), CourseValueError, "epochs must be >= 1"),
     "fit on an empty list": (lambda: fit(nn.Linear(2, 1), [], lambda m, b: m(b).sum(), progress=False),
