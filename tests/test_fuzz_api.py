@@ -112,6 +112,7 @@ KINDS: dict[str, Any] = {
     "device": (fixed(3, "not-a-device", 1.5), None),
     "languages": (fixed("de", ("de",), ("de", "de"), (3, "fr"), 3, None), None),
     "int_list": (fixed("789", [1.5], [True], 3, None), None),
+    "int_pairs": (fixed("ab", [(1.5, 2)], [(1, 2, 3)], [(-1, 300)], 3, None), None),
     "tensor": (fixed([1, 2], None, "3"), None),
     "tensors": (fixed((), (torch.zeros(3), torch.zeros(4)), (3,), (torch.tensor(1.0),), (torch.zeros(0, 2),)), None),
     "batches": (fixed("abc", 3, None, torch.zeros(2, 3), []), None),
@@ -235,6 +236,20 @@ def bpe():
 def word_tokenizer():
     from course_utils.tokenization import WordTokenizer
     return WordTokenizer.train(["one two three", "four five"])
+
+
+@lru_cache(maxsize=None)
+def number_tokenizers():
+    from course_utils.data import numbers
+    return numbers.train_tokenizers([numbers.make_pair(n) for n in range(60)], german_vocab_size=270, max_texts=60)
+
+
+def number_words():
+    return number_tokenizers()[0]
+
+
+def number_bpe():
+    return number_tokenizers()[1]
 
 
 def labels(batch: int = 2, seq: int = 5, vocab: int = 20) -> torch.Tensor:
@@ -547,6 +562,14 @@ def build_registry() -> dict[str, Case | None]:
         r[f"tokenization:{name}.encode_batch"] = case(method(trained, "encode_batch"), {
             "texts": "texts", "add_cls": "bool", "max_len": "optional_size"}, texts=lambda: ["one two", "four"],
             add_cls=True, max_len=None)
+    r["tokenization:Tokenizer"] = None  # the shared base class; its methods are fuzzed through the subclasses
+    r["tokenization:Tokenizer.encode"] = None
+    r["tokenization:Tokenizer.encode_batch"] = None
+    r["tokenization:CharTokenizer"] = case(tokenization.CharTokenizer, {"pieces": "texts"}, pieces=lambda: ["a", "b"])
+    r["tokenization:WordTokenizer"] = case(tokenization.WordTokenizer, {"pieces": "texts", "lowercase": "bool"},
+                                           pieces=lambda: ["one", "two"], lowercase=False)
+    r["tokenization:BPETokenizer"] = case(tokenization.BPETokenizer, {"merges": "int_pairs"},
+                                          merges=lambda: [(104, 105)])
     r["tokenization:CharTokenizer.train"] = case(tokenization.CharTokenizer.train, {
         "texts": "texts", "vocab_size": "optional_size", "min_count": "size"}, texts=lambda: ["abc"], vocab_size=None,
         min_count=1)
@@ -605,6 +628,18 @@ def build_registry() -> dict[str, Case | None]:
         r[f"data.numbers:{name}"] = case(getattr(numbers, name), {"number": "count"}, number=342)
     r["data.numbers:round_numbers"] = case(numbers.round_numbers, {"max_digits": "size"}, max_digits=3)
     r["data.numbers:numbers_of_length"] = case(numbers.numbers_of_length, {"length": "size"}, length=2)
+    r["data.numbers:NumberPair"] = None  # records the split functions fill in
+    r["data.numbers:NumberSplit"] = None
+    r["data.numbers:make_number_split"] = case(numbers.make_number_split, {
+        "train_per_length": "size", "test_per_length": "size", "max_digits": "size", "seed": "int"},
+        train_per_length=10, test_per_length=1, max_digits=2, seed=0)
+    r["data.numbers:train_tokenizers"] = case(numbers.train_tokenizers, {
+        "pairs": "batches", "german_vocab_size": "size", "max_texts": "size", "seed": "int"},
+        pairs=lambda: [numbers.make_pair(n) for n in range(40)], german_vocab_size=270, max_texts=40, seed=0)
+    r["data.numbers:encode_pairs"] = case(numbers.encode_pairs, {"pairs": "batches", "source": "module",
+                                                                "target": "module"},
+                                          pairs=lambda: [numbers.make_pair(n) for n in (3, 42)], source=number_words,
+                                          target=number_bpe)
     r["data.numbers:english_from_user_text"] = case(numbers.english_from_user_text, {"text": "text"},
                                                     text="342", source=word_tokenizer)
     return r
@@ -841,6 +876,36 @@ KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
         'owned by the bpe helper: pad_id=1.5 (float) was accepted silently; it must raise a course error',
     ('tokenization:pad_batch', 'sequences', 'listed'):
         "owned by the bpe helper: sequences='text' (str) raised TypeError: '<' not supported between instances of 'st…",
+    ('data.numbers:encode_pairs', 'pairs', 'listed'):
+        "owned by the translator helper: pairs='abc' (str) raised AttributeError: 'str' object has no attribute 'engl…",
+    ('data.numbers:encode_pairs', 'source', 'listed'):
+        "owned by the translator helper: source=3 (int) raised AttributeError: 'int' object has no attribute 'encode_…",
+    ('data.numbers:encode_pairs', 'target', 'listed'):
+        "owned by the translator helper: target=3 (int) raised AttributeError: 'int' object has no attribute 'encode_…",
+    ('data.numbers:make_number_split', 'max_digits', 'both'):
+        'owned by the translator helper: max_digits=1.5 (float) raised ValueError: max_digits must be an int in 2..9,…',
+    ('data.numbers:make_number_split', 'seed', 'listed'):
+        'owned by the translator helper: seed=1.5 (float) was accepted silently; it must raise a course error',
+    ('data.numbers:make_number_split', 'test_per_length', 'both'):
+        'owned by the translator helper: test_per_length=1.5 (float) was accepted silently; it must raise a course er…',
+    ('data.numbers:make_number_split', 'train_per_length', 'both'):
+        'owned by the translator helper: train_per_length=1.5 (float) raised ValueError: need train_per_length >= 10…',
+    ('data.numbers:train_tokenizers', 'german_vocab_size', 'both'):
+        'owned by the translator helper: german_vocab_size=1.5 (float) raised ValueError: vocab_size must be an int >…',
+    ('data.numbers:train_tokenizers', 'max_texts', 'both'):
+        "owned by the translator helper: max_texts=1.5 (float) raised TypeError: can't multiply sequence by non-int o…",
+    ('data.numbers:train_tokenizers', 'pairs', 'listed'):
+        "owned by the translator helper: pairs='abc' (str) raised AttributeError: 'str' object has no attribute 'numb…",
+    ('data.numbers:train_tokenizers', 'seed', 'listed'):
+        'owned by the translator helper: seed=1.5 (float) was accepted silently; it must raise a course error',
+    ('tokenization:BPETokenizer', 'merges', 'listed'):
+        "owned by the bpe helper: merges='ab' (str) raised ValueError: not enough values to unpack (expected 2, got 1…",
+    ('tokenization:CharTokenizer', 'pieces', 'listed'):
+        "owned by the bpe helper: pieces='one str' (str) was accepted silently; it must raise a course error",
+    ('tokenization:WordTokenizer', 'lowercase', 'listed'):
+        'owned by the bpe helper: lowercase=0 (int) was accepted silently; it must raise a course error',
+    ('tokenization:WordTokenizer', 'pieces', 'listed'):
+        "owned by the bpe helper: pieces='one str' (str) was accepted silently; it must raise a course error",
 }
 
 
