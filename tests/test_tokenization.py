@@ -1,17 +1,26 @@
-"""Tokenizers: special-token layout, exact round trips, BPE training rules, batching and clear errors."""
+"""Tokenizers: special-token layout, exact round trips, BPE training rules, batching and clear errors.
+
+The equality with Hugging Face `tokenizers` is tested in test_bpe_matches_hf.py."""
 import functools
+import json
 import re
 import warnings
+
+import numpy as np
+import regex
 
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from course_utils import tokenization
+from course_utils.errors import CourseError, CourseTypeError, CourseValueError
 from course_utils.masks import padding_mask
 from course_utils.tokenization import (BOS_ID, CLS_ID, EOS_ID, MASK_ID, N_SPECIAL_TOKENS, PAD_ID, SEP_ID,
-                                       SPECIAL_TOKENS, UNK_ID, WORD_SPLIT_PATTERN, BPETokenizer, CharTokenizer,
-                                       WordTokenizer, add_special_tokens, pad_batch)
+                                       SPECIAL_TOKENS, UNK_ID, UNKNOWN_MARKER, WORD_SPLIT_PATTERN, BPETokenizer,
+                                       CharTokenizer, WordTokenizer, add_special_tokens, byte_level_bytes,
+                                       byte_level_text, merge_pair, pad_batch, split_words)
 
 TEXTS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -43,6 +52,18 @@ def test_char_tokenizer_round_trip_and_unknown():
     assert tok.tokenize("fox") == ["f", "o", "x"]
     assert tok.encode("€") == [UNK_ID]
     assert CharTokenizer.train(TEXTS, vocab_size=10).vocab_size == 10  # 7 specials + the 3 most common chars
+
+
+def test_unknown_characters_and_words_decode_to_a_visible_marker():
+    char = CharTokenizer.train(TEXTS)
+    ids = char.encode("a€b")
+    assert ids[1] == UNK_ID and UNKNOWN_MARKER == "\ufffd"
+    assert char.decode(ids) == "a\ufffdb"  # same length as the text: nothing silently deleted
+    assert char.decode(ids, skip_special_tokens=False) == "a[UNK]b"
+    assert char.decode([CLS_ID] + ids + [SEP_ID, PAD_ID]) == "a\ufffdb"  # the other special tokens are dropped
+    word = WordTokenizer.train(TEXTS)
+    assert word.decode(word.encode("The zebra.")) == "The \ufffd ."
+    assert word.decode(word.encode("The zebra."), skip_special_tokens=False) == "The [UNK] ."
 
 
 def test_word_tokenizer_splits_punctuation_and_maps_unknown_words_to_unk():
@@ -94,6 +115,23 @@ def test_bpe_learns_chinese_merges_when_trained_on_it():
     assert "我爱" in tok.tokenize("我爱你。")[0]
 
 
+def test_special_token_text_is_text_unless_asked(bpe):
+    text = "a [CLS] b"
+    assert CLS_ID not in bpe.encode(text) and bpe.decode(bpe.encode(text)) == text
+    ids = bpe.encode(text, recognize_special_tokens=True)
+    assert ids == bpe.encode("a ") + [CLS_ID] + bpe.encode(" b")
+    assert bpe.decode(ids, skip_special_tokens=False) == text
+
+
+def test_byte_level_characters_are_gpt2s():
+    assert byte_level_text(b" the\n") == "\u0120the\u010a"  # "Ġthe" + "Ċ", as Hugging Face writes them
+    every_byte = bytes(range(256))
+    assert len(set(byte_level_text(every_byte))) == 256
+    assert byte_level_bytes(byte_level_text(every_byte)) == every_byte
+    with pytest.raises(CourseValueError, match="not one of GPT-2's 256 byte characters"):
+        byte_level_bytes("[CLS]\u4e00")
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.text(max_size=80))
 def test_bpe_round_trip_property(text):
@@ -103,7 +141,14 @@ def test_bpe_round_trip_property(text):
 
 @given(st.text(max_size=80))
 def test_word_split_pattern_loses_no_character(text):
-    assert "".join(re.findall(WORD_SPLIT_PATTERN, text)) == text
+    assert "".join(split_words(text)) == text
+
+
+@given(st.text(max_size=80))
+def test_split_words_applies_the_word_split_pattern(text):
+    """The only difference: the newest letters and numbers, which Hugging Face's engine calls symbols."""
+    if not regex.search(f"[{tokenization._NEWER_THAN_HF}]", text):
+        assert split_words(text) == regex.findall(WORD_SPLIT_PATTERN, text)
 
 
 @functools.lru_cache(maxsize=1)
@@ -118,9 +163,17 @@ def test_bpe_save_load_round_trip(bpe, tmp_path):
     loaded = BPETokenizer.load(path)
     assert loaded.merges == bpe.merges
     assert loaded.encode(TEXTS[1]) == bpe.encode(TEXTS[1])
-    (tmp_path / "other.json").write_text('{"type": "wordpiece"}')
-    with pytest.raises(ValueError, match="not a file written by BPETokenizer.save"):
-        BPETokenizer.load(tmp_path / "other.json")
+    for not_ours in ('{"type": "wordpiece"}', "not json", '{"type": "byte_level_bpe"}'):
+        (tmp_path / "other.json").write_text(not_ours)
+        with pytest.raises(CourseValueError, match="not a file written by BPETokenizer.save"):
+            BPETokenizer.load(tmp_path / "other.json")
+    data = json.loads(path.read_text())
+    data["merges"][0] = [7, 9999]
+    (tmp_path / "corrupt.json").write_text(json.dumps(data))
+    with pytest.raises(CourseValueError, match="merge list is corrupt"):
+        BPETokenizer.load(tmp_path / "corrupt.json")
+    with pytest.raises(CourseTypeError, match="expects a file path"):
+        bpe.save(3)
 
 
 def test_bpe_training_is_deterministic():
@@ -134,24 +187,62 @@ def test_decode_special_tokens(bpe):
 
 
 def test_clear_errors(bpe):
-    with pytest.raises(ValueError, match=r"vocab_size must be an int >= 263"):
+    with pytest.raises(CourseValueError, match=r"vocab_size must be an int >= 263"):
         BPETokenizer.train(TEXTS, vocab_size=100)
-    with pytest.raises(ValueError, match="got no text"):
+    with pytest.raises(CourseTypeError, match="vocab_size must be an int"):
+        BPETokenizer.train(TEXTS, vocab_size=300.0)
+    with pytest.raises(CourseTypeError, match="vocab_size must be an int"):
+        BPETokenizer.train(TEXTS, vocab_size=True)
+    with pytest.raises(CourseValueError, match="min_frequency must be an int >= 0"):
+        BPETokenizer.train(TEXTS, vocab_size=300, min_frequency=-1)
+    with pytest.raises(CourseValueError, match="got no text"):
         BPETokenizer.train([], vocab_size=300)
-    with pytest.raises(ValueError, match="got no text"):
+    with pytest.raises(CourseValueError, match="got no text"):
         BPETokenizer.train(["", ""], vocab_size=300)
-    with pytest.raises(TypeError, match="Wrap it"):
+    with pytest.raises(CourseTypeError, match="Wrap it"):
         BPETokenizer.train("one long string", vocab_size=300)
-    with pytest.raises(TypeError, match="item 1 is int"):
+    with pytest.raises(CourseTypeError, match="item 1 is int"):
         CharTokenizer.train(["ok", 3])
-    with pytest.raises(ValueError, match=r"id 5000 at position 1 is not in this vocabulary \(ids 0\.\.319\)"):
+    with pytest.raises(CourseValueError, match=r"id 5000 at position 1 is not in this vocabulary \(ids 0\.\.319\)"):
         bpe.decode([40, 5000])
-    with pytest.raises(ValueError, match="not in this vocabulary"):
+    with pytest.raises(CourseValueError, match="not in this vocabulary"):
         bpe.decode([-1])
-    with pytest.raises(TypeError, match="decode"):
+    with pytest.raises(CourseTypeError, match="expected an int id"):
+        bpe.decode([40, 41.0])
+    with pytest.raises(CourseTypeError, match="a torch.float32 tensor"):
+        bpe.decode(torch.tensor([40.0]))
+    with pytest.raises(CourseValueError, match="shape \\(2, 1\\)"):
+        bpe.decode(torch.tensor([[40], [41]]))
+    with pytest.raises(CourseTypeError, match="decode"):
         bpe.encode(b"bytes")
-    with pytest.raises(ValueError, match="no room after the 7 special tokens"):
+    for tok in (bpe, CharTokenizer.train(TEXTS), WordTokenizer.train(TEXTS)):
+        for not_text in (None, 3, ["a list"]):
+            with pytest.raises(CourseTypeError, match="encode expects a str"):
+                tok.encode(not_text)
+    with pytest.raises(CourseValueError, match="no room after the 7 special tokens"):
         WordTokenizer.train(TEXTS, vocab_size=5)
+    with pytest.raises(CourseValueError, match="min_count must be an int >= 1"):
+        CharTokenizer.train(TEXTS, min_count=0)
+    with pytest.raises(CourseValueError, match="uses an id that does not exist yet"):
+        BPETokenizer([(7, 400)])
+    with pytest.raises(CourseTypeError, match="merge_pair: pair must be two ids"):
+        merge_pair([5, 6], 5, 300)
+    with pytest.raises(CourseTypeError, match="skip_special_tokens must be True or False"):
+        bpe.decode([40], skip_special_tokens=torch.tensor([1, 0]))
+    with pytest.raises(CourseTypeError, match="add_cls must be True or False"):
+        bpe.encode_batch(["the dog"], add_cls="yes")
+    with pytest.raises(CourseValueError, match="a directory"):
+        bpe.save(".")
+
+
+def test_every_public_name_is_exported_and_every_error_is_a_course_error():
+    defined_here = {name for name, value in vars(tokenization).items()
+                    if not name.startswith("_") and getattr(value, "__module__", tokenization.__name__)
+                    == tokenization.__name__ and not isinstance(value, type(tokenization))}
+    # Tokenizer is the abstract base class (it cannot encode), not an entry point
+    assert set(tokenization.__all__) == defined_here - {"Tokenizer", "annotations"}
+    assert all(hasattr(tokenization, name) for name in tokenization.__all__)
+    assert issubclass(CourseValueError, (CourseError, ValueError)) and issubclass(CourseTypeError, TypeError)
 
 
 def test_training_stops_early_with_a_warning_when_text_runs_out():
@@ -177,15 +268,46 @@ def test_pad_batch_shapes_values_and_mask():
     assert pad_batch([torch.tensor([9, 8, 7, 6])], max_len=2).tolist() == [[9, 8]]
 
 
+def test_pad_batch_accepts_any_integer_ids():
+    expected = [[9, 8], [7, 0]]
+    assert pad_batch([np.array([9, 8]), np.array([7], dtype=np.int16)]).tolist() == expected
+    assert pad_batch([torch.tensor([9, 8], dtype=torch.int32), (7,)]).tolist() == expected
+    assert pad_batch(torch.tensor([[9, 8], [7, 6]])).tolist() == [[9, 8], [7, 6]]
+    assert pad_batch([[np.int64(9), torch.tensor(8)]]).tolist() == [[9, 8]]
+
+
 def test_pad_batch_errors():
-    with pytest.raises(ValueError, match="empty batch"):
+    with pytest.raises(CourseValueError, match="empty batch"):
         pad_batch([])
-    with pytest.raises(ValueError, match="sequence 1 is empty"):
+    with pytest.raises(CourseValueError, match="sequence 1 is empty"):
         pad_batch([[9], []])
-    with pytest.raises(ValueError, match="already contains the pad id 0 at position 1"):
+    with pytest.raises(CourseValueError, match="already contains the pad id 0 at position 1"):
         pad_batch([[9, 0, 8]])
-    with pytest.raises(ValueError, match="negative id"):
+    with pytest.raises(CourseValueError, match="negative id"):
         pad_batch([[9, -3]])
+    with pytest.raises(CourseTypeError, match=r"item 1 is float 8.7, expected an int id"):
+        pad_batch([[9, 8.7]])  # would have been truncated to 8
+    with pytest.raises(CourseTypeError, match="torch.float32 tensor"):
+        pad_batch([torch.tensor([9.0, 8.0])])
+    with pytest.raises(CourseTypeError, match="expected an int id"):
+        pad_batch([[True, False]])  # a mask, not ids
+    with pytest.raises(CourseValueError, match="max_len must be >= 1"):
+        pad_batch([[9, 8, 7]], max_len=-1)  # would have dropped the last token
+    with pytest.raises(CourseValueError, match="max_len must be >= 1"):
+        pad_batch([[9, 8, 7]], max_len=0)
+    with pytest.raises(CourseTypeError, match="max_len must be an int"):
+        pad_batch([[9, 8, 7]], max_len=2.5)
+    with pytest.raises(CourseValueError, match="pad_id must be an int >= 0"):
+        pad_batch([[9, 8, 7]], pad_id=-1)
+    with pytest.raises(CourseTypeError, match="item 0 is one id"):
+        pad_batch([9, 8, 7])  # one sequence, not a batch
+    for not_a_batch in ("9 8 7", 9, None, {1: [9]}):
+        with pytest.raises(CourseTypeError, match="expects a list of id sequences"):
+            pad_batch(not_a_batch)
+    with pytest.raises(CourseValueError, match="must be 2-D"):
+        pad_batch(torch.ones(2, 3, 4, dtype=torch.long))
+    with pytest.raises(CourseValueError, match="empty list"):
+        CharTokenizer.train(TEXTS).encode_batch([])
 
 
 def test_encode_batch_special_tokens_and_truncation(bpe):
