@@ -18,14 +18,15 @@ from .errors import CourseTypeError, CourseValueError
 from .validation import (check_bool, check_float_input, check_non_empty, check_positive_int, check_probability,
                          check_rank, check_same_batch, check_tensor)
 
+__all__ = ["MultiHeadAttention", "capture_attention", "check_mask", "scaled_dot_product_attention"]
 
-SCORE_DIMS = ("batch", "heads", "q_len", "k_len")
+_SCORE_DIMS = ("batch", "heads", "q_len", "k_len")
 
 
-def score_dim_names(n_dims: int) -> tuple[str, ...]:
+def _score_dim_names(n_dims: int) -> tuple[str, ...]:
     """Names of the score dimensions: ``(batch, heads, q_len, k_len)`` for 4-D scores, ``(..., q_len, k_len)`` else."""
-    if n_dims == len(SCORE_DIMS):
-        return SCORE_DIMS
+    if n_dims == len(_SCORE_DIMS):
+        return _SCORE_DIMS
     return tuple(f"dim {i}" for i in range(n_dims - 2)) + ("q_len", "k_len")
 
 
@@ -44,7 +45,7 @@ def check_mask(mask: torch.Tensor, scores_shape: torch.Size) -> None:
         raise CourseTypeError(f"expected a bool attention mask (True = may attend), got {mask.dtype} of shape "
                               f"{tuple(mask.shape)}; attention masks must be bool: for an additive float mask m "
                               "use (m == 0), for 0/1 ints use mask.bool()")
-    names = score_dim_names(len(scores_shape))
+    names = _score_dim_names(len(scores_shape))
     scores = f"{tuple(scores_shape)} = ({', '.join(names)})"
     if mask.dim() != len(scores_shape):
         if mask.dim() == 2 and len(scores_shape) == 4:
@@ -86,9 +87,16 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
     """
     for name, x in (("query", query), ("key", key), ("value", value)):
         check_tensor(name, x)
-        if x.dim() < 2:
-            raise CourseValueError(f"{name} must have shape (..., seq, features) (at least 2 dimensions), got "
-                                   f"{tuple(x.shape)}; a single vector needs x.unsqueeze(0)")
+        if not x.is_floating_point():
+            raise CourseTypeError(f"{name} must be floating-point vectors, got {x.dtype}; embed token ids first, "
+                                  "and convert a 0/1 tensor with .float()")
+        if x.dim() != query.dim() or x.dim() < 2:
+            raise CourseValueError(f"{name} must have shape (..., seq, features) with as many dimensions as query "
+                                   f"{tuple(query.shape)} (at least 2), got {tuple(x.shape)}")
+        check_non_empty(name, x)
+    if not query.shape[:-2] == key.shape[:-2] == value.shape[:-2]:
+        raise CourseValueError(f"query, key and value need the same leading (batch, heads) dimensions, got "
+                               f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}")
     if dropout_p != 0.0:
         check_probability("dropout_p", dropout_p)
     if query.size(-1) != key.size(-1):
@@ -145,16 +153,32 @@ class MultiHeadAttention(nn.Module):
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """``(batch, seq, d_model)`` → ``(batch, heads, seq, d_head)``."""
+        self.check_head_input(x, 3, "(batch, seq, d_model)", -1, self.d_model)
         batch, seq, _ = x.shape
         return x.view(batch, seq, self.n_heads, self.d_head).transpose(1, 2)
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
         """``(batch, heads, seq, d_head)`` → ``(batch, seq, d_model)``."""
+        self.check_head_input(x, 4, "(batch, heads, seq, d_head)", -1, self.d_head)
+        if x.size(1) != self.n_heads:
+            raise CourseValueError(f"x must have shape (batch, heads={self.n_heads}, seq, d_head), got "
+                                   f"{tuple(x.shape)}; merge the output of split_heads")
         batch, _, seq, _ = x.shape
         return x.transpose(1, 2).contiguous().view(batch, seq, self.d_model)
 
+    def check_head_input(self, x: torch.Tensor, rank: int, shape_doc: str, dim: int, size: int) -> None:
+        """Raise a course error unless ``x`` is a non-empty tensor of this block's dtype, of ``rank`` dimensions and
+        ``size`` features in dimension ``dim``."""
+        check_rank(x, rank, "x", shape_doc)
+        if x.size(dim) != size:
+            raise CourseValueError(f"x must have shape {shape_doc} with {size} in the last dimension, got "
+                                   f"{tuple(x.shape)}")
+        check_float_input(x, self, "x")
+        check_non_empty("x", x)
+
     def check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                     cache: dict[str, torch.Tensor] | None) -> None:
+                     cache: dict[str, torch.Tensor] | None = None) -> None:
+        """Raise a course error unless query/key/value (and the cache) fit this block; see :meth:`forward`."""
         for name, x, features in (("query", query, "d_model"), ("key", key, "kdim"), ("value", value, "vdim")):
             size = getattr(self, features)
             check_rank(x, 3, name, f"(batch, seq, {features}={size})")
@@ -195,6 +219,8 @@ class MultiHeadAttention(nn.Module):
             ``(output (batch, q_len, d_model), weights (batch, heads, q_len, k_len) or None)``.
         """
         self.check_inputs(query, key, value, cache)
+        check_bool("need_weights", need_weights)
+        check_bool("static_kv", static_kv)
         q = self.split_heads(self.w_q(query))
         if cache is not None and static_kv and "k" in cache:
             k, v = cache["k"], cache["v"]
@@ -234,6 +260,8 @@ def capture_attention(model: nn.Module) -> Iterator[dict[str, torch.Tensor]]:
 
     With a KV cache, each entry holds the last call's weights.
     """
+    if not isinstance(model, nn.Module):
+        raise CourseTypeError(f"capture_attention expects the model (an nn.Module), got {type(model).__name__}")
     modules = {name: m for name, m in model.named_modules() if isinstance(m, MultiHeadAttention)}
     maps: dict[str, torch.Tensor] = {}
     for m in modules.values():

@@ -8,7 +8,9 @@ import torch.nn.functional as F
 from .attention import MultiHeadAttention
 from .config import ACTIVATIONS, NORM_PLACEMENTS, check_choice
 from .errors import CourseTypeError
-from .validation import check_bool, check_positive_int, check_probability, check_rank
+from .validation import check_bool, check_float_input, check_positive_int, check_probability, check_rank
+
+__all__ = ["DecoderLayer", "EncoderLayer", "PositionwiseFeedForward", "ResidualSublayer"]
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -30,6 +32,7 @@ class PositionwiseFeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``(batch, seq, d_model)`` → same shape."""
+        check_float_input(x, self, "x")
         return self.linear2(self.dropout(self.activation(self.linear1(x))))
 
 
@@ -51,6 +54,11 @@ class ResidualSublayer(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, sublayer) -> torch.Tensor:
+        """``x (batch, seq, d_model)`` → same shape; ``sublayer`` maps ``(batch, seq, d_model)`` to the same."""
+        check_float_input(x, self, "x")
+        if not callable(sublayer):
+            raise CourseTypeError(f"sublayer must be a callable (a module or a function of x), got "
+                                  f"{type(sublayer).__name__}; e.g. lambda h: attention(h, h, h)[0]")
         if self.norm_first:
             return x + self.dropout(sublayer(self.norm(x)))
         return self.norm(x + self.dropout(sublayer(x)))

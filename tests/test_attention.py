@@ -298,7 +298,7 @@ def test_copy_attention_refuses_modules_that_compute_something_else(theirs_kwarg
     (lambda: MultiHeadAttention(16, 4, use_fast_path="yes"), CourseTypeError, "use_fast_path"),
     (lambda: scaled_dot_product_attention([[1.0]], torch.ones(1, 1), torch.ones(1, 1)), CourseTypeError, "query"),
     (lambda: scaled_dot_product_attention(torch.ones(4), torch.ones(4), torch.ones(4)), CourseValueError,
-     "at least 2 dimensions"),
+     r"\(at least 2\)"),
     (lambda: MultiHeadAttention(16, 4)(torch.randn(2, 3, 16), torch.randn(3, 3, 16), torch.randn(3, 3, 16)),
      CourseValueError, "batch sizes disagree"),
     (lambda: MultiHeadAttention(16, 4)(*[torch.randn(1, 3, 16)] * 3, cache=[]), CourseTypeError, "cache must be a dict"),
