@@ -81,10 +81,12 @@ def write(path: pathlib.Path) -> int:
 def time_sentence(parts: dict) -> str:
     """The "**Time:**" line a notebook states, built from the parts of the rule."""
     n = parts["exercises"]
-    running = "under a minute" if parts["running"] < 1 else f"about {round(parts['running'])} minutes"
+    running = "under a minute" if parts["running"] < 1 else f"about {round(parts['running'])} minute" + (
+        "s" if round(parts["running"]) != 1 else "")
     return (f"**Time:** about {parts['minutes']} minutes — about {round(parts['reading'])} to read, "
             f"{round(parts['code'])} to work through the code, {parts['exercise minutes']} for the {n} "
-            f"exercise{'s' if n != 1 else ''}; the cells compute for {running} on a laptop CPU.")
+            f"exercise{'s' if n != 1 else ''}; the cells computed for {running} on a 2-core CPU "
+            "when the notebook was last run.")
 
 
 def main(argv=None) -> int:
