@@ -187,3 +187,23 @@ def test_lessons_import_package_helpers_instead_of_copying_them(path):
               "'# teaching version' where the lesson teaches it"
               for name, first in notebook_definitions(load(path)) if name in exports]
     assert not copies, "\n".join(copies)
+
+
+# --- closure: why-questions with collapsed answers, a link onward, one glossary ---------------------------------
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_lesson_ends_with_questions_answers_and_next_link(path):
+    markdown = ["".join(c["source"]) for c in load(path)["cells"] if c["cell_type"] == "markdown"]
+    summary = max(i for i, text in enumerate(markdown) if "## Summary" in text)
+    closing = markdown[summary:]
+    assert any(re.search(r"<details>.*</details>", text, re.DOTALL) for text in closing), \
+        "end the lesson with conceptual 'why' questions and their answers in a collapsed <details> cell"
+    following = [p.name for p in NOTEBOOKS if p.name[:2] == f"{int(path.name[:2]) + 1:02d}"]
+    if following:
+        assert any(f"]({following[0]})" in text for text in closing), f"link to the next lesson, {following[0]}"
+
+
+def test_glossary_exists_and_lesson_00_links_it():
+    assert (ROOT / "notebooks" / "glossary.md").is_file()
+    first = load(NOTEBOOKS[0])
+    assert any("](glossary.md)" in "".join(c["source"]) for c in first["cells"] if c["cell_type"] == "markdown")
+    assert not forbidden_mentions((ROOT / "notebooks" / "glossary.md").read_text(encoding="utf-8"))
