@@ -8,11 +8,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course_utils.data.numbers import (LENGTH_CATEGORIES, STRESS_CATEGORIES, STRUCTURAL_TESTS, TWO_DIGIT_HELD_OUT,
+from course_utils.data.numbers import (LENGTH_CATEGORIES, STRESS_CATEGORIES, STRUCTURAL_TESTS,
                                        category_test, check_number, digit_length, encode_pairs,
                                        english_from_user_text, english_words, german_words, make_number_split,
                                        make_pair, parse_number, round_numbers, sample_training_number,
-                                       structure_of, train_tokenizers)
+                                       stress_categories, structure_of, train_tokenizers)
 from course_utils.errors import CourseTypeError, CourseValueError
 from course_utils.tokenization import BOS_ID, EOS_ID, PAD_ID
 
@@ -80,11 +80,21 @@ def test_no_held_out_number_is_ever_trained_on(split):
 def test_stress_categories_are_full_and_hold_what_they_say(split):
     assert list(split.stress) == list(STRESS_CATEGORIES)
     for name, pairs in split.stress.items():
-        wanted = TWO_DIGIT_HELD_OUT if name == "2 digits" else 100
+        wanted = 16 if name == "2 digits" else 100  # a fifth of the 81 two-digit numbers that are not vocabulary
         numbers = [pair.number for pair in pairs]
         assert len(numbers) == len(set(numbers)) == wanted, name
         assert all(category_test(name)(n) for n in numbers), name
         assert split.test_numbers.isdisjoint(numbers), name
+
+
+def test_a_smaller_range_keeps_only_the_categories_it_has():
+    small = make_number_split(n_train=500, n_test=100, stress_per_category=20, max_digits=4, seed=0)
+    assert list(small.stress) == list(stress_categories(4)) == ["inner zero", "round", "near round", "2 digits",
+                                                                "3 digits", "4 digits"]
+    assert all(n < 10_000 for n in small.train_numbers | small.held_out_numbers)
+    assert small.train_numbers.isdisjoint(small.held_out_numbers)
+    with pytest.raises(CourseValueError, match="at most 194 held-out numbers"):
+        make_number_split(n_test=2000, max_digits=3)
 
 
 def test_uniform_test_set_looks_uniform(split):
@@ -271,6 +281,16 @@ def test_refused_forms_say_why_and_how_to_fix(text, reason):
     assert reason in message, message
     assert message.startswith("expected a whole number from 0 to 999,999") and f"got {text!r}" in message
     assert "Fix: " in message
+
+
+def test_a_source_tokenizer_must_know_every_word():
+    small = make_number_split(n_train=300, n_test=50, stress_per_category=10, max_digits=3, seed=0)
+    source, _ = train_tokenizers(small.train, max_texts=200)
+    assert english_from_user_text("forty two", source, max_digits=3) == "forty-two"
+    big_source, _ = train_tokenizers(make_number_split(n_train=300, n_test=50, stress_per_category=10).train)
+    assert english_from_user_text("12,005", big_source) == "twelve thousand and five"
+    with pytest.raises(CourseValueError, match="tokenizer knows, got \\[.*'thousand'\\]"):
+        english_from_user_text("12,005", source)
 
 
 def test_a_smaller_range_is_enforced():

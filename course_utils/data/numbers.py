@@ -175,7 +175,27 @@ STRUCTURAL_TESTS = {"teen thousands": is_teen_thousands, "inner zero": has_inner
 LENGTH_CATEGORIES = {f"{length} digits": length for length in range(2, MAX_DIGITS + 1)}
 STRESS_CATEGORIES = tuple(STRUCTURAL_TESTS) + tuple(LENGTH_CATEGORIES)
 STRESS_PER_CATEGORY = 150
-TWO_DIGIT_HELD_OUT = 16  # a fifth of the 81 non-round two-digit numbers: the rest teach the tens and the teens
+HELD_OUT_FRACTION = 5  # a category gives at most a fifth of its numbers to the stress set: 16 of 81 two-digit ones
+_FEWEST_DIGITS = {"teen thousands": 5, "inner zero": 3, "round": 4, "near round": 4, "repeated digits": 6}
+
+
+def stress_categories(max_digits: int = MAX_DIGITS) -> tuple[str, ...]:
+    """The stress categories that exist below ``10**max_digits`` (all of :data:`STRESS_CATEGORIES` for 6 digits)."""
+    return (tuple(name for name in STRUCTURAL_TESTS if _FEWEST_DIGITS[name] <= max_digits)
+            + tuple(f"{length} digits" for length in range(2, max_digits + 1)))
+
+
+def _stress_quota(category: str, wanted: int, max_digits: int) -> int:
+    """``wanted``, capped at a fifth of the category's non-vocabulary numbers where that is small to count."""
+    vocabulary = _round_set(max_digits)
+    if category in LENGTH_CATEGORIES and LENGTH_CATEGORIES[category] <= 4:
+        pool = numbers_of_length(LENGTH_CATEGORIES[category])
+    elif max_digits <= 4:
+        pool = range(10 ** max_digits)
+    else:
+        return wanted  # thousands of numbers of every category below a million
+    test = category_test(category)
+    return min(wanted, sum(test(n) for n in pool if n not in vocabulary) // HELD_OUT_FRACTION)
 
 
 def category_test(category: str):
@@ -248,8 +268,8 @@ def make_number_split(n_train: int = 8000, n_test: int = 2000, stress_per_catego
         n_train: training examples (numbers drawn by :func:`sample_training_number`; they may repeat), plus the
             vocabulary numbers :func:`round_numbers`, which are always in training.
         n_test: numbers of the uniform test set.
-        stress_per_category: held-out numbers per stress category (the two-digit category has
-            ``TWO_DIGIT_HELD_OUT``: only 81 two-digit numbers are not vocabulary).
+        stress_per_category: held-out numbers per stress category (:func:`stress_categories`), at most a fifth
+            of a category's numbers (16 two-digit ones: only 81 two-digit numbers are not vocabulary).
         max_digits: largest digit length (6 → numbers up to 999 999).
         seed: seed of the generator that draws every set.
 
@@ -265,6 +285,12 @@ def make_number_split(n_train: int = 8000, n_test: int = 2000, stress_per_catego
     rng = random.Random(seed)
     vocabulary = _round_set(max_digits)
     top = 10 ** max_digits
+    categories = stress_categories(max_digits)
+    most = (top - len(vocabulary)) // HELD_OUT_FRACTION
+    if n_test + stress_per_category * len(categories) > most:
+        raise CourseValueError(f"expected at most {most:,} held-out numbers for max_digits={max_digits} (a fifth of "
+                               f"the numbers), got n_test={n_test} + {len(categories)} × {stress_per_category} "
+                               "stress numbers; lower n_test or stress_per_category")
 
     test: set[int] = set()
     while len(test) < n_test:  # rejection sampling: never materialises the million numbers
@@ -273,8 +299,8 @@ def make_number_split(n_train: int = 8000, n_test: int = 2000, stress_per_catego
             test.add(number)
     held_out = set(test)
     stress: dict[str, list[int]] = {}
-    for category in STRESS_CATEGORIES:
-        wanted = TWO_DIGIT_HELD_OUT if category == "2 digits" else stress_per_category
+    for category in categories:
+        wanted = _stress_quota(category, stress_per_category, max_digits)
         chosen: set[int] = set()
         while len(chosen) < wanted:
             number = _propose(category, rng, max_digits)
@@ -561,10 +587,18 @@ def parse_number(text: str, max_digits: int = MAX_DIGITS) -> int:
     return number
 
 
-def english_from_user_text(text: str, max_digits: int = MAX_DIGITS) -> str:
+def english_from_user_text(text: str, source: WordTokenizer | None = None, max_digits: int = MAX_DIGITS) -> str:
     """What a learner typed → num2words' English, the form the model was trained on.
 
     ``"12,005"``, ``"twelve thousand five"`` and ``"Twelve Thousand and Five"`` all give
-    ``"twelve thousand and five"``; bad text raises the error of :func:`parse_number`.
+    ``"twelve thousand and five"``; bad text raises the error of :func:`parse_number`. With a ``source``
+    tokenizer, the English must also consist of words that tokenizer knows (one trained on three-digit numbers
+    has never seen "thousand").
     """
-    return english_words(parse_number(text, max_digits))
+    english = english_words(parse_number(text, max_digits))
+    if source is not None:
+        unknown = [word for word in source.tokenize(english) if word not in source.piece_to_id]
+        if unknown:
+            raise CourseValueError(f"expected words the source tokenizer knows, got {unknown} in {english!r}; "
+                                   "train the tokenizers on data that covers this number (a larger max_digits)")
+    return english
