@@ -1,5 +1,5 @@
 """Interactive explorers (ipywidgets). Each one also draws its default view once, so a stored notebook keeps a
-static picture even where widgets do not render (GitHub, nbval, PDF)."""
+static picture even where widgets do not render (GitHub, PDF, a notebook run without a browser)."""
 from __future__ import annotations
 
 from typing import Callable
