@@ -261,7 +261,7 @@ REFUSED = [
     # number words in a row
     ("seven seven seven", "two number words in a row"), ("one two", "in a row"), ("twenty thirty", "in a row"),
     ("eleven five", "in a row"), ("forty-two three", "in a row"), ("zero five", "stands alone"),
-    ("five zero", "in a row"),
+    ("five zero", "in a row"), ("nineteen ninety-nine", "in a row"),
     # hyphens and "a" out of place
     ("forty-", "comes a unit word"), ("twenty-ten", "comes a unit word"), ("eleven-one", "hyphen"),
     ("-five", "hyphen"), ("forty-two-three", "hyphen"), ("a five", "'a' must be followed"),
