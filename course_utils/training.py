@@ -262,3 +262,50 @@ def fit(model: nn.Module, train_batches: Iterable, loss_fn: Callable[[nn.Module,
     bar.close()
     history.seconds = time.perf_counter() - start
     return history
+
+
+# --- helpers the lessons share (plumbing: each lives here once, the notebooks import it) ---------------------
+
+from .errors import CourseValueError  # noqa: E402  (kept with the helpers appended below)
+
+
+def classification_loss(model: nn.Module, batch) -> torch.Tensor:
+    """``loss_fn`` for :func:`fit` on ``(ids (batch, seq), labels (batch,))`` batches: mean cross-entropy."""
+    ids, labels = batch
+    return nn.functional.cross_entropy(model(ids), labels)
+
+
+@torch.no_grad()
+def predict_classes(model: nn.Module, batches: Iterable) -> torch.Tensor:
+    """Arg-max class of every example in ``(ids, labels)`` batches, in batch order: ``(n_examples,)`` int64.
+
+    Puts the model in evaluation mode (no dropout) and computes without gradients.
+    """
+    model.eval()
+    device = next(model.parameters()).device
+    predictions = [model(ids.to(device)).argmax(-1).cpu() for ids, _ in batches]
+    if not predictions:
+        raise CourseValueError("predict_classes got no batches; pass a non-empty list of (ids, labels) pairs.")
+    return torch.cat(predictions)
+
+
+def classification_accuracy(model: nn.Module, batches: Iterable) -> float:
+    """Share of examples in ``(ids, labels)`` batches whose arg-max class is the label (a float in [0, 1])."""
+    batches = list(batches)
+    labels = torch.cat([labels.cpu() for _, labels in batches]) if batches else torch.empty(0)
+    return (predict_classes(model, batches) == labels).double().mean().item()
+
+
+def best_time(function: Callable[[], object], repeats: int = 3) -> float:
+    """The fastest of ``repeats`` wall-clock timings of ``function()``, in seconds.
+
+    The minimum is the least disturbed by other programs sharing the CPU (they can only make a run slower).
+    """
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise CourseValueError(f"best_time: repeats must be an int >= 1, got {repeats!r}")
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - start)
+    return best

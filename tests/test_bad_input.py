@@ -239,23 +239,19 @@ def pad_batch_call(*args, **kwargs):
     return lambda: pad_batch(*args, **kwargs)
 
 
-OTHER_HELPERS = {"mask": "owned by the mask helper (attention, masks, layers, reference)",
-                 "bpe": "owned by the bpe helper (tokenization)"}
-ISSUE_CASES_OWNED_ELSEWHERE = {  # case: (call, owner, may it work instead of raising a course error?)
-    "a (batch, seq) mask when batch == seq": (silent_batch_equals_seq_mask, "mask", False),
-    "a mask that enlarges the batch": (mask_that_enlarges_the_batch, "mask", False),
-    "copy from nn.MultiheadAttention(bias=False)": (copy_from_bias_free_attention, "mask", True),
-    "copy across a norm_first mismatch": (copy_across_norm_placement, "mask", False),
-    "pad_batch with float ids": (pad_batch_call([[7.5, 8.2]]), "bpe", False),
-    "pad_batch with a negative max_len": (pad_batch_call([[7, 8, 9]], max_len=-1), "bpe", False),
+ISSUE_CASES_IN_ATTENTION_AND_TOKENIZATION = {  # case: (call, may it work instead of raising a course error?)
+    "a (batch, seq) mask when batch == seq": (silent_batch_equals_seq_mask, False),
+    "a mask that enlarges the batch": (mask_that_enlarges_the_batch, False),
+    "copy from nn.MultiheadAttention(bias=False)": (copy_from_bias_free_attention, True),
+    "copy across a norm_first mismatch": (copy_across_norm_placement, False),
+    "pad_batch with float ids": (pad_batch_call([[7.5, 8.2]]), False),
+    "pad_batch with a negative max_len": (pad_batch_call([[7, 8, 9]], max_len=-1), False),
 }
 
 
-@pytest.mark.parametrize("case", [pytest.param(name, marks=pytest.mark.xfail(strict=True,
-                                                                             reason=OTHER_HELPERS[owner]))
-                                  for name, (_, owner, _) in ISSUE_CASES_OWNED_ELSEWHERE.items()])
-def test_issue_cases_in_modules_of_other_helpers_raise_a_course_error(case):
-    call, _, may_work = ISSUE_CASES_OWNED_ELSEWHERE[case]
+@pytest.mark.parametrize("case", list(ISSUE_CASES_IN_ATTENTION_AND_TOKENIZATION))
+def test_issue_cases_in_attention_and_tokenization_raise_a_course_error(case):
+    call, may_work = ISSUE_CASES_IN_ATTENTION_AND_TOKENIZATION[case]
     try:
         call()
     except CourseError:
