@@ -153,20 +153,20 @@ class MultiHeadAttention(nn.Module):
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """``(batch, seq, d_model)`` → ``(batch, heads, seq, d_head)``."""
-        self.check_head_input(x, 3, "(batch, seq, d_model)", -1, self.d_model)
+        self._check_head_input(x, 3, "(batch, seq, d_model)", -1, self.d_model)
         batch, seq, _ = x.shape
         return x.view(batch, seq, self.n_heads, self.d_head).transpose(1, 2)
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
         """``(batch, heads, seq, d_head)`` → ``(batch, seq, d_model)``."""
-        self.check_head_input(x, 4, "(batch, heads, seq, d_head)", -1, self.d_head)
+        self._check_head_input(x, 4, "(batch, heads, seq, d_head)", -1, self.d_head)
         if x.size(1) != self.n_heads:
             raise CourseValueError(f"x must have shape (batch, heads={self.n_heads}, seq, d_head), got "
                                    f"{tuple(x.shape)}; merge the output of split_heads")
         batch, _, seq, _ = x.shape
         return x.transpose(1, 2).contiguous().view(batch, seq, self.d_model)
 
-    def check_head_input(self, x: torch.Tensor, rank: int, shape_doc: str, dim: int, size: int) -> None:
+    def _check_head_input(self, x: torch.Tensor, rank: int, shape_doc: str, dim: int, size: int) -> None:
         """Raise a course error unless ``x`` is a non-empty tensor of this block's dtype, of ``rank`` dimensions and
         ``size`` features in dimension ``dim``."""
         check_rank(x, rank, "x", shape_doc)
