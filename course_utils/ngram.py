@@ -107,7 +107,7 @@ N_BUCKETS = 9
 class InterpolatedTrigramLM:
     """``P(w | u, v) = λ₃ f(w | u, v) + λ₂ f(w | v) + λ₁ f(w) + λ₀ / V`` with relative frequencies ``f``.
 
-    An unseen context has ``f = 0`` for that order. ``lambdas (N_BUCKETS, 4)`` hold one weight set per bucket of
+    For an unseen context, an order's ``f`` is the next lower order's, so every distribution sums to 1. ``lambdas (N_BUCKETS, 4)`` hold one weight set per bucket of
     ``count(u, v)`` (:func:`count_bucket`); start uniform (fixed λ) and fit them with :meth:`fit_lambdas`.
     """
 
@@ -127,10 +127,10 @@ class InterpolatedTrigramLM:
         rows, buckets = [], []
         for u, v, w in triples:
             c2, c1 = self.context2_counts[(u, v)], self.context1_counts[v]
-            rows.append((self.trigram_counts[(u, v, w)] / c2 if c2 else 0.0,
-                         self.bigram_counts[(v, w)] / c1 if c1 else 0.0,
-                         self.unigram_counts[w] / self.n_tokens,
-                         1.0 / self.vocab_size))
+            unigram = self.unigram_counts[w] / self.n_tokens
+            bigram = self.bigram_counts[(v, w)] / c1 if c1 else unigram  # unseen context: the next lower order
+            trigram = self.trigram_counts[(u, v, w)] / c2 if c2 else bigram
+            rows.append((trigram, bigram, unigram, 1.0 / self.vocab_size))
             buckets.append(count_bucket(c2))
         return torch.tensor(rows, dtype=torch.float64), torch.tensor(buckets)
 
