@@ -11,9 +11,10 @@ The task: every sequence is ``[BOS] tokens… [EOS]`` (padded on the right with 
 """
 from __future__ import annotations
 
-__all__ = ["DecoderOnlyBlock", "DecoderOnlyLM", "KVCache", "LMData", "NeuralBigramLM", "apply_repetition_penalty",
-           "apply_temperature", "encode_documents", "evaluate_lm", "generate", "lm_batches", "lm_loss",
-           "next_token_logits", "pydoc_lm_data", "shift_for_lm", "split_documents", "top_k_filter", "top_p_filter"]
+__all__ = ["DecoderOnlyBlock", "DecoderOnlyLM", "KVCache", "LMData", "LMHistory", "NeuralBigramLM",
+           "apply_repetition_penalty", "apply_temperature", "distinct_ngram_ratio", "encode_documents",
+           "evaluate_lm", "generate", "lm_batches", "lm_loss", "next_token_logits", "pydoc_lm_data",
+           "sample_perplexity", "shift_for_lm", "split_documents", "top_k_filter", "top_p_filter", "train_lm"]
 
 import math
 from dataclasses import dataclass
@@ -358,6 +359,31 @@ def next_token_logits(logits: torch.Tensor, previous_ids: torch.Tensor, temperat
     return logits
 
 
+def distinct_ngram_ratio(sequences: Sequence[Sequence[int]], n: int = 2) -> float:
+    """Distinct ``n``-grams / all ``n``-grams over ``sequences`` (1.0 = no ``n``-gram repeats; low = loops)."""
+    check_positive_int("n", n)
+    grams = [tuple(seq[i:i + n]) for seq in sequences for i in range(len(seq) - n + 1)]
+    if not grams:
+        raise CourseValueError(f"no {n}-grams: every sequence is shorter than {n} tokens")
+    return len(set(grams)) / len(grams)
+
+
+@torch.no_grad()
+def sample_perplexity(model: nn.Module, ids: torch.Tensor, prompt_len: int, pad_id: int = PAD_ID) -> float:
+    """Perplexity the model itself (temperature 1, no filter) assigns to the generated part of ``ids (batch, seq)``
+    — every position from ``prompt_len`` on that is not padding. Low = the model finds its samples predictable."""
+    check_module("model", model)
+    check_int("prompt_len", prompt_len, 1)
+    was_training = model.training
+    model.eval()
+    log_probs = torch.log_softmax(model(ids[:, :-1]).float(), dim=-1)
+    targets = ids[:, 1:]
+    chosen = log_probs.gather(-1, targets[..., None]).squeeze(-1)[:, prompt_len - 1:]
+    keep = targets[:, prompt_len - 1:] != pad_id
+    model.train(was_training)
+    return math.exp(-chosen[keep].mean().item())
+
+
 @torch.no_grad()
 def generate(model: DecoderOnlyLM, prompt_ids: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, top_p: float | None = None, repetition_penalty: float = 1.0,
@@ -444,3 +470,58 @@ def pydoc_lm_data(vocab_size: int = 512, max_len: int = 64, seed: int = 0) -> LM
     tokenizer = BPETokenizer.train(train, vocab_size=check_positive_int("vocab_size", vocab_size))
     return LMData(tokenizer, *(encode_documents(tokenizer, part, max_len) for part in (train, validation, test)),
                   max_len=max_len)
+
+
+# ---------------------------------------------------------------------------------------------------- training
+@dataclass
+class LMHistory:
+    """What :func:`train_lm` measured: per-step training loss, ``(step, validation loss)`` pairs, and the wall-clock
+    and CPU seconds of the training steps alone (evaluation excluded)."""
+
+    train_loss: list[float]
+    evaluations: list[tuple[int, float]]
+    wall_seconds: float
+    cpu_seconds: float
+
+
+def train_lm(model: nn.Module, train_sequences: Sequence[Sequence[int]], steps: int, batch_size: int = 32,
+             lr: float = 3e-3, warmup_steps: int = 50, weight_decay: float = 0.01,
+             validation: Sequence[torch.Tensor] | None = None, eval_every: int | None = None,
+             seed: int = 0) -> LMHistory:
+    """Train ``model`` for exactly ``steps`` AdamW steps of :func:`lm_loss` (warmup + cosine decay, clipping at 1).
+
+    Batches come from :func:`lm_batches`, reshuffled every epoch (``seed + epoch``). With ``validation`` batches,
+    the validation loss is measured every ``eval_every`` steps and after the last one.
+    """
+    import time
+
+    from .training import make_optimizer, make_scheduler, train_one_epoch
+
+    check_module("model", model)
+    check_positive_int("steps", steps)
+    if eval_every is not None:
+        check_positive_int("eval_every", eval_every)
+    batches: list[torch.Tensor] = []
+    epoch = 0
+    while len(batches) < steps:
+        batches.extend(lm_batches(train_sequences, batch_size, seed=seed + epoch))
+        epoch += 1
+    optimizer = make_optimizer(model, lr, weight_decay)
+    scheduler = make_scheduler(optimizer, min(warmup_steps, steps - 1), steps)
+    evaluations: list[tuple[int, float]] = []
+    eval_wall = eval_cpu = 0.0
+    done = 0
+
+    def on_step(_result) -> None:
+        nonlocal done, eval_wall, eval_cpu
+        done += 1
+        if validation is not None and (done == steps or (eval_every and done % eval_every == 0)):
+            wall, cpu = time.perf_counter(), time.process_time()
+            evaluations.append((done, evaluate_lm(model, validation)["loss"]))
+            model.train()
+            eval_wall += time.perf_counter() - wall
+            eval_cpu += time.process_time() - cpu
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    losses = train_one_epoch(model, batches[:steps], lm_loss, optimizer, scheduler, clip_norm=1.0, on_step=on_step)
+    return LMHistory(losses, evaluations, time.perf_counter() - wall - eval_wall, time.process_time() - cpu - eval_cpu)

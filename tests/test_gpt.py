@@ -13,7 +13,8 @@ from course_utils.config import TransformerConfig
 from course_utils.errors import CourseTypeError, CourseValueError
 from course_utils.language_model import (DecoderOnlyBlock, DecoderOnlyLM, KVCache, NeuralBigramLM,
                                          encode_documents, evaluate_lm, lm_batches, lm_loss, shift_for_lm,
-                                         split_documents)
+                                         split_documents, train_lm, distinct_ngram_ratio,
+                                         sample_perplexity)
 from course_utils.layers import EncoderLayer
 from course_utils.masks import causal_mask
 from course_utils.reference import copy_encoder_layer
@@ -212,3 +213,26 @@ def test_bad_task_input():
         split_documents(["a"] * 50, fractions=(0.6, 0.4))
     with pytest.raises(CourseValueError, match="no sequences"):
         lm_batches([], 4)
+
+
+def test_train_lm_runs_exactly_the_steps_and_learns():
+    sequences = [[BOS_ID] + [7 + (i + j) % 5 for j in range(6)] + [EOS_ID] for i in range(40)]
+    model = build(n_layers=1)
+    before = evaluate_lm(model, lm_batches(sequences, 8, shuffle=False))["loss"]
+    history = train_lm(model, sequences, steps=30, batch_size=8, lr=1e-2, warmup_steps=3,
+                       validation=lm_batches(sequences, 8, shuffle=False), eval_every=10)
+    assert len(history.train_loss) == 30 and [s for s, _ in history.evaluations] == [10, 20, 30]
+    assert history.evaluations[-1][1] < before - 0.5
+    assert history.cpu_seconds > 0 and history.wall_seconds > 0
+
+
+def test_distinct_ngrams_and_sample_perplexity():
+    assert distinct_ngram_ratio([[1, 2, 1, 2, 1]], 2) == 0.5
+    assert distinct_ngram_ratio([[1, 2, 3]], 1) == 1.0
+    with pytest.raises(CourseValueError, match="no 2-grams"):
+        distinct_ngram_ratio([[1]], 2)
+    model = build()
+    ids = random_ids(2, 8)
+    with torch.no_grad():
+        log_probs = torch.log_softmax(model(ids[:, :-1]), -1).gather(-1, ids[:, 1:, None])[:, 2:]
+    assert math.isclose(sample_perplexity(model, ids, 3), math.exp(-log_probs.mean().item()), rel_tol=1e-5)
