@@ -399,7 +399,10 @@ def causal_mask_with_cache(seq: int, past: int, device: torch.device | str | Non
 
 class ModernDecoderLM(nn.Module):
     """Token embedding (+ learned or sinusoidal positions) → ``n_layers`` :class:`ModernBlock` → final norm →
-    logits over the vocabulary. Causal: position ``t`` sees tokens ``0..t`` only."""
+    logits over the vocabulary (a separate, untied output layer). Causal: position ``t`` sees tokens ``0..t`` only.
+
+    Token vectors start as ``N(0, 1)`` (``nn.Embedding``'s default), learned positions as ``N(0, 0.02²)``
+    (:class:`~course_utils.positional.LearnedPositionalEncoding`'s, as in BERT and GPT-2)."""
 
     def __init__(self, config: ModernConfig) -> None:
         super().__init__()
