@@ -80,7 +80,7 @@ def rotary_embedding(positions: torch.Tensor, d_head: int, base: float = 10000.0
     Llama), so both halves repeat the same ``d_head / 2`` angles.
     """
     positions = check_positions(positions)
-    angles = positions.float()[:, None] * rope_frequencies(d_head, base)[None, :]   # (seq, d_head / 2)
+    angles = positions.float()[:, None] * rope_frequencies(d_head, base).to(positions.device)  # (seq, d_head/2)
     angles = torch.cat([angles, angles], dim=-1)                                    # (seq, d_head)
     return angles.cos(), angles.sin()
 
