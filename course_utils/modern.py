@@ -523,7 +523,7 @@ def train_lm(config: ModernConfig, train_windows: torch.Tensor, steps: int, batc
     return model.eval(), losses
 
 
-# ---------------------------------------------------------------------------- the ablation
+# ---------------------------------------------------------------------------- the ablation (on lesson 08's task)
 VARIANTS = {
     "baseline": {},
     "+ RoPE": {"position": "rope"},
@@ -536,10 +536,15 @@ VARIANTS = {
 
 @dataclass
 class AblationConfig:
-    """Everything that decides the ablation's numbers; its hash is stored with the results."""
+    """Everything that decides the ablation's numbers; its hash is stored with the results.
 
+    The task is lesson 08's (:func:`course_utils.language_model.pydoc_lm_data`): ``[BOS] sentence [EOS]``
+    sequences of at most ``max_len`` inputs, trained with its ``train_lm`` and scored on its validation split.
+    """
+
+    task: str = "lesson 08: language_model.pydoc_lm_data, train_lm, evaluate_lm on the validation split"
     vocab_size: int = 512
-    seq_len: int = 32
+    max_len: int = 64
     d_model: int = 64
     n_heads: int = 4
     d_ff: int = 256
@@ -553,12 +558,28 @@ class AblationConfig:
 
     def model_config(self, variant: str, vocab_size: int) -> ModernConfig:
         return ModernConfig(vocab_size, d_model=self.d_model, n_heads=self.n_heads, d_ff=self.d_ff,
-                            n_layers=self.n_layers, max_len=self.seq_len, **self.variants[variant])
+                            n_layers=self.n_layers, max_len=self.max_len, **self.variants[variant])
 
     def hash(self) -> str:
         """First 12 hex digits of the SHA-256 of the config as sorted JSON."""
         text = json.dumps(asdict(self), sort_keys=True, default=list)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def train_on_documents(config: ModernConfig, data, steps: int, batch_size: int = 32, lr: float = 3e-3,
+                       warmup_steps: int = 20, seed: int = 0) -> tuple[ModernDecoderLM, float]:
+    """A fresh :class:`ModernDecoderLM` trained on lesson 08's task; returns it and its validation loss (nats).
+
+    ``data`` is :func:`course_utils.language_model.pydoc_lm_data`'s; the same seed gives every config the same
+    initial RNG state and the same batches.
+    """
+    from .language_model import evaluate_lm, lm_batches, train_lm as train_on_sequences
+    from .runtime import seed_everything
+
+    seed_everything(seed)
+    model = ModernDecoderLM(config)
+    train_on_sequences(model, data.train, steps, batch_size, lr, warmup_steps, seed=seed)
+    return model.eval(), evaluate_lm(model, lm_batches(data.validation, 256, shuffle=False))["loss"]
 
 
 def mean_and_standard_error(values: list[float]) -> tuple[float, float]:
@@ -571,16 +592,13 @@ def mean_and_standard_error(values: list[float]) -> tuple[float, float]:
     return mean, math.sqrt(variance / n)
 
 
-def run_variant(setup: AblationConfig, variant: str, seed: int, data: LMData) -> dict:
-    """Train one variant with one seed; return its held-out loss, parameter count and seconds."""
-    config = setup.model_config(variant, data.tokenizer.vocab_size)
+def run_variant(setup: AblationConfig, variant: str, seed: int, data) -> dict:
+    """Train one variant with one seed; return its validation loss, parameter count and seconds."""
     start = time.perf_counter()
-    model, _ = train_lm(config, data.windows("train", setup.seq_len), setup.steps, setup.batch_size, setup.lr,
-                        setup.warmup_steps, seed)
-    seconds = time.perf_counter() - start
-    return {"variant": variant, "seed": seed, "held_out_loss": held_out_loss(model, data.windows("held_out",
-                                                                                               setup.seq_len)),
-            "parameters": count_parameters(model), "train_seconds": seconds}
+    model, loss = train_on_documents(setup.model_config(variant, data.tokenizer.vocab_size), data, setup.steps,
+                                     setup.batch_size, setup.lr, setup.warmup_steps, seed)
+    return {"variant": variant, "seed": seed, "held_out_loss": loss, "parameters": count_parameters(model),
+            "train_seconds": time.perf_counter() - start}
 
 
 def summarise(runs: list[dict]) -> list[dict]:
@@ -611,13 +629,15 @@ def verdict(row: dict, sigmas: float = 2.0) -> str:
 
 def run_ablation(setup: AblationConfig | None = None, log=print) -> dict:
     """Every variant × every seed; returns ``{"config", "config_hash", "runs", "summary"}``."""
+    from .language_model import pydoc_lm_data
+
     setup = AblationConfig() if setup is None else setup
-    data = load_lm_data(setup.vocab_size)
+    data = pydoc_lm_data(setup.vocab_size, setup.max_len)
     runs = []
     for seed in setup.seeds:
         for variant in setup.variants:
             runs.append(run_variant(setup, variant, seed, data))
-            log(f"seed {seed} {variant:22} held-out loss {runs[-1]['held_out_loss']:.4f} "
+            log(f"seed {seed} {variant:22} validation loss {runs[-1]['held_out_loss']:.4f} "
                 f"({runs[-1]['train_seconds']:.0f} s)")
     return {"config": asdict(setup), "config_hash": setup.hash(), "torch": torch.__version__.split("+")[0],
             "runs": runs, "summary": summarise(runs)}
@@ -625,7 +645,7 @@ def run_ablation(setup: AblationConfig | None = None, log=print) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m course_utils.modern",
-                                     description="Lesson 09's equal-budget ablation of the modern block.")
+                                     description="Lesson 09's equal-budget ablation of the modern block on lesson 08's task.")
     commands = parser.add_subparsers(dest="command", required=True)
     ablation = commands.add_parser("ablation", help="train every variant with every seed, write a JSON file")
     ablation.add_argument("--out", default="benchmarks/ablation_results.json")
