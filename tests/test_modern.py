@@ -284,3 +284,27 @@ def test_committed_ablation_results_match_the_code_config():
                                                                     for s in setup.seeds}
     assert len(setup.seeds) >= 3
     assert results["summary"] == summarise(results["runs"])
+
+
+def test_right_padding_never_changes_the_real_positions():
+    """Lesson 08's batches are right-padded and the model has no padding mask: causality alone must protect them."""
+    torch.manual_seed(0)
+    model = ModernDecoderLM(ModernConfig.modern(30, d_model=16, max_len=10)).eval()
+    ids = torch.randint(7, 30, (1, 6))
+    padded = torch.cat([ids, torch.zeros(1, 4, dtype=torch.long)], dim=1)
+    with torch.no_grad():
+        torch.testing.assert_close(model(padded)[:, :6], model(ids))
+
+
+def test_training_on_lesson_08_sequences_is_repeatable():
+    from types import SimpleNamespace
+
+    from course_utils.modern import train_on_documents
+
+    generator = torch.Generator().manual_seed(0)
+    sequences = [[5] + torch.randint(7, 40, (int(n),), generator=generator).tolist() + [6]
+                 for n in torch.randint(3, 12, (40,), generator=generator)]
+    data = SimpleNamespace(train=sequences[:32], validation=sequences[32:])
+    config = ModernConfig.modern(40, d_model=16, max_len=16)
+    (_, first), (_, second) = (train_on_documents(config, data, steps=3, batch_size=8) for _ in range(2))
+    assert math.isfinite(first) and first == second
