@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from course_utils.attention import MultiHeadAttention
 from course_utils.errors import CourseTypeError, CourseValueError
 from course_utils.masks import causal_mask
-from course_utils.modern import (AblationConfig, GroupedQueryAttention, KVCache, ModernBlock, ModernConfig,
+from course_utils.modern import (AblationConfig, GroupedQueryAttention, ModernBlock, ModernConfig,
                                  ModernDecoderLM, ReLUFeedForward, RMSNorm, SwiGLUFeedForward, apply_rotary,
                                  kv_cache_bytes, mean_and_standard_error, repeat_kv, rope_frequencies,
                                  rotary_embedding, summarise, swiglu_hidden_size, verdict)
