@@ -6,7 +6,7 @@ errors allowed:
 1. **the run** — the submission exactly as handed in, top to bottom, like *Restart & Run All*. It tells how far the
    notebook gets: an exercise whose check point lies after a cell that ran out of time, or after which the kernel
    died, gets ``timeout`` / ``error``.
-2. **the evaluation** — a kernel where the grader's :class:`~.evaluator.Evaluator` is imported *first* (fresh
+2. **the evaluation** (side by side with the run) — a kernel where the grader's :class:`~.evaluator.Evaluator` is imported *first* (fresh
    checkers, an integrity snapshot of PyTorch and the course), then only the learner cells the answers depend on
    (a program slice, :func:`~.cells.program_slice`), and at each exercise's check point the grader's own probe.
    Cells that only print, rebind ``q1``, or patch things the answers do not need never run there; a patch that does
@@ -22,6 +22,7 @@ import os
 import secrets
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -168,15 +169,17 @@ def grade_notebook(path: Path, submission: str, notebook_label: str, limits: Lim
     sources = [notebook.cells[index].source for index in code]
     points = check_points(notebook, exercises)  # index into notebook.cells, or len(cells) for "the end"
 
-    with tempfile.TemporaryDirectory(prefix="course-grade-") as workdir:
-        run = run_cells(sources, limits, workdir)
-        stopped_cell = code[run.stopped_at] if run.stopped_at is not None else None
-        reachable = [key for key in exercises if stopped_cell is None or points[key] <= stopped_cell]
-        results = _evaluate(notebook, lesson, exercises, {key: points[key] for key in reachable}, limits, workdir)
+    with tempfile.TemporaryDirectory(prefix="course-run-") as run_dir, \
+            tempfile.TemporaryDirectory(prefix="course-evaluate-") as evaluate_dir, ThreadPoolExecutor(2) as pool:
+        # the two kernels are independent: run them side by side, then keep the evaluations the run reached
+        running = pool.submit(run_cells, sources, limits, run_dir)
+        evaluating = pool.submit(_evaluate, notebook, lesson, exercises, points, limits, evaluate_dir)
+        run, results = running.result(), evaluating.result()
+    stopped_cell = code[run.stopped_at] if run.stopped_at is not None else None
 
     rows = []
     for key in exercises:
-        if key in results:
+        if stopped_cell is None or points[key] <= stopped_cell:
             status, message = results[key]
         else:
             where = sources[run.stopped_at]
@@ -191,8 +194,6 @@ def grade_notebook(path: Path, submission: str, notebook_label: str, limits: Lim
 
 def _evaluate(notebook, lesson, exercises, points, limits, workdir) -> dict[str, tuple[str, str]]:
     """Phase 2: the grader's evaluator first, then the slice of learner cells, with a probe at each check point."""
-    if not points:
-        return {}
     token = secrets.token_hex(16)
     cells = notebook.cells
     sources = [cell.source if cell.cell_type == "code" else "" for cell in cells]
