@@ -39,6 +39,7 @@ from .sandbox import SANDBOX_PATH
 ERROR, TIMEOUT = "error", "timeout"
 STATUSES = ("correct", "incorrect", NOT_ATTEMPTED, ERROR, TIMEOUT)
 CSV_COLUMNS = ("submission", "notebook", "exercise", "status", "message")
+SETUP_SECONDS = 300  # the evaluator's imports and snapshot, before any learner code: not the learner's time
 
 
 @dataclass(frozen=True)
@@ -89,8 +90,11 @@ def kernel_environment(limits: Limits) -> dict[str, str]:
     return env
 
 
-def run_cells(sources: list[str], limits: Limits, workdir: str) -> Execution:
-    """Execute ``sources`` one cell after another in a fresh kernel; stop at a timeout or a dead kernel."""
+def run_cells(sources: list[str], limits: Limits, workdir: str, setup_seconds: float | None = None) -> Execution:
+    """Execute ``sources`` one cell after another in a fresh kernel; stop at a timeout or a dead kernel.
+
+    ``setup_seconds``: the first cell is the grader's own set-up and gets this limit instead of the learner's.
+    """
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in sources])
     client = NotebookClient(notebook, timeout=limits.cell_seconds, allow_errors=True, kernel_name="python3",
                             shutdown_kernel="immediate", interrupt_on_timeout=False, startup_timeout=120)
@@ -99,10 +103,13 @@ def run_cells(sources: list[str], limits: Limits, workdir: str) -> Execution:
     try:
         with client.setup_kernel(env=kernel_environment(limits), cwd=workdir):
             for index, cell in enumerate(notebook.cells):
+                is_setup = index == 0 and setup_seconds is not None
                 remaining = deadline - time.monotonic()
-                client.timeout = max(1, int(min(limits.cell_seconds, remaining)))
+                limit = setup_seconds if is_setup else min(limits.cell_seconds, remaining)
+                client.timeout = max(1, int(limit))
+                cell_started = time.monotonic()
                 try:
-                    if remaining <= 0:
+                    if remaining <= 0 and not is_setup:
                         raise CellTimeoutError("notebook time limit")
                     client.execute_cell(cell, index)
                 except CellTimeoutError:
@@ -118,6 +125,8 @@ def run_cells(sources: list[str], limits: Limits, workdir: str) -> Execution:
                     break
                 finally:
                     execution.outputs[index] = list(cell.outputs)
+                    if is_setup:  # the grader's own set-up does not count against the notebook's time
+                        deadline += time.monotonic() - cell_started
     except (DeadKernelError, RuntimeError, OSError) as failure:  # the kernel did not start, or died on shutdown
         if execution.stopped_at is None:
             execution.stopped_at, execution.stop_reason = 0, ERROR
@@ -213,7 +222,7 @@ def _evaluate(notebook, lesson, exercises, points, limits, workdir) -> dict[str,
             program.append(f"_course_grader.probe({probes[index]!r}, globals())")
         if index in kept:
             program.append(sources[index])
-    execution = run_cells(program, limits, workdir)
+    execution = run_cells(program, limits, workdir, setup_seconds=SETUP_SECONDS)
 
     results: dict[str, tuple[str, str]] = {}
     for position, keys in probe_of_cell.items():
