@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .cells import lesson_exercises, notebook_lesson
 
-PLAN_MINUTES, OPENING_MINUTES, WRAP_UP_MINUTES, MINUTES_PER_EXERCISE = 90, 5, 10, 7
+PLAN_MINUTES, OPENING_MINUTES, WRAP_UP_MINUTES, MINUTES_PER_EXERCISE, MIN_SECTION_MINUTES = 90, 5, 10, 7, 2
 CATALOGUE = Path(__file__).resolve().parents[2] / "tests" / "mistakes"
 
 DISCUSSION = {
@@ -81,10 +81,12 @@ def ninety_minute_plan(notebook) -> list[tuple[int, str]]:
     exercise_minutes = MINUTES_PER_EXERCISE * n_exercises
     teaching = PLAN_MINUTES - OPENING_MINUTES - WRAP_UP_MINUTES - exercise_minutes
     weights = [words / 150 + code for _, words, code in sections]  # ≈ minutes to read + run
-    total = sum(weights) or 1
-    minutes = [max(5, round(teaching * w / total / 5) * 5) for w in weights]
-    while sum(minutes) > teaching and max(minutes) > 5:  # rounding up to 5 minutes can overshoot: trim the longest
-        minutes[minutes.index(max(minutes))] -= 5
+    spare = teaching - MIN_SECTION_MINUTES * len(sections)
+    shares = [spare * w / (sum(weights) or 1) for w in weights]
+    minutes = [MIN_SECTION_MINUTES + int(share) for share in shares]
+    by_remainder = sorted(range(len(shares)), key=lambda i: shares[i] - int(shares[i]), reverse=True)
+    for i in by_remainder[:teaching - sum(minutes)]:  # whole minutes that add up exactly (largest remainders)
+        minutes[i] += 1
     plan = [(OPENING_MINUTES, "Opening: the objectives at the top of the notebook; what the class remembers from "
                               "the previous lesson")]
     plan += [(m, f"§ {heading}") for m, (heading, _, _) in zip(minutes, sections)]
@@ -129,7 +131,7 @@ def teaching_notes(notebook) -> str:
     lines = [f"# Teaching notes — {title}", "",
              "## A 90-minute plan", "",
              "Each section gets time in proportion to its length in the notebook (words of prose, code cells), "
-             f"rounded to 5 minutes, after {OPENING_MINUTES} minutes of opening, {MINUTES_PER_EXERCISE} per "
+             f"at least {MIN_SECTION_MINUTES} minutes, after {OPENING_MINUTES} minutes of opening, {MINUTES_PER_EXERCISE} per "
              f"exercise and {WRAP_UP_MINUTES} of wrap-up. Adjust it to your class.", "",
              "| minutes | activity |", "|---:|---|"]
     lines += [f"| {minutes} | {activity} |" for minutes, activity in ninety_minute_plan(notebook)]
