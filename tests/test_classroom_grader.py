@@ -68,7 +68,8 @@ def expected(lesson: str, answers: dict[str, str]) -> dict[str, tuple[str, str]]
 
 
 def stopped(status: str, cell: int, first_line: str, why: str) -> tuple[str, str]:
-    return status, f"not graded: the notebook stopped before this exercise, at code cell {cell} (`{first_line}`): {why}."
+    return status, (f"not graded: the notebook stopped before this exercise, at code cell {cell} (`{first_line}`): "
+                    f"{why}.")
 
 
 LESSON03_MISTAKES = {  # one typical wrong answer per exercise, written here so the test means something today
@@ -140,7 +141,8 @@ def build_class(folder: Path) -> dict[str, dict[str, tuple[str, str]]]:
     }
 
     # lesson 03, cells deleted and moved: q1's answer deleted; q2's check deleted (graded at the end); q3's check
-    # moved above its answer; q4's answer and check moved to the top, before q4 is even bound
+    # moved above its answer; q4's answer and check moved to the top, before q4 is even bound; and a cell that asks
+    # for more memory than the cap
     shuffled = small_notebook("03", solutions("03"))
     cells = shuffled.cells
     q4_cells = [cells[cell_of(shuffled, "q4")], cells[check_cell_of(shuffled, "q4")]]
@@ -149,7 +151,8 @@ def build_class(folder: Path) -> dict[str, dict[str, tuple[str, str]]]:
     rest = [cell for cell in cells if id(cell) not in dropped]
     answer_at, check_at = [next(i for i, c in enumerate(rest) if c is cell) for cell in (q3_answer, q3_check)]
     rest[answer_at], rest[check_at] = q3_check, q3_answer
-    shuffled.cells = rest[:1] + q4_cells + rest[1:]
+    memory_hog = nbformat.v4.new_code_cell("hog = bytearray(8 * 2**30)  # twice the cap")
+    shuffled.cells = rest[:1] + [memory_hog] + q4_cells + rest[1:]
     save("shuffler", shuffled)
     exercises03 = lesson_exercises("03")
     want["shuffler"] = {"lesson03.q1": ("not attempted", exercises03["q1"].evaluate({}).message),
@@ -215,8 +218,10 @@ def test_printed_success_package_block_rebound_check_and_exiting_kernel(graded_c
     assert graded_class["got"]["printer"] == graded_class["want"]["printer"]
 
 
-def test_deleted_and_moved_exercise_cells(graded_class):
+def test_deleted_and_moved_exercise_cells_and_a_memory_hog(graded_class):
     assert graded_class["got"]["shuffler"] == graded_class["want"]["shuffler"]
+    page = (graded_class["feedback"] / "shuffler.md").read_text(encoding="utf-8")
+    assert "code cell 2 (`hog = bytearray(8 * 2**30)  # twice the cap`): MemoryError" in page
 
 
 def test_replaced_checker_evaluate_and_torch(graded_class):
