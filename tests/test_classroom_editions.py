@@ -26,7 +26,8 @@ def visible_texts(path: Path) -> list[str]:
         return []
     texts = [text]
     if path.suffix == ".py":
-        texts += [n.value for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        texts += [node.value for node in ast.walk(ast.parse(text))
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str)]
     if path.suffix == ".ipynb":
         for cell in nbformat.reads(text, as_version=4).cells:
             texts += [cell.source] + [output.get("text", "") for output in cell.get("outputs", [])]
@@ -142,3 +143,11 @@ def test_teaching_notes_plan_ninety_minutes_over_the_notebooks_sections(path):
     for exercise in lesson_exercises(notebook_lesson(notebook)).values():
         assert exercise.name in notes and exercise.solution.strip() not in notes
     assert notes.count("\n1. ") == 1 and "## Discussion questions" in notes
+
+
+def test_student_readme_leaves_out_the_teaching_section_only(student_edition):
+    readme = (student_edition / "README.md").read_text(encoding="utf-8")
+    course = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "## Teaching with this course" in course and "## Teaching with this course" not in readme
+    assert [line for line in course.splitlines() if line.startswith("## ") and "Teaching" not in line] == [
+        line for line in readme.splitlines() if line.startswith("## ")]

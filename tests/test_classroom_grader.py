@@ -259,3 +259,18 @@ def test_feedback_page_per_student_with_messages_and_hints(graded_class):
     assert "0 of 4 exercises correct." in page
     assert graded_class["want"]["typical"]["lesson03.q1"][1] in page and q1.hint in page
 
+
+
+def test_no_reference_solution_counts_as_the_package_block_but_the_package_block_does():
+    from course_utils.classroom.editions import all_exercises
+    from course_utils.classroom.provenance import borrowed_block
+    from course_utils.tokenization import merge_pair
+
+    for key, exercise in all_exercises().items():
+        namespace = exercise.run_solution()
+        assert [borrowed_block(v, namespace[v]) for v in exercise.variables] == [None] * len(exercise.variables), key
+    wrapper = {}
+    exec("from course_utils import tokenization\n"
+         "def merge_pair(ids, pair, new_id):\n    return tokenization.merge_pair(ids, pair, new_id)\n", wrapper)
+    assert borrowed_block("merge_pair", merge_pair) == "course_utils.tokenization.merge_pair"
+    assert borrowed_block("merge_pair", wrapper["merge_pair"]) == "course_utils.tokenization.merge_pair"

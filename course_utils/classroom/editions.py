@@ -2,7 +2,8 @@
 
 * **Student edition** — the course without its answers: exercise solutions withheld in the package copy
   (``q1.solution()`` says so, ``q1.hint()`` and ``q1.check()`` work), outputs of exercise cells cleared, no test
-  that needs a solution, no mistake catalogue, no classroom tools. A build that still contains a solution fails.
+  that needs a solution, no mistake catalogue, no classroom tools (nor their README section). A build that still
+  contains a solution fails.
 * **Teacher edition** — the whole course with every exercise filled in with its solution and executed (each check
   must print ✅, or the build fails), plus teaching notes per lesson (:mod:`.notes`).
 """
@@ -28,6 +29,7 @@ COURSE_ROOT = Path(course_utils.__file__).resolve().parent.parent
 WITHHELD = ("Withheld in the student edition: work it out with .hint() and .check(), or ask your teacher.")
 STUDENT_EXCLUDED = ("tests/test_exercise*.py", "tests/exercise_checks.py", "tests/mistakes/*",
                     "tests/test_classroom*.py", "course_utils/classroom/*")
+TEACHING_SECTION = "## Teaching with this course"  # the README section of the classroom kit: not for students
 SKIPPED_DIRECTORIES = {".git", ".venv", "__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".hypothesis"}
 
 
@@ -88,6 +90,15 @@ def withhold_solutions(source: str) -> str:
     for start, end in sorted(spans, reverse=True):
         data = data[:start] + repr(WITHHELD).encode("utf-8") + data[end:]
     return data.decode("utf-8")
+
+
+def without_section(markdown: str, heading: str) -> str:
+    """``markdown`` without the ``## heading`` section (up to the next ``## ``)."""
+    start = markdown.find(f"\n{heading}\n")
+    if start < 0:
+        return markdown
+    end = markdown.find("\n## ", start + len(heading) + 2)
+    return markdown[:start + 1] + (markdown[end + 1:] if end >= 0 else "")
 
 
 def _clear_exercise_outputs(notebook) -> None:
@@ -157,6 +168,9 @@ def build_student_edition(out_dir: Path, lessons: set[str] | None = None, root: 
             notebook = nbformat.read(root / path, as_version=4)
             _clear_exercise_outputs(notebook)
             nbformat.write(notebook, target)
+        elif path == "README.md":
+            target.write_text(without_section((root / path).read_text(encoding="utf-8"), TEACHING_SECTION),
+                              encoding="utf-8")
         else:
             shutil.copy2(root / path, target)
         written.append(path)

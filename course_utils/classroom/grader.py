@@ -6,9 +6,10 @@ errors allowed:
 1. **the run** — the submission exactly as handed in, top to bottom, like *Restart & Run All*. It tells how far the
    notebook gets: an exercise whose check point lies after a cell that ran out of time, or after which the kernel
    died, gets ``timeout`` / ``error``.
-2. **the evaluation** (side by side with the run) — a kernel where the grader's :class:`~.evaluator.Evaluator` is imported *first* (fresh
-   checkers, an integrity snapshot of PyTorch and the course), then only the learner cells the answers depend on
-   (a program slice, :func:`~.cells.program_slice`), and at each exercise's check point the grader's own probe.
+2. **the evaluation** (side by side with the run) — a kernel where the grader's :class:`~.evaluator.Evaluator` is
+   imported *first* (fresh checkers, an integrity snapshot of PyTorch and the course), then only the learner cells
+   the answers depend on (a program slice, :func:`~.cells.program_slice`), and at each exercise's check point the
+   grader's own probe.
    Cells that only print, rebind ``q1``, or patch things the answers do not need never run there; a patch that does
    run is caught by the snapshot.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import tempfile
 import time
@@ -159,6 +161,8 @@ def read_notebook(path: Path):
     if lesson is None:
         return None, "not a course notebook: `metadata.course.lesson` is missing (hand in the course's notebook)"
     try:
+        if not re.fullmatch(r"\d\d", lesson):
+            raise ImportError(lesson)
         lesson_exercises(lesson)
     except ImportError:
         return None, f"lesson {lesson!r} in `metadata.course.lesson` has no exercises in this course"

@@ -131,8 +131,8 @@ def teaching_notes(notebook) -> str:
     lines = [f"# Teaching notes — {title}", "",
              "## A 90-minute plan", "",
              "Each section gets time in proportion to its length in the notebook (words of prose, code cells), "
-             f"at least {MIN_SECTION_MINUTES} minutes, after {OPENING_MINUTES} minutes of opening, {MINUTES_PER_EXERCISE} per "
-             f"exercise and {WRAP_UP_MINUTES} of wrap-up. Adjust it to your class.", "",
+             f"at least {MIN_SECTION_MINUTES} minutes, after {OPENING_MINUTES} minutes of opening, "
+             f"{MINUTES_PER_EXERCISE} per exercise and {WRAP_UP_MINUTES} of wrap-up. Adjust it to your class.", "",
              "| minutes | activity |", "|---:|---|"]
     lines += [f"| {minutes} | {activity} |" for minutes, activity in ninety_minute_plan(notebook)]
     lines += ["", "## The exercises", ""]

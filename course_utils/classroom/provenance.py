@@ -57,7 +57,8 @@ def borrowed_block(variable: str, value) -> str | None:
         for name in code.co_names:
             target = namespace.get(name)
             if inspect.ismodule(target) and target.__name__.startswith("course_utils") and variable in code.co_names:
-                modules = [target] + [getattr(target, n) for n in code.co_names if inspect.ismodule(getattr(target, n, None))]
+                modules = [target] + [getattr(target, n) for n in code.co_names
+                                      if inspect.ismodule(getattr(target, n, None))]
                 origin = next(filter(None, (_course_origin(getattr(m, variable, None)) for m in modules)), None)
             elif target is not None and getattr(target, "__name__", None) == variable:
                 origin = _course_origin(target)
