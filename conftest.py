@@ -4,12 +4,18 @@
   kernels inherit PYTHONPATH and load it at start-up).
 * One CPU thread per process unless the caller chose otherwise: two notebooks run at once (pytest-xdist), and on
   a 2-core machine two threads each made them fight for the cores (measured in benchmarks/README.md).
+* ``slow``-marked checks run only with ``COURSE_SLOW_TESTS=1``.
+* ``COURSE_GPU_CELLS=1`` asks for the notebooks' GPU cells to run: the session stops at once unless CUDA is
+  available, so a "passed" run with that variable set means every GPU-gated cell really executed on a GPU
+  (``COURSE_GPU_CELLS=1 pytest -n 1 notebooks/``).
 * No tqdm progress bars in test kernels: a live bar sends hundreds of widget messages, and on a busy machine nbval
   gave up waiting for a cell's output (its fixed 5 s wait); learners still see the bars.
 """
 import importlib.util
 import os
 import pathlib
+
+import pytest
 
 GUARD = pathlib.Path(__file__).parent / "tests" / "network_guard" / "sitecustomize.py"
 
@@ -26,11 +32,24 @@ NOTEBOOK_SECONDS: dict[str, float] = {}
 NBVAL_OUTPUT_WAIT_SECONDS = 60
 
 
+def pytest_configure(config):
+    if os.environ.get("COURSE_GPU_CELLS") == "1":
+        import torch
+
+        if not torch.cuda.is_available():
+            pytest.exit("COURSE_GPU_CELLS=1 needs a CUDA GPU, and torch.cuda.is_available() is False here; "
+                        "install the CUDA build of PyTorch (README, GPU install) or unset COURSE_GPU_CELLS", 2)
+
+
 def pytest_collection_modifyitems(items):
-    """Give nbval longer than its fixed 5 s to collect a finished cell's output on a loaded CI machine."""
+    """Give nbval longer than its fixed 5 s to collect a finished cell's output on a loaded CI machine;
+    skip ``slow`` checks unless COURSE_SLOW_TESTS=1."""
+    run_slow = os.environ.get("COURSE_SLOW_TESTS") == "1"
     for item in items:
         if hasattr(item, "output_timeout"):
             item.output_timeout = NBVAL_OUTPUT_WAIT_SECONDS
+        if not run_slow and item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.skip(reason="slow check: set COURSE_SLOW_TESTS=1 to run it"))
 
 
 def pytest_runtest_logreport(report):

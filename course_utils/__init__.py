@@ -12,7 +12,8 @@ from .layers import DecoderLayer, EncoderLayer, PositionwiseFeedForward
 from .masks import causal_mask, combine_masks, padding_mask, target_mask
 from .models import (Decoder, Encoder, InputEmbedding, MaskedLanguageModel, Seq2SeqTransformer, TextEncoder,
                      TransformerClassifier)
-from .plotting import plot_history, show_heatmaps
+from .plotting import (ARCHITECTURE_PARTS, draw_architecture, draw_encoder_decoder_masks, draw_multihead_split,
+                       draw_residual_stream, plot_history, show_heatmaps)
 from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding, sinusoidal_table
 from .runtime import environment_report, pick_device, seed_everything, set_threads
 from .tokenization import (BOS_ID, CLS_ID, EOS_ID, MASK_ID, PAD_ID, SEP_ID, SPECIAL_TOKENS, BPETokenizer,
@@ -22,6 +23,7 @@ from .training import fit, make_loader
 __version__ = "0.1.0"
 
 __all__ = [
+    "ARCHITECTURE_PARTS",
     "BOS_ID",
     "BPETokenizer",
     "capture_attention",
@@ -33,6 +35,10 @@ __all__ = [
     "count_parameters",
     "Decoder",
     "DecoderLayer",
+    "draw_architecture",
+    "draw_encoder_decoder_masks",
+    "draw_multihead_split",
+    "draw_residual_stream",
     "Encoder",
     "EncoderLayer",
     "environment_report",

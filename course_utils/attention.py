@@ -1,7 +1,7 @@
 """Scaled dot-product attention and multi-head attention.
 
-Masks follow :mod:`course_utils.masks`: boolean, ``True`` = may attend, broadcastable to
-``(batch, heads, q_len, k_len)``.
+Masks follow :mod:`course_utils.masks`: boolean, ``True`` = may attend, 4-D ``(batch | 1, heads | 1, q_len | 1,
+k_len)`` — one dimension per score dimension, each of size 1 or the scores' size (:func:`check_mask`).
 """
 from __future__ import annotations
 
@@ -14,41 +14,84 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .config import check_heads
+from .errors import CourseTypeError, CourseValueError
+
+
+SCORE_DIMS = ("batch", "heads", "q_len", "k_len")
+
+
+def score_dim_names(n_dims: int) -> tuple[str, ...]:
+    """Names of the score dimensions: ``(batch, heads, q_len, k_len)`` for 4-D scores, ``(..., q_len, k_len)`` else."""
+    if n_dims == len(SCORE_DIMS):
+        return SCORE_DIMS
+    return tuple(f"dim {i}" for i in range(n_dims - 2)) + ("q_len", "k_len")
 
 
 def check_mask(mask: torch.Tensor, scores_shape: torch.Size) -> None:
-    """Raise a clear error unless ``mask`` is a bool tensor that broadcasts to ``scores_shape``."""
+    """Raise a course error unless ``mask`` can only be read one way against scores of ``scores_shape``.
+
+    The rule: a bool tensor with exactly as many dimensions as the scores, each of size 1 or the scores' size. So
+    the mask never adds a dimension (a ``(batch, seq)`` padding mask would be read as ``(q_len, k_len)``) and
+    never enlarges the scores (a ``(3, 1, 1, k_len)`` mask on a batch of 1 would make 3 outputs).
+    """
+    if not isinstance(mask, torch.Tensor):
+        raise CourseTypeError(f"expected the attention mask as a bool torch.Tensor (True = may attend), got "
+                              f"{type(mask).__name__}; build one with course_utils.masks.padding_mask(ids) or "
+                              "causal_mask(seq_len)")
     if mask.dtype != torch.bool:
-        raise TypeError(f"attention masks must be bool (True = may attend), got {mask.dtype}; "
-                        "for an additive float mask m use (m == 0), for 0/1 ints use mask.bool()")
-    try:
-        torch.broadcast_shapes(mask.shape, scores_shape)
-    except RuntimeError:
-        raise ValueError(
-            f"mask of shape {tuple(mask.shape)} does not broadcast to the attention scores "
-            f"{tuple(scores_shape)} = (batch, heads, q_len, k_len); a padding mask from ids (batch, seq) "
-            "needs shape (batch, 1, 1, seq) — use course_utils.masks.padding_mask") from None
+        raise CourseTypeError(f"expected a bool attention mask (True = may attend), got {mask.dtype} of shape "
+                              f"{tuple(mask.shape)}; attention masks must be bool: for an additive float mask m "
+                              "use (m == 0), for 0/1 ints use mask.bool()")
+    names = score_dim_names(len(scores_shape))
+    scores = f"{tuple(scores_shape)} = ({', '.join(names)})"
+    if mask.dim() != len(scores_shape):
+        if mask.dim() == 2 and len(scores_shape) == 4:
+            fix = ("a (batch, seq) padding mask such as `ids != pad_id` would be read as (q_len, k_len); a padding "
+                   "mask needs shape (batch, 1, 1, seq): use course_utils.masks.padding_mask(ids); a (q_len, k_len) "
+                   "mask needs mask[None, None]")
+        elif mask.dim() == 3 and len(scores_shape) == 4:
+            fix = "a (batch, q_len, k_len) mask needs the heads dimension: mask.unsqueeze(1)"
+        else:
+            fix = "give the mask one dimension per score dimension, of size 1 where it does not vary"
+        raise CourseValueError(f"expected a {len(scores_shape)}-D bool mask for attention scores {scores}, got a "
+                               f"{mask.dim()}-D mask of shape {tuple(mask.shape)}; {fix}")
+    for name, size, expected in zip(names, mask.shape, scores_shape):
+        if size not in (1, expected):
+            allowed = "1" if expected == 1 else f"1 or {expected}"
+            raise CourseValueError(
+                f"mask of shape {tuple(mask.shape)} does not broadcast to the attention scores {scores} as they "
+                f"are: its {name} dimension is {size}, expected {allowed} (each mask dimension must be 1 or the "
+                "scores' size: a mask may not enlarge the scores); build the mask from the same ids as the input: "
+                "padding_mask(ids) → (batch, 1, 1, seq), causal_mask(seq_len) → (1, 1, seq, seq)")
 
 
 def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                                 mask: torch.Tensor | None = None,
-                                 dropout_p: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
-    """``softmax(Q Kᵀ / √d_k) V``, written out step by step.
+                                 mask: torch.Tensor | None = None, dropout_p: float = 0.0,
+                                 scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``softmax(Q Kᵀ / √d_k) V``, written out step by step (lesson 03).
 
     Args:
         query: ``(..., q_len, d_k)``; key: ``(..., k_len, d_k)``; value: ``(..., k_len, d_v)``.
-        mask: optional bool, ``True`` = may attend, broadcastable to ``(..., q_len, k_len)``.
+        mask: optional bool, ``True`` = may attend, with as many dimensions as the scores ``(..., q_len, k_len)``,
+            each of size 1 or the scores' size (see :func:`check_mask`).
         dropout_p: dropout on the attention weights (use 0 in evaluation).
+        scale: the factor on the scores; default ``1 / √d_k``.
 
     Returns:
-        ``(output (..., q_len, d_v), weights (..., q_len, k_len))``. A query whose every key is masked gets
-        all-zero weights and a zero output — finite, never NaN.
+        ``(output (..., q_len, d_v), weights (..., q_len, k_len))`` in the dtype of ``query``. A query whose every
+        key is masked gets all-zero weights and a zero output — finite, never NaN. float16/bfloat16 inputs are
+        computed in float32 (as the fused kernels accumulate), so large inputs do not overflow.
     """
     if query.size(-1) != key.size(-1):
-        raise ValueError(f"query and key need the same last dimension d_k, got {query.size(-1)} and {key.size(-1)}")
+        raise CourseValueError(f"query and key need the same last dimension d_k, got {query.size(-1)} and "
+                               f"{key.size(-1)}; project both to the same size")
     if key.size(-2) != value.size(-2):
-        raise ValueError(f"key and value need the same length, got {key.size(-2)} and {value.size(-2)}")
-    scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))
+        raise CourseValueError(f"key and value need the same length, got {key.size(-2)} and {value.size(-2)}; "
+                               "pass one value per key")
+    scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
+    compute_dtype = torch.promote_types(query.dtype, torch.float32)  # float16/bfloat16 → float32
+    # scale the queries *before* the product: Q Kᵀ alone can exceed the float16 range where Q Kᵀ / √d_k does not
+    scores = (query.to(compute_dtype) * scale) @ key.to(compute_dtype).transpose(-2, -1)
     if mask is not None:
         check_mask(mask, scores.shape)
         # a finite "minus infinity": a fully masked row becomes a uniform softmax instead of 0/0 = NaN, ...
@@ -59,28 +102,33 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
         weights = weights.masked_fill(~mask, 0.0)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
-    return weights @ value, weights
+    output = weights @ value.to(compute_dtype)
+    return output.to(query.dtype), weights.to(query.dtype)
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention for self-attention (query = key = value) and cross-attention.
+    """Multi-head attention for self-attention (query = key = value) and cross-attention (lesson 03).
 
     ``use_fast_path=True`` computes the same result through ``F.scaled_dot_product_attention`` (fused kernels)
-    whenever the weights are not requested.
+    whenever the weights are not requested. ``kdim``/``vdim`` (default ``d_model``) are the feature sizes of the
+    keys and values when they differ from the queries', as in ``nn.MultiheadAttention``.
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True,
-                 use_fast_path: bool = True) -> None:
+                 use_fast_path: bool = True, kdim: int | None = None, vdim: int | None = None) -> None:
         super().__init__()
         check_heads(d_model, n_heads)
         self.d_model = d_model
         self.n_heads = n_heads
         self.d_head = d_model // n_heads
+        self.kdim = d_model if kdim is None else kdim
+        self.vdim = d_model if vdim is None else vdim
+        self.scale = 1.0 / math.sqrt(self.d_head)
         self.dropout = dropout
         self.use_fast_path = use_fast_path
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
-        self.w_k = nn.Linear(d_model, d_model, bias=bias)
-        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(self.kdim, d_model, bias=bias)
+        self.w_v = nn.Linear(self.vdim, d_model, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
         self.capture = False  # set by capture_attention()
         self.captured_weights: torch.Tensor | None = None
@@ -96,16 +144,28 @@ class MultiHeadAttention(nn.Module):
         return x.transpose(1, 2).contiguous().view(batch, seq, self.d_model)
 
     def check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
-        for name, x in (("query", query), ("key", key), ("value", value)):
-            if x.dim() != 3 or x.size(-1) != self.d_model:
-                raise ValueError(f"{name} must have shape (batch, seq, d_model={self.d_model}), got {tuple(x.shape)}")
+        dtype = self.w_q.weight.dtype
+        for name, x, features in (("query", query, "d_model"), ("key", key, "kdim"), ("value", value, "vdim")):
+            size = getattr(self, features)
+            if not isinstance(x, torch.Tensor):
+                raise CourseTypeError(f"{name} must be a torch.Tensor (batch, seq, {features}={size}), got "
+                                      f"{type(x).__name__}")
+            if x.dim() != 3 or x.size(-1) != size:
+                raise CourseValueError(f"{name} must have shape (batch, seq, {features}={size}), got "
+                                       f"{tuple(x.shape)}; a single sequence needs x.unsqueeze(0)")
+            if x.dtype != dtype and not torch.is_autocast_enabled(x.device.type):
+                raise CourseTypeError(f"{name} has dtype {x.dtype} but the attention weights are {dtype}; convert "
+                                      f"with {name}.to({dtype}) or the module with .to({x.dtype})")
         if not query.size(0) == key.size(0) == value.size(0):
-            raise ValueError(f"query, key and value need the same batch size, got "
-                             f"{query.size(0)}, {key.size(0)}, {value.size(0)}")
+            raise CourseValueError(f"query, key and value need the same batch size, got "
+                                   f"{query.size(0)}, {key.size(0)}, {value.size(0)}; pair each query sequence "
+                                   "with its own keys and values")
         if key.size(1) != value.size(1):
-            raise ValueError(f"key and value need the same length, got {key.size(1)} and {value.size(1)}")
-        if query.size(0) == 0:
-            raise ValueError("empty batch: attention needs at least one sequence")
+            raise CourseValueError(f"key and value need the same length, got {key.size(1)} and {value.size(1)}; "
+                                   "pass one value per key")
+        if query.size(0) == 0 or query.size(1) == 0 or key.size(1) == 0:
+            raise CourseValueError(f"empty batch: query {tuple(query.shape)}, key {tuple(key.shape)}; attention "
+                                   "needs at least one sequence with at least one token")
 
     def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                 mask: torch.Tensor | None = None, need_weights: bool = False,
@@ -114,8 +174,10 @@ class MultiHeadAttention(nn.Module):
         """Attend from ``query`` to ``key``/``value``.
 
         Args:
-            query: ``(batch, q_len, d_model)``; key, value: ``(batch, k_len, d_model)``.
-            mask: bool, ``True`` = may attend, broadcastable to ``(batch, heads, q_len, k_len)``.
+            query: ``(batch, q_len, d_model)``; key: ``(batch, k_len, kdim)``; value: ``(batch, k_len, vdim)``.
+            mask: bool, ``True`` = may attend, 4-D, each dimension 1 or the size of ``(batch, heads, q_len,
+                k_len)``: ``padding_mask(ids)`` (batch, 1, 1, k_len), ``causal_mask(n)`` (1, 1, n, n), or both
+                combined. Anything else — a ``(batch, seq)`` mask, a mask for a bigger batch — raises.
             need_weights: also return the per-head attention weights.
             cache: a dict this layer owns during incremental decoding. Self-attention (``static_kv=False``)
                 appends the new keys/values to the cached ones; cross-attention (``static_kv=True``) projects the
@@ -136,14 +198,14 @@ class MultiHeadAttention(nn.Module):
                     k = torch.cat([cache["k"], k], dim=2)
                     v = torch.cat([cache["v"], v], dim=2)
                 cache["k"], cache["v"] = k, v
+        if mask is not None:  # one check for both paths: the same bad mask gives the same error
+            check_mask(mask, torch.Size((q.size(0), self.n_heads, q.size(2), k.size(2))))
         dropout_p = self.dropout if self.training else 0.0
         need_weights = need_weights or self.capture
         if need_weights or not self.use_fast_path:
-            out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)
+            out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p, self.scale)
         else:
-            if mask is not None:
-                check_mask(mask, torch.Size((q.size(0), self.n_heads, q.size(2), k.size(2))))
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=self.scale)
             if mask is not None:  # the fused kernels may leave NaN where a query can see no key: make it 0
                 out = out.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
             weights = None

@@ -1,9 +1,17 @@
 """Model configuration and parameter counting."""
 from __future__ import annotations
 
+__all__ = ["ACTIVATIONS", "NORM_PLACEMENTS", "POSITIONAL_KINDS", "TransformerConfig", "attention_parameter_count",
+           "check_heads", "count_parameters", "decoder_layer_parameter_count", "encoder_layer_parameter_count",
+           "feed_forward_parameter_count", "layer_norm_parameter_count"]
+
 from dataclasses import dataclass
 
 import torch.nn as nn
+
+from .errors import CourseValueError
+from .validation import (check_bool, check_choice, check_index, check_module, check_positive_int,
+                         check_probability)
 
 ACTIVATIONS = ("relu", "gelu")
 NORM_PLACEMENTS = ("post", "pre")
@@ -17,7 +25,8 @@ class TransformerConfig:
     ``d_model`` must be divisible by ``n_heads`` (each head gets ``d_model // n_heads`` dimensions).
     ``norm="post"`` is the original paper's Add & Norm (``x = norm(x + sublayer(x))``); ``"pre"`` normalises first
     (``x = x + sublayer(norm(x))``). ``tgt_vocab_size`` is only used by the encoder–decoder (defaults to
-    ``vocab_size``).
+    ``vocab_size``). Every field is checked when the config is built: sizes are positive ints, ``dropout`` lies
+    in [0, 1), ``pad_id`` is a valid id of both vocabularies.
     """
 
     vocab_size: int
@@ -35,19 +44,19 @@ class TransformerConfig:
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            check_positive_int(name, getattr(self, name))
+        if self.tgt_vocab_size is not None:
+            check_positive_int("tgt_vocab_size", self.tgt_vocab_size)
         check_heads(self.d_model, self.n_heads)
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        check_probability("dropout", self.dropout, hint="; 0.1 is the usual value")
         check_choice("activation", self.activation, ACTIVATIONS)
         check_choice("norm", self.norm, NORM_PLACEMENTS)
         check_choice("positional", self.positional, POSITIONAL_KINDS)
-        if not 0 <= self.pad_id < self.vocab_size:
-            raise ValueError(f"pad_id={self.pad_id} must be a valid id in [0, vocab_size={self.vocab_size})")
+        check_index("pad_id", self.pad_id, self.vocab_size, f"the vocabulary (vocab_size={self.vocab_size})")
         if self.tgt_vocab_size is None:
             self.tgt_vocab_size = self.vocab_size
+        check_index("pad_id", self.pad_id, self.tgt_vocab_size,
+                    f"the target vocabulary (tgt_vocab_size={self.tgt_vocab_size})")
 
     @property
     def d_head(self) -> int:
@@ -55,45 +64,53 @@ class TransformerConfig:
 
 
 def check_heads(d_model: int, n_heads: int) -> None:
-    """Raise a helpful error unless ``d_model`` splits evenly into ``n_heads`` heads."""
-    if n_heads < 1 or d_model % n_heads != 0:
+    """Raise a helpful error unless ``d_model`` and ``n_heads`` are positive ints and ``d_model`` splits evenly
+    into ``n_heads`` heads."""
+    check_positive_int("d_model", d_model)
+    check_positive_int("n_heads", n_heads)
+    if d_model % n_heads != 0:
         divisors = [h for h in range(1, min(d_model, 32) + 1) if d_model % h == 0]
-        raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; each head needs "
-                         f"d_model // n_heads dimensions. Pick n_heads from {divisors} or change d_model.")
-
-
-def check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+        raise CourseValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; each head needs "
+                               f"d_model // n_heads dimensions. Pick n_heads from {divisors} or change d_model.")
 
 
 def count_parameters(module: nn.Module, trainable_only: bool = True) -> int:
     """Number of (trainable) parameters; tied weights are counted once."""
+    check_module("module", module)
+    check_bool("trainable_only", trainable_only)
     return sum(p.numel() for p in module.parameters() if p.requires_grad or not trainable_only)
 
 
 def attention_parameter_count(d_model: int) -> int:
     """Four ``d_model × d_model`` projections (W_q, W_k, W_v, W_o), each with a bias."""
+    check_positive_int("d_model", d_model)
     return 4 * (d_model * d_model + d_model)
 
 
 def feed_forward_parameter_count(d_model: int, d_ff: int) -> int:
     """Two linear layers d_model → d_ff → d_model with biases."""
+    check_positive_int("d_model", d_model)
+    check_positive_int("d_ff", d_ff)
     return d_model * d_ff + d_ff + d_ff * d_model + d_model
 
 
 def layer_norm_parameter_count(d_model: int) -> int:
     """A LayerNorm's gain and bias."""
+    check_positive_int("d_model", d_model)
     return 2 * d_model
 
 
 def encoder_layer_parameter_count(d_model: int, d_ff: int) -> int:
     """Self-attention + FFN + two LayerNorms."""
+    check_positive_int("d_model", d_model)
+    check_positive_int("d_ff", d_ff)
     return (attention_parameter_count(d_model) + feed_forward_parameter_count(d_model, d_ff)
             + 2 * layer_norm_parameter_count(d_model))
 
 
 def decoder_layer_parameter_count(d_model: int, d_ff: int) -> int:
     """Masked self-attention + cross-attention + FFN + three LayerNorms."""
+    check_positive_int("d_model", d_model)
+    check_positive_int("d_ff", d_ff)
     return (2 * attention_parameter_count(d_model) + feed_forward_parameter_count(d_model, d_ff)
             + 3 * layer_norm_parameter_count(d_model))

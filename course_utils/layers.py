@@ -12,12 +12,14 @@ from .config import ACTIVATIONS, NORM_PLACEMENTS, check_choice
 class PositionwiseFeedForward(nn.Module):
     """``Linear(d_model → d_ff) → activation → dropout → Linear(d_ff → d_model)``, applied to every position alone."""
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu") -> None:
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu",
+                 bias: bool = True) -> None:
         super().__init__()
         check_choice("activation", activation, ACTIVATIONS)
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.linear2 = nn.Linear(d_ff, d_model)
+        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
+        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
+        self.activation_name = activation
         self.activation = F.relu if activation == "relu" else F.gelu
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -32,11 +34,11 @@ class ResidualSublayer(nn.Module):
     pre:  ``x + dropout(sublayer(norm(x)))`` — the residual path stays an identity, easier to train deep.
     """
 
-    def __init__(self, d_model: int, dropout: float, norm: str) -> None:
+    def __init__(self, d_model: int, dropout: float, norm: str, bias: bool = True) -> None:
         super().__init__()
         check_choice("norm", norm, NORM_PLACEMENTS)
         self.norm_first = norm == "pre"
-        self.norm = nn.LayerNorm(d_model)
+        self.norm = nn.LayerNorm(d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, sublayer) -> torch.Tensor:
@@ -46,34 +48,40 @@ class ResidualSublayer(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention then feed-forward, each wrapped in a residual + LayerNorm."""
+    """Self-attention then feed-forward, each wrapped in a residual + LayerNorm.
+
+    ``bias=False`` drops every bias (projections, feed-forward, LayerNorm), like ``nn.TransformerEncoderLayer``'s.
+    """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 activation: str = "relu", norm: str = "post") -> None:
+                 activation: str = "relu", norm: str = "post", bias: bool = True) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation)
-        self.attn_block = ResidualSublayer(d_model, dropout, norm)
-        self.ff_block = ResidualSublayer(d_model, dropout, norm)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, bias=bias)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation, bias)
+        self.attn_block = ResidualSublayer(d_model, dropout, norm, bias)
+        self.ff_block = ResidualSublayer(d_model, dropout, norm, bias)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """``x (batch, seq, d_model)``, ``mask`` bool broadcastable to (batch, heads, seq, seq) → same shape as x."""
+        """``x (batch, seq, d_model)`` → same shape; ``mask`` 4-D bool, e.g. ``padding_mask(ids)`` (batch, 1, 1, seq)."""
         x = self.attn_block(x, lambda h: self.self_attn(h, h, h, mask)[0])
         return self.ff_block(x, self.feed_forward)
 
 
 class DecoderLayer(nn.Module):
-    """Masked self-attention, cross-attention to the encoder memory, feed-forward; each residual + LayerNorm."""
+    """Masked self-attention, cross-attention to the encoder memory, feed-forward; each residual + LayerNorm.
+
+    ``bias=False`` drops every bias (projections, feed-forward, LayerNorm), like ``nn.TransformerDecoderLayer``'s.
+    """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 activation: str = "relu", norm: str = "post") -> None:
+                 activation: str = "relu", norm: str = "post", bias: bool = True) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation)
-        self.self_attn_block = ResidualSublayer(d_model, dropout, norm)
-        self.cross_attn_block = ResidualSublayer(d_model, dropout, norm)
-        self.ff_block = ResidualSublayer(d_model, dropout, norm)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, bias=bias)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, bias=bias)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation, bias)
+        self.self_attn_block = ResidualSublayer(d_model, dropout, norm, bias)
+        self.cross_attn_block = ResidualSublayer(d_model, dropout, norm, bias)
+        self.ff_block = ResidualSublayer(d_model, dropout, norm, bias)
 
     def forward(self, y: torch.Tensor, memory: torch.Tensor, tgt_mask: torch.Tensor | None = None,
                 memory_mask: torch.Tensor | None = None,
@@ -83,8 +91,10 @@ class DecoderLayer(nn.Module):
         Args:
             y: target-side vectors ``(batch, tgt_len, d_model)``.
             memory: encoder output ``(batch, src_len, d_model)``.
-            tgt_mask: bool, broadcastable to (batch, heads, tgt_len, tgt_len): causal AND target padding.
-            memory_mask: bool, broadcastable to (batch, heads, tgt_len, src_len): hides source padding.
+            tgt_mask: 4-D bool, each dimension 1 or the size of (batch, heads, tgt_len, tgt_len): causal AND
+                target padding, e.g. ``target_mask(tgt_ids)`` (batch, 1, tgt_len, tgt_len).
+            memory_mask: 4-D bool for (batch, heads, tgt_len, src_len): hides source padding, e.g.
+                ``padding_mask(src_ids)`` (batch, 1, 1, src_len).
             cache: during incremental decoding, ``{"self": {}, "cross": {}}`` owned by this layer.
 
         Returns:

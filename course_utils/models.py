@@ -1,22 +1,55 @@
 """Complete models built from the layers: encoder and decoder stacks, a classifier, a masked LM, a translator."""
 from __future__ import annotations
 
+__all__ = ["Decoder", "Encoder", "InputEmbedding", "MaskedLanguageModel", "POOLINGS", "Seq2SeqTransformer",
+           "TextEncoder", "TransformerClassifier", "check_cache", "init_weights"]
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .config import TransformerConfig
+from .config import POSITIONAL_KINDS, TransformerConfig
 from .embedding import TokenEmbedding
+from .errors import CourseTypeError, CourseValueError
 from .layers import DecoderLayer, EncoderLayer
 from .masks import padding_mask
 from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
+from .validation import (check_bool, check_choice, check_float_input, check_int, check_module, check_positive_int,
+                         check_probability, check_same_batch, check_token_ids, check_vectors, describe)
 
 POOLINGS = ("cls", "mean")
 DecoderCache = list  # one {"self": {...}, "cross": {...}} dict per decoder layer
 
 
+def check_config(config: object) -> TransformerConfig:
+    """``config`` if it is a :class:`TransformerConfig` (a dict of settings must be unpacked into one first)."""
+    if not isinstance(config, TransformerConfig):
+        raise CourseTypeError(f"config must be a TransformerConfig, got {describe(config)}; build one with "
+                              "TransformerConfig(vocab_size=..., d_model=..., ...) (for a dict: TransformerConfig(**d))")
+    return config
+
+
+def check_cache(cache: object, n_layers: int, batch: int) -> None:
+    """Raise a clear error unless ``cache`` is ``None`` or a KV cache from ``new_cache()`` that fits ``batch`` rows.
+
+    The cache is a list with one ``{"self": {...}, "cross": {...}}`` dict per decoder layer.
+    """
+    if cache is None:
+        return
+    fix = "create it with model.new_cache() (one per batch of sentences) and pass the same object at every step"
+    if (not isinstance(cache, list) or len(cache) != n_layers
+            or not all(isinstance(c, dict) and isinstance(c.get("self"), dict) and isinstance(c.get("cross"), dict)
+                       for c in cache)):
+        raise CourseTypeError(f"cache must be a list of {n_layers} {{'self': {{}}, 'cross': {{}}}} dicts (one per "
+                              f"decoder layer), got {describe(cache)}; {fix}")
+    cached = cache[0]["self"].get("k")
+    if cached is not None and cached.size(0) != batch:
+        raise CourseValueError(f"the cache holds keys for {cached.size(0)} rows but this call has {batch}; {fix}")
+
+
 def init_weights(module: nn.Module) -> None:
     """Xavier-uniform for every matrix (as ``nn.Transformer`` does); vectors keep PyTorch's defaults."""
+    check_module("module", module)
     for p in module.parameters():
         if p.dim() > 1:
             nn.init.xavier_uniform_(p)
@@ -28,13 +61,16 @@ class InputEmbedding(nn.Module):
     def __init__(self, vocab_size: int, d_model: int, max_len: int, positional: str = "sinusoidal",
                  dropout: float = 0.1, pad_id: int | None = None) -> None:
         super().__init__()
+        check_choice("positional", positional, POSITIONAL_KINDS)
+        check_positive_int("max_len", max_len)
+        check_probability("dropout", dropout)
         self.tokens = TokenEmbedding(vocab_size, d_model, pad_id)
         encoding = SinusoidalPositionalEncoding if positional == "sinusoidal" else LearnedPositionalEncoding
         self.positions = encoding(d_model, max_len)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        """``(batch, seq)`` long → ``(batch, seq, d_model)``; ``offset`` = position of the first token."""
+        """``(batch, seq)`` integer ids → ``(batch, seq, d_model)``; ``offset`` = position of the first token."""
         return self.dropout(self.positions(self.tokens(ids), offset))
 
 
@@ -43,6 +79,7 @@ class Encoder(nn.Module):
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
+        self.config = check_config(config)
         self.layers = nn.ModuleList(
             EncoderLayer(config.d_model, config.n_heads, config.d_ff, config.dropout, config.activation, config.norm)
             for _ in range(config.n_layers))
@@ -50,6 +87,7 @@ class Encoder(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """``(batch, seq, d_model)`` → same shape; ``mask`` bool, True = may attend."""
+        check_vectors(x, self, self.config.d_model)
         for layer in self.layers:
             x = layer(x, mask)
         return self.norm(x)
@@ -60,6 +98,7 @@ class Decoder(nn.Module):
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
+        self.config = check_config(config)
         self.layers = nn.ModuleList(
             DecoderLayer(config.d_model, config.n_heads, config.d_ff, config.dropout, config.activation, config.norm)
             for _ in range(config.n_layers))
@@ -68,6 +107,10 @@ class Decoder(nn.Module):
     def forward(self, y: torch.Tensor, memory: torch.Tensor, tgt_mask: torch.Tensor | None = None,
                 memory_mask: torch.Tensor | None = None, cache: DecoderCache | None = None) -> torch.Tensor:
         """``y (batch, tgt_len, d_model)``, ``memory (batch, src_len, d_model)`` → ``(batch, tgt_len, d_model)``."""
+        check_vectors(y, self, self.config.d_model, "y", "(batch, tgt_len, d_model)")
+        check_vectors(memory, self, self.config.d_model, "memory", "(batch, src_len, d_model)")
+        check_same_batch(("y", y), ("memory", memory))
+        check_cache(cache, len(self.layers), y.size(0))
         for i, layer in enumerate(self.layers):
             y = layer(y, memory, tgt_mask, memory_mask, cache[i] if cache is not None else None)
         return self.norm(y)
@@ -78,13 +121,16 @@ class TextEncoder(nn.Module):
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
-        self.config = config
+        self.config = check_config(config)
         self.embedding = InputEmbedding(config.vocab_size, config.d_model, config.max_len, config.positional,
                                         config.dropout, config.pad_id)
         self.encoder = Encoder(config)
 
     def forward(self, ids: torch.Tensor, mask_padding: bool = True) -> torch.Tensor:
-        """``(batch, seq)`` long → ``(batch, seq, d_model)``. ``mask_padding=False`` lets tokens attend to padding."""
+        """``(batch, seq)`` integer ids → ``(batch, seq, d_model)``. ``mask_padding=False`` lets tokens attend to
+        padding."""
+        ids = check_token_ids(ids, self.config.vocab_size, self.config.max_len, name="ids")
+        check_bool("mask_padding", mask_padding)
         mask = padding_mask(ids, self.config.pad_id) if mask_padding else None
         return self.encoder(self.embedding(ids), mask)
 
@@ -99,10 +145,12 @@ class TransformerClassifier(nn.Module):
     def __init__(self, config: TransformerConfig, n_classes: int, pooling: str = "cls",
                  mask_padding: bool = True) -> None:
         super().__init__()
-        if pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-        if n_classes < 2:
-            raise ValueError(f"a classifier needs n_classes >= 2, got {n_classes}")
+        check_config(config)
+        check_choice("pooling", pooling, POOLINGS)
+        if check_int("n_classes", n_classes) < 2:
+            raise CourseValueError(f"a classifier needs n_classes >= 2, got {n_classes}; "
+                                   "a yes/no task has 2 classes")
+        check_bool("mask_padding", mask_padding)
         self.pooling = pooling
         self.mask_padding = mask_padding
         self.text_encoder = TextEncoder(config)
@@ -110,7 +158,15 @@ class TransformerClassifier(nn.Module):
         init_weights(self)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """``(batch, seq)`` long → logits ``(batch, n_classes)``."""
+        """``(batch, seq)`` integer ids → logits ``(batch, n_classes)``."""
+        config = self.text_encoder.config
+        ids = check_token_ids(ids, config.vocab_size, config.max_len, name="ids")
+        if self.pooling == "cls" and bool((ids[:, 0] == config.pad_id).any()):
+            row = int((ids[:, 0] == config.pad_id).nonzero()[0])
+            raise CourseValueError(f"pooling='cls' reads position 0, but row {row} starts with [PAD] (id "
+                                   f"{config.pad_id}); its vector would summarise nothing. Put the [CLS] token first "
+                                   "(tokenizer.encode_batch(..., add_cls=True)), pad on the right, or use "
+                                   "pooling='mean'")
         hidden = self.text_encoder(ids, self.mask_padding)
         if self.pooling == "cls":
             pooled = hidden[:, 0]
@@ -131,6 +187,8 @@ class MaskedLanguageModel(nn.Module):
 
     def __init__(self, config: TransformerConfig, tie_weights: bool = True) -> None:
         super().__init__()
+        check_config(config)
+        check_bool("tie_weights", tie_weights)
         self.text_encoder = TextEncoder(config)
         self.transform = nn.Linear(config.d_model, config.d_model)
         self.transform_norm = nn.LayerNorm(config.d_model)
@@ -141,10 +199,14 @@ class MaskedLanguageModel(nn.Module):
 
     def head(self, hidden: torch.Tensor) -> torch.Tensor:
         """The MLM head alone: vectors ``(..., d_model)`` → vocabulary logits ``(..., vocab_size)``."""
+        d_model = self.text_encoder.config.d_model
+        if not isinstance(hidden, torch.Tensor) or hidden.dim() < 1 or hidden.size(-1) != d_model:
+            raise CourseValueError(f"head expects vectors (..., d_model={d_model}), got {describe(hidden)}")
+        check_float_input(hidden, self, "hidden")
         return self.output(self.transform_norm(F.gelu(self.transform(hidden))))
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """``(batch, seq)`` long → logits ``(batch, seq, vocab_size)``."""
+        """``(batch, seq)`` integer ids → logits ``(batch, seq, vocab_size)``."""
         return self.head(self.text_encoder(ids))
 
 
@@ -153,7 +215,7 @@ class Seq2SeqTransformer(nn.Module):
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
-        self.config = config
+        self.config = check_config(config)
         self.src_embedding = InputEmbedding(config.vocab_size, config.d_model, config.max_len, config.positional,
                                             config.dropout, config.pad_id)
         self.tgt_embedding = InputEmbedding(config.tgt_vocab_size, config.d_model, config.max_len,
@@ -165,6 +227,7 @@ class Seq2SeqTransformer(nn.Module):
 
     def encode(self, src_ids: torch.Tensor) -> torch.Tensor:
         """``(batch, src_len)`` → memory ``(batch, src_len, d_model)``; source padding is masked."""
+        src_ids = check_token_ids(src_ids, self.config.vocab_size, self.config.max_len, name="src_ids")
         return self.encoder(self.src_embedding(src_ids), padding_mask(src_ids, self.config.pad_id))
 
     def new_cache(self) -> DecoderCache:
@@ -183,8 +246,21 @@ class Seq2SeqTransformer(nn.Module):
             cache: from :meth:`new_cache`; filled in place. Target padding is not masked in cached mode (generated
                 prefixes contain none).
         """
-        pad_id = self.config.pad_id
+        config = self.config
+        tgt_in_ids = check_token_ids(tgt_in_ids, config.tgt_vocab_size, name="tgt_in_ids")
+        src_ids = check_token_ids(src_ids, config.vocab_size, config.max_len, name="src_ids")
+        check_vectors(memory, self, config.d_model, "memory", "(batch, src_len, d_model)")
+        check_same_batch(("tgt_in_ids", tgt_in_ids), ("memory", memory), ("src_ids", src_ids))
+        if memory.size(1) != src_ids.size(1):
+            raise CourseValueError(f"memory covers {memory.size(1)} source positions but src_ids has {src_ids.size(1)}; "
+                                   "pass the src_ids that produced memory = model.encode(src_ids)")
+        check_cache(cache, len(self.decoder.layers), tgt_in_ids.size(0))
+        pad_id = config.pad_id
         offset = cache[0]["self"]["k"].size(2) if cache is not None and cache[0]["self"] else 0
+        if offset + tgt_in_ids.size(1) > config.max_len:
+            raise CourseValueError(f"target positions {offset}..{offset + tgt_in_ids.size(1) - 1} exceed "
+                                   f"max_len={config.max_len}; generate fewer tokens or build the model with a "
+                                   "larger max_len")
         new_len = tgt_in_ids.size(1)
         # query i (absolute position offset + i) may see keys 0 .. offset + i
         tgt_mask = torch.ones(new_len, offset + new_len, dtype=torch.bool, device=tgt_in_ids.device)
@@ -197,4 +273,7 @@ class Seq2SeqTransformer(nn.Module):
 
     def forward(self, src_ids: torch.Tensor, tgt_in_ids: torch.Tensor) -> torch.Tensor:
         """``src (batch, src_len)``, ``tgt_in (batch, tgt_len)`` → logits ``(batch, tgt_len, tgt_vocab_size)``."""
+        src_ids = check_token_ids(src_ids, self.config.vocab_size, self.config.max_len, name="src_ids")
+        tgt_in_ids = check_token_ids(tgt_in_ids, self.config.tgt_vocab_size, self.config.max_len, name="tgt_in_ids")
+        check_same_batch(("src_ids", src_ids), ("tgt_in_ids", tgt_in_ids))
         return self.decode(tgt_in_ids, self.encode(src_ids), src_ids)

@@ -1,10 +1,17 @@
-"""Plotting helpers shared by every notebook: attention heatmaps and training curves."""
+"""Plotting helpers shared by every notebook: attention heatmaps, training curves and architecture diagrams.
+
+The diagrams (``draw_architecture`` and friends) live in ``course_utils.diagrams`` and are re-exported here, so
+every picture a lesson draws comes from ``course_utils.plotting``.
+"""
 from __future__ import annotations
 
 from typing import Sequence
 
 import matplotlib.pyplot as plt
 import torch
+
+from .diagrams import (ARCHITECTURE_PARTS, ARCHITECTURE_VARIANTS, architecture_parts, draw_architecture,  # noqa: F401
+                       draw_encoder_decoder_masks, draw_multihead_split, draw_residual_stream)
 
 
 def show_heatmaps(matrices, row_labels: Sequence[str] | None = None, col_labels: Sequence[str] | None = None,

@@ -77,6 +77,58 @@ def make_loader(*tensors: torch.Tensor, batch_size: int = 32, shuffle: bool = Tr
     return DataLoader(TensorDataset(*tensors), batch_size=batch_size, shuffle=shuffle, generator=generator)
 
 
+def make_optimizer(model: nn.Module, lr: float = 1e-3, weight_decay: float = 0.01) -> torch.optim.AdamW:
+    """The course's optimizer: AdamW over every parameter of ``model`` (what :func:`fit` uses)."""
+    return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+
+
+def make_scheduler(optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int,
+                   schedule: str = "cosine") -> torch.optim.lr_scheduler.LambdaLR:
+    """Warmup + decay as a ``LambdaLR`` (see :func:`lr_multiplier`); step it once per optimizer step."""
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: lr_multiplier(step, warmup_steps, total_steps, schedule))
+
+
+@dataclass
+class StepResult:
+    """What one optimizer step of :func:`train_one_epoch` measured."""
+
+    loss: torch.Tensor      # the scalar loss (still a tensor: ``.item()`` when you need the number)
+    grad_norm: float        # global gradient norm before clipping
+    learning_rate: float    # the learning rate this step used
+
+
+def train_one_epoch(model: nn.Module, batches: Iterable, loss_fn: Callable[[nn.Module, object], torch.Tensor],
+                    optimizer: torch.optim.Optimizer, scheduler, clip_norm: float | None = 1.0,
+                    on_step: Callable[[StepResult], None] | None = None) -> list[float]:
+    """One pass over ``batches``: for each, zero the gradients, compute the loss, backpropagate, clip, step the
+    optimizer, then the learning-rate schedule (once per step). Built in lesson 05; :func:`fit` runs it per epoch.
+
+    Args:
+        loss_fn: ``loss_fn(model, batch) -> scalar loss``.
+        scheduler: e.g. from :func:`make_scheduler`; stepped after every optimizer step.
+        clip_norm: clip the global gradient norm to this value (``None`` = no clipping; the norm is still measured).
+        on_step: called with a :class:`StepResult` after every step (``fit`` records its history there).
+
+    Returns:
+        the loss of every step, as floats.
+    """
+    model.train()
+    losses = []
+    for batch in batches:
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model, batch)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm if clip_norm else float("inf"))
+        learning_rate = optimizer.param_groups[0]["lr"]
+        optimizer.step()
+        scheduler.step()
+        losses.append(loss.item())
+        if on_step is not None:
+            on_step(StepResult(loss.detach(), float(norm), learning_rate))
+    return losses
+
+
 def fit(model: nn.Module, train_batches: Iterable, loss_fn: Callable[[nn.Module, object], torch.Tensor], *,
         epochs: int = 1, lr: float = 1e-3, weight_decay: float = 0.01, warmup_steps: int = 0,
         schedule: str = "cosine", clip_norm: float | None = 1.0,
@@ -101,9 +153,8 @@ def fit(model: nn.Module, train_batches: Iterable, loss_fn: Callable[[nn.Module,
     total_steps = epochs * len(train_batches)
     if total_steps == 0:
         raise ValueError("no training batches: train_batches is empty")
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: lr_multiplier(step, warmup_steps, total_steps, schedule))
+    optimizer = make_optimizer(model, lr, weight_decay)
+    scheduler = make_scheduler(optimizer, warmup_steps, total_steps, schedule)
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if amp and device.type == "cuda" else nullcontext()
     history = History()
     start = time.perf_counter()
@@ -116,27 +167,28 @@ def fit(model: nn.Module, train_batches: Iterable, loss_fn: Callable[[nn.Module,
 
     bar = tqdm(total=total_steps, disable=not progress, desc="training")
     step = 0
+
+    def task_loss(model: nn.Module, batch) -> torch.Tensor:
+        with autocast:
+            loss = loss_fn(model, to_device(batch, device))
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"loss became {loss.item()} at step {step}: lower the learning rate, "
+                                     "add warmup or gradient clipping, and check masks for all-masked rows")
+        return loss
+
+    def record(result: StepResult) -> None:
+        nonlocal step
+        history.learning_rate.append(result.learning_rate)
+        history.train_loss.append(result.loss.item())
+        history.grad_norm.append(result.grad_norm)
+        step += 1
+        bar.update(1)
+        bar.set_postfix(loss=f"{result.loss.item():.3f}")
+        if eval_fn is not None and eval_every and step % eval_every == 0:
+            evaluate(step)
+
     for _ in range(epochs):
-        model.train()
-        for batch in train_batches:
-            with autocast:
-                loss = loss_fn(model, to_device(batch, device))
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"loss became {loss.item()} at step {step}: lower the learning rate, "
-                                         "add warmup or gradient clipping, and check masks for all-masked rows")
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm if clip_norm else float("inf"))
-            optimizer.step()
-            history.learning_rate.append(scheduler.get_last_lr()[0])
-            scheduler.step()
-            history.train_loss.append(loss.item())
-            history.grad_norm.append(float(norm))
-            step += 1
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.3f}")
-            if eval_fn is not None and eval_every and step % eval_every == 0:
-                evaluate(step)
+        train_one_epoch(model, train_batches, task_loss, optimizer, scheduler, clip_norm, on_step=record)
         if eval_fn is not None and not (history.evaluations and history.evaluations[-1][0] == step):
             evaluate(step)
     bar.close()

@@ -4,6 +4,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from course_utils.errors import CourseError, CourseTypeError, CourseValueError
 from course_utils.attention import MultiHeadAttention, capture_attention, scaled_dot_product_attention
 from course_utils.masks import causal_mask, combine_masks, padding_mask
 from course_utils.reference import copy_attention
@@ -127,3 +128,165 @@ def test_kv_cache_self_attention_matches_full_computation():
     cache = {}
     steps = [ours(x[:, t:t + 1], x[:, t:t + 1], x[:, t:t + 1], None, cache=cache)[0] for t in range(5)]
     torch.testing.assert_close(torch.cat(steps, dim=1), full)
+
+
+# --- masks that cannot be misread ----------------------------------------------------------------------------------
+
+def attention_on_both_paths(mask, batch=2, seq=6):
+    """Run the same block on its fast and its math path; return what each raised (or None)."""
+    ours, _ = torch_attention()
+    x = torch.randn(batch, seq, 16)
+    raised = {}
+    for fast_path in (True, False):
+        ours.use_fast_path = fast_path
+        try:
+            ours(x, x, x, mask)
+            raised[fast_path] = None
+        except Exception as error:  # noqa: BLE001 - the test compares whatever comes out
+            raised[fast_path] = error
+    return raised
+
+
+BAD_MASKS = {
+    "(batch, seq) when batch == seq": (torch.ones(6, 6, dtype=torch.bool), 6, "padding_mask"),
+    "(batch, seq) when batch != seq": (torch.ones(2, 6, dtype=torch.bool), 2, "padding_mask"),
+    "(batch, q, k) without heads": (torch.ones(2, 6, 6, dtype=torch.bool), 2, "unsqueeze"),
+    "5-D": (torch.ones(2, 1, 1, 1, 6, dtype=torch.bool), 2, "one dimension per score dimension"),
+    "bigger batch than the input": (torch.ones(3, 1, 1, 6, dtype=torch.bool), 1, "may not enlarge"),
+    "more heads than the block": (torch.ones(2, 8, 6, 6, dtype=torch.bool), 2, "heads dimension is 8"),
+    "wrong key length": (torch.ones(2, 1, 1, 5, dtype=torch.bool), 2, "k_len dimension is 5"),
+    "float mask": (torch.zeros(2, 1, 1, 6), 2, "must be bool"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_MASKS))
+def test_a_mask_that_could_be_misread_raises_the_same_course_error_on_both_paths(name):
+    mask, batch, fix = BAD_MASKS[name]
+    raised = attention_on_both_paths(mask, batch=batch)
+    fast, math_path = raised[True], raised[False]
+    assert isinstance(fast, CourseError), f"fast path: {fast!r}"
+    assert type(fast) is type(math_path) and str(fast) == str(math_path)
+    assert fix in str(fast)
+    assert "expected" in str(fast) and str(tuple(mask.shape)) in str(fast)
+
+
+def test_the_batch_equals_seq_padding_mask_names_the_padding_mask_fix():
+    ours, _ = torch_attention()
+    ids = IDS.repeat(3, 1)                                    # batch 6 == seq 6: `ids != 0` would broadcast
+    x = torch.randn(6, 6, 16)
+    fix = r"shape \(batch, 1, 1, seq\): use course_utils.masks.padding_mask\(ids\)"
+    with pytest.raises(CourseValueError, match=fix):
+        ours(x, x, x, ids != 0)
+    ours(x, x, x, padding_mask(ids))
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_a_mask_for_a_bigger_batch_never_enlarges_the_output(need_weights):
+    ours, _ = torch_attention()
+    x = torch.randn(1, 5, 16)
+    with pytest.raises(CourseValueError, match=r"batch dimension is 3, expected 1 \("):
+        ours(x, x, x, torch.ones(3, 1, 1, 5, dtype=torch.bool), need_weights=need_weights)
+    with pytest.raises(CourseValueError), capture_attention(ours):
+        ours(x, x, x, torch.ones(3, 1, 1, 5, dtype=torch.bool))
+
+
+def test_scaled_dot_product_requires_one_mask_dimension_per_score_dimension():
+    q = torch.randn(2, 4, 6, 8)
+    with pytest.raises(CourseValueError, match="expected a 4-D bool mask"):
+        scaled_dot_product_attention(q, q, q, torch.ones(6, 6, dtype=torch.bool))
+    with pytest.raises(CourseValueError, match="expected a 3-D bool mask"):
+        scaled_dot_product_attention(q[0], q[0], q[0], causal_mask(6))
+    with pytest.raises(CourseValueError, match="may not enlarge"):
+        scaled_dot_product_attention(q[:1], q[:1], q[:1], torch.ones(2, 1, 1, 6, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("mask", [padding_mask(IDS), causal_mask(6), combine_masks(padding_mask(IDS), causal_mask(6)),
+                                  torch.ones(1, 4, 6, 6, dtype=torch.bool)])
+def test_every_mask_builder_and_per_head_masks_are_accepted(mask):
+    raised = attention_on_both_paths(mask)
+    assert raised == {True: None, False: None}
+
+
+# --- numerics: the math path is as safe as the fused one ------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("masked", [False, True])
+def test_math_path_stays_finite_and_equals_fused_attention_for_large_inputs(dtype, masked):
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(3, 2, 4, 6, 64) * 60).to(dtype).unbind(0)   # Q Kᵀ reaches ~1e5 > float16 max 65504
+    assert (q.float() @ k.float().transpose(-2, -1)).abs().max() > torch.finfo(torch.float16).max
+    mask = combine_masks(padding_mask(IDS), causal_mask(6)) if masked else None
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert torch.isfinite(expected).all()
+    ours, weights = scaled_dot_product_attention(q, k, v, mask)
+    assert ours.dtype == weights.dtype == dtype
+    assert torch.isfinite(ours).all() and torch.isfinite(weights).all()
+    torch.testing.assert_close(ours.float(), expected.float(), **({} if dtype == torch.float32 else
+                                                                  {"atol": 0.5, "rtol": 0.02}))
+
+
+def test_multi_head_attention_in_float16_matches_float32():
+    ours, _ = torch_attention()
+    x = torch.randn(2, 6, 16) * 20
+    expected, expected_weights = ours(x, x, x, padding_mask(IDS), need_weights=True)
+    half = ours.half()
+    out, weights = half(x.half(), x.half(), x.half(), padding_mask(IDS), need_weights=True)
+    assert torch.isfinite(out).all()
+    torch.testing.assert_close(weights.float(), expected_weights, atol=2e-2, rtol=0)
+
+
+def test_input_dtype_must_match_the_weights():
+    ours, _ = torch_attention()
+    x = torch.randn(1, 3, 16, dtype=torch.float64)
+    with pytest.raises(CourseTypeError, match=r"query.to\(torch.float32\)"):
+        ours(x, x, x)
+
+
+# --- the fast path zeroes queries that can see no key, even when a kernel returns NaN there ---------------------------
+
+def test_fast_path_zeroes_fully_masked_rows_when_the_kernel_returns_nan(monkeypatch):
+    """No CPU kernel yields NaN for a fully masked row today; some GPU kernels and older releases do."""
+    fused = F.scaled_dot_product_attention
+
+    def kernel_with_nan_rows(q, k, v, attn_mask=None, **kwargs):
+        out = fused(q, k, v, attn_mask=attn_mask, **kwargs)
+        return out.masked_fill(~attn_mask.any(dim=-1, keepdim=True), float("nan"))
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", kernel_with_nan_rows)
+    ours, _ = torch_attention()
+    x = torch.randn(2, 6, 16)
+    mask = padding_mask(IDS) & causal_mask(6)
+    mask[1, :, 0] = False  # query 0 of sentence 1 may see nothing
+    out, _ = ours(x, x, x, mask)
+    assert torch.isfinite(out).all()
+    ours.use_fast_path = False
+    torch.testing.assert_close(out, ours(x, x, x, mask)[0])
+
+
+# --- weight copy from PyTorch's variants -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("kdim, vdim", [(None, None), (12, 20)])
+def test_copy_attention_handles_bias_free_and_kdim_vdim_modules(bias, kdim, vdim):
+    torch.manual_seed(0)
+    theirs = nn.MultiheadAttention(16, 4, bias=bias, kdim=kdim, vdim=vdim, batch_first=True).eval()
+    ours = MultiHeadAttention(16, 4, bias=bias, kdim=kdim, vdim=vdim).eval()
+    copy_attention(ours, theirs)
+    query, key, value = torch.randn(2, 3, 16), torch.randn(2, 6, kdim or 16), torch.randn(2, 6, vdim or 16)
+    expected, _ = theirs(query, key, value, key_padding_mask=IDS == 0)
+    torch.testing.assert_close(ours(query, key, value, padding_mask(IDS))[0], expected)
+
+
+@pytest.mark.parametrize("theirs_kwargs, ours_kwargs, message", [
+    ({"bias": False}, {}, "whether W_q.weight exists|whether the bias of W_q exists"),
+    ({}, {"bias": False}, "whether the bias of W_q exists"),
+    ({"kdim": 12}, {}, "kdim differs"),
+    ({"num_heads": 2}, {}, "number of heads"),
+    ({"add_bias_kv": True}, {}, "add_bias_kv"),
+    ({"add_zero_attn": True}, {}, "add_zero_attn"),
+])
+def test_copy_attention_refuses_modules_that_compute_something_else(theirs_kwargs, ours_kwargs, message):
+    theirs = nn.MultiheadAttention(**{"embed_dim": 16, "num_heads": 4, "batch_first": True, **theirs_kwargs})
+    ours = MultiHeadAttention(16, 4, **ours_kwargs)
+    with pytest.raises(CourseValueError, match=message):
+        copy_attention(ours, theirs)

@@ -6,10 +6,12 @@ import torch
 import torch.nn as nn
 
 from course_utils.config import TransformerConfig, count_parameters
+from course_utils.errors import CourseValueError
 from course_utils.layers import DecoderLayer, EncoderLayer
 from course_utils.masks import causal_mask, padding_mask
-from course_utils.models import (Decoder, Encoder, MaskedLanguageModel, Seq2SeqTransformer,
+from course_utils.models import (Decoder, Encoder, InputEmbedding, MaskedLanguageModel, Seq2SeqTransformer,
                                  TransformerClassifier)
+from course_utils.positional import sinusoidal_table
 from course_utils.reference import copy_decoder, copy_decoder_layer, copy_encoder, copy_encoder_layer
 
 D_MODEL, N_HEADS, D_FF = 16, 4, 32
@@ -28,6 +30,17 @@ def test_encoder_layer_matches_pytorch(norm, activation):
     x = torch.randn(2, 6, D_MODEL)
     expected = theirs(x, src_key_padding_mask=SRC == 0)
     torch.testing.assert_close(ours(x, padding_mask(SRC)), expected)
+
+
+def test_layers_refuse_a_flat_padding_mask_even_when_batch_equals_seq():
+    ids = torch.tensor([[5, 6, 0], [4, 0, 0], [7, 8, 9]])   # batch 3 == seq 3: `ids != 0` would broadcast silently
+    x, memory = torch.randn(3, 3, D_MODEL), torch.randn(3, 3, D_MODEL)
+    encoder_layer, decoder_layer = EncoderLayer(D_MODEL, N_HEADS, D_FF), DecoderLayer(D_MODEL, N_HEADS, D_FF)
+    with pytest.raises(CourseValueError, match=r"padding_mask\(ids\)"):
+        encoder_layer(x, ids != 0)
+    with pytest.raises(CourseValueError, match=r"padding_mask\(ids\)"):
+        decoder_layer(x, memory, causal_mask(3), ids != 0)
+    assert encoder_layer(x, padding_mask(ids)).shape == (3, 3, D_MODEL)
 
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
@@ -75,6 +88,13 @@ def test_seq2seq_model_uses_the_same_stacks_as_nn_transformer():
     torch.testing.assert_close(model(SRC, TGT), model.generator(hidden))
 
 
+def test_input_embedding_scales_tokens_by_sqrt_d_model_then_adds_positions():
+    torch.manual_seed(0)
+    embedding = InputEmbedding(vocab_size=12, d_model=D_MODEL, max_len=8, dropout=0.0).eval()
+    expected = embedding.tokens.weight[TGT] * math.sqrt(D_MODEL) + sinusoidal_table(8, D_MODEL)[:TGT.size(1)]
+    torch.testing.assert_close(embedding(TGT), expected)
+
+
 def test_seed_001_forward_shape_and_initial_loss():
     torch.manual_seed(0)
     config = TransformerConfig(vocab_size=100, d_model=64, n_heads=4, d_ff=256, n_layers=2, dropout=0.0)
@@ -112,3 +132,61 @@ def test_mlm_weight_tying_shares_the_embedding_and_saves_parameters():
     assert tied.output.weight is tied.text_encoder.embedding.tokens.weight
     assert count_parameters(untied) - count_parameters(tied) == 50 * D_MODEL
     assert tied(SRC).shape == (2, 6, 50)
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_bias_free_layers_match_pytorch(norm):
+    torch.manual_seed(0)
+    theirs_encoder = nn.TransformerEncoderLayer(D_MODEL, N_HEADS, D_FF, dropout=0.0, batch_first=True, bias=False,
+                                                norm_first=norm == "pre").eval()
+    ours_encoder = EncoderLayer(D_MODEL, N_HEADS, D_FF, dropout=0.0, norm=norm, bias=False).eval()
+    copy_encoder_layer(ours_encoder, theirs_encoder)
+    theirs_decoder = nn.TransformerDecoderLayer(D_MODEL, N_HEADS, D_FF, dropout=0.0, batch_first=True, bias=False,
+                                                norm_first=norm == "pre").eval()
+    ours_decoder = DecoderLayer(D_MODEL, N_HEADS, D_FF, dropout=0.0, norm=norm, bias=False).eval()
+    copy_decoder_layer(ours_decoder, theirs_decoder)
+    x, y = torch.randn(2, 6, D_MODEL), torch.randn(2, 5, D_MODEL)
+    torch.testing.assert_close(ours_encoder(x, padding_mask(SRC)), theirs_encoder(x, src_key_padding_mask=SRC == 0))
+    torch.testing.assert_close(ours_decoder(y, x, causal_mask(5), padding_mask(SRC)),
+                               theirs_decoder(y, x, tgt_mask=~causal_mask(5)[0, 0], memory_key_padding_mask=SRC == 0))
+
+
+def encoder_layer_pair(ours_kwargs, theirs_kwargs):
+    ours = EncoderLayer(D_MODEL, N_HEADS, D_FF, **ours_kwargs)
+    theirs = nn.TransformerEncoderLayer(**{"d_model": D_MODEL, "nhead": N_HEADS, "dim_feedforward": D_FF,
+                                           "batch_first": True, **theirs_kwargs})
+    return ours, theirs
+
+
+@pytest.mark.parametrize("ours_kwargs, theirs_kwargs, message", [
+    ({"norm": "pre"}, {}, "norm_first"),
+    ({}, {"norm_first": True}, "norm_first"),
+    ({"activation": "gelu"}, {}, "activation"),
+    ({}, {"activation": nn.GELU(approximate="tanh")}, "activation"),
+    ({}, {"bias": False}, "bias"),
+    ({}, {"layer_norm_eps": 1e-6}, "eps"),
+    ({}, {"dim_feedforward": 2 * D_FF}, "shape of linear1.weight"),
+])
+def test_layer_copy_refuses_a_layer_that_computes_something_else(ours_kwargs, theirs_kwargs, message):
+    ours, theirs = encoder_layer_pair(ours_kwargs, theirs_kwargs)
+    with pytest.raises(CourseValueError, match=message):
+        copy_encoder_layer(ours, theirs)
+
+
+def test_decoder_layer_copy_refuses_a_norm_placement_mismatch():
+    theirs = nn.TransformerDecoderLayer(D_MODEL, N_HEADS, D_FF, batch_first=True, norm_first=True)
+    with pytest.raises(CourseValueError, match="norm='pre'"):
+        copy_decoder_layer(DecoderLayer(D_MODEL, N_HEADS, D_FF), theirs)
+
+
+def test_stack_copy_refuses_another_layer_count_or_a_missing_final_norm():
+    config = TransformerConfig(vocab_size=10, d_model=D_MODEL, n_heads=N_HEADS, d_ff=D_FF, n_layers=2)
+    layer = nn.TransformerEncoderLayer(D_MODEL, N_HEADS, D_FF, batch_first=True)
+    with pytest.raises(CourseValueError, match="number of layers"):
+        copy_encoder(Encoder(config), nn.TransformerEncoder(layer, 3, norm=nn.LayerNorm(D_MODEL),
+                                                            enable_nested_tensor=False))
+    with pytest.raises(CourseValueError, match="final LayerNorm"):
+        copy_encoder(Encoder(config), nn.TransformerEncoder(layer, 2, enable_nested_tensor=False))
+    decoder_layer = nn.TransformerDecoderLayer(D_MODEL, N_HEADS, D_FF, batch_first=True)
+    with pytest.raises(CourseValueError, match="number of layers"):
+        copy_decoder(Decoder(config), nn.TransformerDecoder(decoder_layer, 1, norm=nn.LayerNorm(D_MODEL)))

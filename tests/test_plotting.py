@@ -1,4 +1,4 @@
-"""show_heatmaps: one panel per matrix, labels where asked, clear errors for bad input."""
+"""show_heatmaps and the architecture diagrams: the right panels, boxes and labels; clear errors for bad input."""
 import matplotlib
 
 matplotlib.use("Agg")
@@ -7,8 +7,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from matplotlib.colors import to_rgba  # noqa: E402
+from matplotlib.patches import FancyBboxPatch  # noqa: E402
 
-from course_utils.plotting import show_heatmaps  # noqa: E402
+from course_utils.diagrams import HIGHLIGHT_FACE, MASK_EXAMPLE_SOURCE, MASK_EXAMPLE_TARGET, MUTED_FACE  # noqa: E402
+from course_utils.errors import CourseTypeError, CourseValueError  # noqa: E402
+from course_utils.masks import padding_mask, target_mask  # noqa: E402
+from course_utils.plotting import (ARCHITECTURE_PARTS, ARCHITECTURE_VARIANTS, architecture_parts,  # noqa: E402
+                                   draw_architecture, draw_encoder_decoder_masks, draw_multihead_split,
+                                   draw_residual_stream, show_heatmaps)
 
 TOKENS = ["the", "cat", "sat"]
 
@@ -76,3 +83,136 @@ def test_label_and_title_count_mismatch_raise():
         show_heatmaps(torch.rand(3, 3), row_labels=["a", "b"])
     with pytest.raises(ValueError, match="one label per col"):
         show_heatmaps(torch.rand(3, 3), col_labels=TOKENS + ["extra"])
+
+
+# --- architecture diagrams -----------------------------------------------------------------------------------------
+
+EXPECTED_PARTS = {
+    "encoder-decoder": {"tokens", "embedding", "positional encoding", "self-attention", "masked self-attention",
+                        "cross-attention", "add & norm", "feed-forward", "output projection", "softmax"},
+    "encoder": {"tokens", "embedding", "positional encoding", "self-attention", "add & norm", "feed-forward",
+                "task head"},
+    "decoder-only": {"tokens", "embedding", "positional encoding", "masked self-attention", "add & norm",
+                     "feed-forward", "output projection", "softmax"},
+}
+
+
+def boxes(fig):
+    """The part boxes of an architecture figure: (part, patch) for every box tagged with a part name."""
+    return [(patch.get_gid(), patch) for ax in fig.axes for patch in ax.patches
+            if isinstance(patch, FancyBboxPatch) and patch.get_gid() in ARCHITECTURE_PARTS]
+
+
+def texts(fig, gid=None):
+    return [t.get_text().replace("\n", " ") for ax in fig.axes for t in ax.texts if gid is None or t.get_gid() == gid]
+
+
+@pytest.mark.parametrize("draw", [
+    lambda: draw_architecture(),
+    lambda: draw_architecture(variant="encoder"),
+    lambda: draw_architecture(variant="decoder-only"),
+    lambda: draw_multihead_split(),
+    lambda: draw_residual_stream(),
+    lambda: draw_encoder_decoder_masks(),
+])
+def test_every_diagram_returns_a_figure_of_notebook_width(draw):
+    fig = draw()
+    assert isinstance(fig, plt.Figure)
+    assert 4 <= fig.get_figwidth() <= 10.5
+
+
+def test_parts_per_variant_are_the_documented_ones():
+    assert ARCHITECTURE_VARIANTS == tuple(EXPECTED_PARTS)
+    assert set(ARCHITECTURE_PARTS) == set.union(*EXPECTED_PARTS.values())
+    for variant, parts in EXPECTED_PARTS.items():
+        assert set(architecture_parts(variant)) == parts
+
+
+@pytest.mark.parametrize("variant", ARCHITECTURE_VARIANTS)
+def test_every_part_of_the_variant_is_a_labelled_box(variant):
+    fig = draw_architecture(variant=variant)
+    assert {part for part, _ in boxes(fig)} == EXPECTED_PARTS[variant]
+    for part in EXPECTED_PARTS[variant]:
+        labels = texts(fig, gid=part)
+        assert labels and all(part in label for label in labels), (part, labels)
+
+
+def test_highlight_colours_exactly_the_named_boxes():
+    plain = draw_architecture()
+    assert not any(patch.get_facecolor() == to_rgba(HIGHLIGHT_FACE) for _, patch in boxes(plain))
+    highlight = ("self-attention", "add & norm")
+    fig = draw_architecture(highlight=highlight)
+    strong = [part for part, patch in boxes(fig) if patch.get_facecolor() == to_rgba(HIGHLIGHT_FACE)]
+    muted = [part for part, patch in boxes(fig) if patch.get_facecolor() == to_rgba(MUTED_FACE)]
+    assert sorted(strong) == ["add & norm"] * 5 + ["self-attention"]  # 2 add & norm in the encoder, 3 in the decoder
+    assert len(strong) + len(muted) == len(boxes(fig))
+    assert "self-attention, add & norm" in fig.axes[0].get_title()
+
+
+def test_highlight_accepts_one_name_as_a_string():
+    fig = draw_architecture(highlight="task head", variant="encoder")
+    assert [part for part, patch in boxes(fig) if patch.get_facecolor() == to_rgba(HIGHLIGHT_FACE)] == ["task head"]
+
+
+def test_bad_highlight_and_variant_raise_course_errors():
+    with pytest.raises(CourseValueError, match="unknown architecture part 'attention'.*'self-attention'"):
+        draw_architecture(highlight=("attention",))
+    with pytest.raises(CourseValueError, match="'encoder' variant has no 'cross-attention'"):
+        draw_architecture(highlight=("cross-attention",), variant="encoder")
+    with pytest.raises(CourseTypeError, match="part names"):
+        draw_architecture(highlight=(3,))
+    with pytest.raises(CourseValueError, match="unknown architecture variant 'gpt'.*'decoder-only'"):
+        draw_architecture(variant="gpt")
+
+
+def test_drawing_into_a_given_axes_uses_its_figure():
+    fig, ax = plt.subplots()
+    assert draw_architecture(ax=ax) is fig
+    assert draw_residual_stream("pre", ax=ax) is fig
+
+
+def test_split_diagram_writes_the_shapes_of_its_arguments():
+    fig = draw_multihead_split(batch=3, seq=5, d_model=12, n_heads=4)
+    shapes = [label.split(" = ")[1] for label in texts(fig, gid="shape")]
+    model, split, heads = "(3, 5, 12)", "(3, 5, 4, 3)", "(3, 4, 5, 3)"
+    assert shapes == [model, model, split, heads, heads, split, model, model]
+    assert "(batch, heads, seq, seq) = (3, 4, 5, 5)" in " ".join(texts(fig))
+    assert "d_head = 3" in fig.axes[0].get_title()
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(d_model=10, n_heads=3), CourseValueError, r"d_model=10 is not divisible by n_heads=3.*\[1, 2, 5, 10\]"),
+    (dict(n_heads=0), CourseValueError, "n_heads must be >= 1"),
+    (dict(seq=4.0), CourseTypeError, "seq must be an int"),
+])
+def test_split_diagram_rejects_bad_sizes(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        draw_multihead_split(**kwargs)
+
+
+@pytest.mark.parametrize("norm, layer_norms, final_norms", [("both", 2, 1), ("post", 1, 0), ("pre", 1, 1)])
+def test_residual_stream_panels(norm, layer_norms, final_norms):
+    fig = draw_residual_stream(norm)
+    assert len(texts(fig, gid="layernorm")) == layer_norms
+    assert len(texts(fig, gid="final layernorm")) == final_norms
+    titles = " ".join(texts(fig))
+    assert ("Post-LN" in titles) == (norm != "pre") and ("Pre-LN" in titles) == (norm != "post")
+
+
+def test_residual_stream_rejects_an_unknown_norm():
+    with pytest.raises(CourseValueError, match="unknown norm 'middle'.*'pre'"):
+        draw_residual_stream("middle")
+
+
+def test_mask_diagram_names_each_mask_and_draws_the_real_masks():
+    fig = draw_encoder_decoder_masks()
+    assert texts(fig, gid="mask name") == ["source padding mask", "target mask: causal AND padding",
+                                           "memory mask = source padding"]
+    src = torch.tensor([[0 if t == "<pad>" else i + 1 for i, t in enumerate(MASK_EXAMPLE_SOURCE)]])
+    tgt = torch.tensor([[0 if t == "<pad>" else i + 1 for i, t in enumerate(MASK_EXAMPLE_TARGET)]])
+    grids = [inset.images[0].get_array() for inset in fig.axes[0].child_axes]
+    source_keys = padding_mask(src)[0, 0, 0].int().numpy()
+    np.testing.assert_array_equal(grids[0], np.tile(source_keys, (src.shape[1], 1)))
+    np.testing.assert_array_equal(grids[1], target_mask(tgt)[0, 0].int().numpy())
+    np.testing.assert_array_equal(grids[2], np.tile(source_keys, (tgt.shape[1], 1)))
+    assert grids[1][0].tolist() == [1, 0, 0, 0, 0]  # the first target token sees only itself

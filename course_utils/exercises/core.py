@@ -11,7 +11,9 @@ A lesson module defines exercises once::
     )
 
 and the notebook binds it: ``q1 = lesson03.q1.bind(globals())``, then ``q1.check()``. The ``solution`` string is
-self-contained code (imports included) so tests can run it and prove that it passes.
+self-contained code (imports included) so tests can run it and prove that it passes. A *capstone* (the learner
+writes a whole block) also has a ``task`` (markdown) and a ``starter`` skeleton for the notebook; its checker
+compares the learner's block with the package's, weights copied across (see :mod:`.asserts`).
 """
 from __future__ import annotations
 
@@ -48,6 +50,8 @@ class Exercise:
     hint: str
     solution: str
     success: str = "Correct!"
+    task: str = ""      # capstones: the task as notebook markdown (what to build, names, formula, how it is checked)
+    starter: str = ""   # capstones: the skeleton the notebook shows, left unsolved ("not attempted" until filled in)
 
     def evaluate(self, namespace: Mapping[str, Any]) -> Result:
         """Check the learner's ``namespace`` without printing (used by ``check()`` and by the tests)."""

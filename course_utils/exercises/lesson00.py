@@ -22,22 +22,38 @@ def check_token_batch(ns) -> None:
 
 def check_device_of(ns) -> None:
     device_of = ns["device_of"]
-    result = device_of(torch.zeros(2))
-    if not isinstance(result, torch.device):
-        raise ExerciseFailure(f"`device_of` should return a torch.device, got {type(result).__name__}; "
-                              "a tensor's `.device` attribute already is one.")
-    if result != torch.device("cpu"):
-        raise ExerciseFailure(f"a CPU tensor's device is cpu, your function said {result}.")
+    # a CPU tensor, and a "meta" tensor (shape and dtype only, no data): it exists on every machine, so a device
+    # other than the CPU can be tried even without a GPU
+    for tensor in (torch.zeros(2), torch.zeros(2, device="meta")):
+        result = device_of(tensor)
+        if not isinstance(result, torch.device):
+            raise ExerciseFailure(f"`device_of` should return a torch.device, got {type(result).__name__}; "
+                                  "a tensor's `.device` attribute already is one.")
+        if result != tensor.device:
+            if result == torch.device("cpu"):
+                raise ExerciseFailure(f"for a tensor on the {tensor.device} device your function said cpu: do not "
+                                      "hard-code the device, read it from the tensor, tensor.device.")
+            raise ExerciseFailure(f"a tensor on {tensor.device} lives on {tensor.device}, your function said "
+                                  f"{result}: return tensor.device.")
 
 
 def check_same_draws(ns) -> None:
     draws = ns["same_draws"]
     first, second = draws()
+    for value, name in ((first, "first"), (second, "second")):
+        if not isinstance(value, torch.Tensor):
+            raise ExerciseFailure(f"return two tensors (first, second); the {name} is a {type(value).__name__}.")
     if not torch.equal(first, second):
         raise ExerciseFailure("the two draws differ: seed the generator (e.g. seed_everything(0)) "
                               "before *each* draw, not once before both.")
     if first.numel() < 2 or torch.all(first == first.flatten()[0]):
         raise ExerciseFailure("draw random numbers (torch.rand / torch.randn), not constants.")
+    torch.rand(7)  # move the global generator on: a function that seeds gives the same numbers anyway
+    again, _ = draws()
+    if not torch.equal(again, first):
+        raise ExerciseFailure("calling `same_draws()` twice gave different numbers: your two tensors are equal "
+                              "only because one is a copy of the other, not because the generator was seeded. "
+                              "Seed (seed_everything(0)) before each torch.rand call.")
 
 
 q1 = Exercise(

@@ -7,18 +7,8 @@ from collections import Counter
 import torch
 
 from ..tokenization import merge_pair as reference_merge
+from .asserts import call_with_copies
 from .core import Exercise, ExerciseFailure
-
-
-def _call(function, name: str, *args):
-    """Call the learner's function on a *copy* of list arguments and report if it changed them."""
-    copies = [list(a) if isinstance(a, list) else a for a in args]
-    result = function(*copies)
-    for original, copy in zip(args, copies):
-        if isinstance(original, list) and copy != original:
-            raise ExerciseFailure(f"`{name}` changed the list it was given ({original} became {copy}); build and "
-                                  "return a new list instead of editing the input in place.")
-    return result
 
 
 # ---------------------------------------------------------------------------- q1: count adjacent pairs
@@ -29,7 +19,7 @@ def reference_pair_counts(ids: list[int]) -> Counter:
 def check_count_pairs(ns) -> None:
     count_pairs = ns["count_pairs"]
     for ids in ([5, 6, 5, 6, 7], [1, 1, 1, 2], [9, 3, 8, 9], [4]):
-        got = _call(count_pairs, "count_pairs", ids)
+        got = call_with_copies(count_pairs, "count_pairs", ids)
         expected = reference_pair_counts(ids)
         if not isinstance(got, dict):
             raise ExerciseFailure(f"`count_pairs` should return a dict (or Counter) {{(a, b): count}}, "
@@ -61,7 +51,7 @@ def check_merge_pair(ns) -> None:
     cases = [([5, 6, 7, 5, 6], (5, 6), 300), ([1, 2, 3], (2, 3), 300), ([4, 4, 4], (4, 4), 300),
              ([7, 8], (8, 7), 300), ([2, 5, 9, 2, 5, 2], (2, 5), 301)]
     for ids, pair, new_id in cases:
-        got = _call(merge_pair, "merge_pair", ids, pair, new_id)
+        got = call_with_copies(merge_pair, "merge_pair", ids, pair, new_id)
         expected = reference_merge(list(ids), tuple(pair), new_id)
         if got == expected:
             continue
@@ -88,7 +78,7 @@ def example_sequences() -> list[list[int]]:
 def check_pad_with_mask(ns) -> None:
     pad_with_mask = ns["pad_with_mask"]
     sequences = example_sequences()
-    result = _call(pad_with_mask, "pad_with_mask", sequences)
+    result = call_with_copies(pad_with_mask, "pad_with_mask", sequences)
     if not (isinstance(result, tuple) and len(result) == 2):
         raise ExerciseFailure("`pad_with_mask` should return a tuple (ids, mask).")
     ids, mask = result
@@ -127,10 +117,36 @@ def example_embedding_inputs(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]
     return torch.tensor([[3, 1, 4], [1, 5, 8]]), torch.randn(10, 16, generator=generator)
 
 
+class LookupGuard(torch.Tensor):
+    """A weight matrix that refuses to be read by row lookup: the exercise asks for one-hot @ W, not W[ids]."""
+
+    LOOKUPS = {"embedding", "index_select", "gather", "take", "take_along_dim"}
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        indexed = name == "__getitem__" and _indexes_rows(args[1])
+        if indexed or name in cls.LOOKUPS:
+            how = "W[ids]" if indexed else f"{name}(...)"
+            raise ExerciseFailure(f"you looked the rows up with {how}: that is what nn.Embedding does, and this "
+                                  "exercise asks you to get the same numbers *without indexing*: "
+                                  "F.one_hot(ids, num_classes=vocab_size).float() @ W, times math.sqrt(d_model).")
+        with torch._C.DisableTorchFunctionSubclass():
+            return func(*args, **(kwargs or {}))
+
+
+def _indexes_rows(index) -> bool:
+    """Whether a ``__getitem__`` index picks rows by id (a tensor or list of ids), not a slice or a single axis."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(part, (torch.Tensor, list)) for part in parts)
+
+
 def check_scaled_one_hot_embedding(ns) -> None:
     embed = ns["scaled_one_hot_embedding"]
     ids, weight = example_embedding_inputs()
-    got = embed(ids, weight)
+    got = embed(ids, weight.clone().as_subclass(LookupGuard))
+    if isinstance(got, torch.Tensor):
+        got = got.as_subclass(torch.Tensor)
     if not isinstance(got, torch.Tensor):
         raise ExerciseFailure(f"`scaled_one_hot_embedding` should return a tensor, got {type(got).__name__}.")
     lookup = weight[ids]

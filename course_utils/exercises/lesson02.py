@@ -5,20 +5,33 @@ import math
 
 import torch
 
+from ..positional import sinusoidal_table
+from . import asserts
+from .asserts import as_tensor
 from .core import Exercise, ExerciseFailure
 
 D_MODELS = (4, 16, 64)
 
 
-def reference_frequencies(d_model: int) -> torch.Tensor:
-    """ω_i = 1 / 10000^(2i / d_model) for i = 0 .. d_model/2 - 1, in float64."""
-    return 1.0 / 10000.0 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
-
-
 def reference_table(max_len: int, d_model: int) -> torch.Tensor:
-    """``(max_len, d_model)`` float64: sin in even columns, cos in odd columns."""
-    angles = torch.arange(max_len, dtype=torch.float64)[:, None] * reference_frequencies(d_model)
-    table = torch.zeros(max_len, d_model, dtype=torch.float64)
+    """The package's table (``course_utils.positional.sinusoidal_table``) in float64: the reference answer."""
+    return sinusoidal_table(max_len, d_model).double()
+
+
+def reference_frequencies(d_model: int) -> torch.Tensor:
+    """ω_i, read off the package's table: row 1 holds sin(1 · ω_i) in its even columns (ω_i ≤ 1, so asin is exact)."""
+    return torch.asin(reference_table(2, d_model)[1, 0::2])
+
+
+def frequencies_with(d_model: int, base: float = 10000.0, exponent: str = "2i") -> torch.Tensor:
+    """ω_i as a typical mistake computes it: another ``base``, or ``exponent="i"`` (i / d_model for 2i / d_model)."""
+    steps = torch.arange(0, d_model, 2) if exponent == "2i" else torch.arange(d_model // 2)
+    return 1.0 / base ** (steps.double() / d_model)
+
+
+def table_from(frequencies: torch.Tensor, max_len: int) -> torch.Tensor:
+    angles = torch.arange(max_len, dtype=torch.float64)[:, None] * frequencies
+    table = torch.zeros(max_len, 2 * len(frequencies), dtype=torch.float64)
     table[:, 0::2], table[:, 1::2] = angles.sin(), angles.cos()
     return table
 
@@ -33,13 +46,11 @@ def reference_shift_matrix(k: int, d_model: int) -> torch.Tensor:
 
 
 def as_float64(value, name: str) -> torch.Tensor:
-    if not isinstance(value, torch.Tensor):
-        raise ExerciseFailure(f"`{name}` should return a torch.Tensor, got {type(value).__name__}.")
-    return value.detach().double()
+    return as_tensor(value, name).double()
 
 
 def close(a: torch.Tensor, b: torch.Tensor, tol: float = 1e-4) -> bool:
-    return a.shape == b.shape and bool(torch.allclose(a, b, atol=tol, rtol=tol))
+    return asserts.close(a, b, atol=tol, rtol=tol)
 
 
 def check_pair_frequencies(ns) -> None:
@@ -62,6 +73,13 @@ def check_pair_frequencies(ns) -> None:
         if close(got, half_exponent):
             raise ExerciseFailure("the exponent is i / d_model; the formula has 2i / d_model. Take i from "
                                   "torch.arange(0, d_model, 2) (which already counts 0, 2, 4, …).")
+        if close(got, expected, 1e-5):
+            continue
+        if bool((got > 0).all()) and float(got[1]) < 1:
+            base = float(got[1]) ** (-d_model / 2)  # ω_1 = base^(-2/d_model)
+            if abs(base - 10000) > 1 and close(got, frequencies_with(d_model, base), 1e-5):
+                raise ExerciseFailure(f"your frequencies follow the base {base:.4g}; the formula's base is 10000: "
+                                      "ω_i = 1 / 10000^(2i / d_model) = exp(-2i · ln(10000) / d_model).")
         if not close(got, expected, 1e-5):
             raise ExerciseFailure(f"for d_model={d_model} expected {expected[:3].tolist()}…, got "
                                   f"{got[:3].tolist()}…: ω_i = exp(-2i · ln(10000) / d_model).")
@@ -86,11 +104,15 @@ def check_sinusoidal_pe(ns) -> None:
     if close(got, swapped):
         raise ExerciseFailure("sin and cos are swapped: even columns get sin, odd columns get cos "
                               "(row 0 must read 0, 1, 0, 1, …).")
-    i_over_d = torch.arange(max_len, dtype=torch.float64)[:, None] / 10000.0 ** (
-        torch.arange(d_model // 2, dtype=torch.float64) / d_model)
-    one_exponent_off = torch.zeros_like(expected)
-    one_exponent_off[:, 0::2], one_exponent_off[:, 1::2] = i_over_d.sin(), i_over_d.cos()
-    if close(got, one_exponent_off):
+    # angles up to ~10⁴ rad: float32 keeps only ~3 decimals of them, hence the looser tolerance
+    if close(got, table_from(1.0 / frequencies_with(d_model), max_len), tol=1e-2):
+        raise ExerciseFailure("your frequencies grow with the pair index (the exponent's sign is flipped): pair i "
+                              "must turn *slower* as i grows, ω_i = exp(-2i · ln(10000) / d_model) — mind the "
+                              "minus sign.")
+    if close(got, table_from(frequencies_with(d_model, base=1000.0), max_len)):
+        raise ExerciseFailure("your table uses the base 1000; the formula's base is 10000: "
+                              "ω_i = 1 / 10000^(2i / d_model).")
+    if close(got, table_from(frequencies_with(d_model, exponent="i"), max_len)):
         raise ExerciseFailure("the exponent is i / d_model; the formula has 2i / d_model (pair i uses "
                               "10000^(2i/d_model)). Take 2i from torch.arange(0, d_model, 2).")
     if close(got, reference_table(max_len + 1, d_model)[1:]):
@@ -99,7 +121,8 @@ def check_sinusoidal_pe(ns) -> None:
     row = int((got - expected).abs().amax(dim=1).argmax())
     raise ExerciseFailure(f"row {row} (position {row}) differs from the formula: expected "
                           f"{[round(v, 4) for v in expected[row, :4].tolist()]}…, got "
-                          f"{[round(v, 4) for v in got[row, :4].tolist()]}….")
+                          f"{[round(v, 4) for v in got[row, :4].tolist()]}…: PE[pos, 2i] = sin(pos · ω_i), "
+                          "PE[pos, 2i+1] = cos(pos · ω_i), ω_i = exp(-2i · ln(10000) / d_model).")
 
 
 def check_shift_matrix(ns) -> None:
@@ -122,9 +145,16 @@ def check_shift_matrix(ns) -> None:
         if (got.abs() > 1e-9).logical_and(~torch.block_diag(*[torch.ones(2, 2)] * (d_model // 2)).bool()).any():
             raise ExerciseFailure("entries outside the 2×2 diagonal blocks must be 0: each (sin, cos) pair "
                                   "rotates on its own, by its own frequency.")
+        wrong_exponent = torch.block_diag(*[torch.tensor([[math.cos(k * w), math.sin(k * w)],
+                                                          [-math.sin(k * w), math.cos(k * w)]], dtype=torch.float64)
+                                            for w in frequencies_with(d_model, exponent="i").tolist()])
+        if close(got, wrong_exponent):
+            raise ExerciseFailure("the blocks rotate by the wrong angles: the exponent is i / d_model, the formula "
+                                  "has 2i / d_model. Use two_i in range(0, d_model, 2) in 10000 ** (two_i / d_model).")
         moved = table[:-k] @ got.T
         error = float((moved - table[k:]).abs().max())
-        raise ExerciseFailure(f"M @ PE[pos] should equal PE[pos + {k}], but they differ by up to {error:.3f}.")
+        raise ExerciseFailure(f"M @ PE[pos] should equal PE[pos + {k}], but they differ by up to {error:.3f}: "
+                              "block i is [[cos(k·ω_i), sin(k·ω_i)], [−sin(k·ω_i), cos(k·ω_i)]].")
 
 
 q1 = Exercise(

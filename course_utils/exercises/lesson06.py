@@ -147,6 +147,11 @@ def check_tie_weights(ns) -> None:
                               f"{tuple(model.output.weight.shape)}: nn.Linear stores (out, in), exactly the "
                               "embedding's (vocab_size, d_model) — no transpose needed.")
     if model.output.weight is not model.embedding.weight:
+        if model.output.weight.data_ptr() == model.embedding.weight.data_ptr():
+            raise ExerciseFailure("the two layers share their numbers (via .data) but remain two Parameter objects: "
+                                  "the model still counts both, each gets its own gradient and optimizer state, and "
+                                  "every step updates the shared matrix twice. Assign the Parameter itself: "
+                                  "model.output.weight = model.embedding.weight.")
         if torch.equal(model.output.weight, model.embedding.weight):
             raise ExerciseFailure("the values match but they are two separate tensors (a copy): after one "
                                   "optimizer step they drift apart. Assign the *Parameter* itself: "

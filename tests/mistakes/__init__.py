@@ -29,3 +29,13 @@ def all_mistakes() -> list[Mistake]:
         if module.name.startswith("lesson"):
             mistakes.extend(importlib.import_module(f"{__name__}.{module.name}").MISTAKES)
     return mistakes
+
+
+def plant(code: str, old: str, new: str, count: int = -1) -> str:
+    """``code`` (usually an exercise's solution) with ``old`` replaced by ``new``: a bug planted in a right answer.
+
+    Raises if ``old`` does not occur, so a catalogue entry cannot silently turn into the unchanged solution.
+    """
+    if old not in code:
+        raise ValueError(f"cannot plant a bug: {old!r} does not occur in the code")
+    return code.replace(old, new, count)

@@ -1,0 +1,419 @@
+"""Each lesson's training recipe as package code: data, model, loss and metric of lessons 05, 06 and 07.
+
+A :class:`Task` holds what training needs and nothing about *how* it is run (one process, ``torchrun``, GPU):
+
+* ``train_batches`` — a list of ready batches (the sampler of :mod:`course_utils.train` picks from it);
+* ``build_model()`` — a freshly initialised model of ``recipe``'s size;
+* ``prepare(batch, generator)`` — the batch as the model sees it (lesson 06 draws its BERT mask here, from a
+  generator the trainer seeds with the batch's position, so a rerun or a resumed run draws the same mask);
+* ``target_count(batch)`` and ``loss_sum(model, batch)`` — a token-level loss is a *sum* over targets divided by
+  the number of targets in the whole optimizer step (all micro-batches, all processes). Dividing each batch by
+  its own count and averaging would weight a short batch's tokens more than a long batch's;
+* ``evaluate(model)`` — the lesson's metric on its held-out set.
+
+The plain functions (:func:`classification_loss`, :func:`translation_loss`, :func:`mlm_loss`) are the same
+losses for a notebook cell: ``loss = tasks.translation_loss(model, (src_ids, tgt_ids))``.
+
+The recipes (:class:`ClassifierRecipe`, :class:`MLMRecipe`, :class:`TranslatorRecipe`) are dataclasses with
+three presets each in :data:`RECIPES`: ``"tiny"`` (seconds; for checks), ``"lesson"`` (the notebook's run) and
+``"large"`` (the notebooks' GPU cells).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from . import mlm
+from .config import TransformerConfig
+from .decoding import greedy_decode, strip_after_eos
+from .errors import CourseValueError
+from .models import MaskedLanguageModel, Seq2SeqTransformer, TransformerClassifier
+from .tokenization import BOS_ID, EOS_ID, PAD_ID, BPETokenizer, add_special_tokens
+from .training import make_loader
+
+SIZES = ("tiny", "lesson", "large")
+
+
+# --------------------------------------------------------------------------------------------------- losses
+def classification_loss_sum(model: nn.Module, batch) -> torch.Tensor:
+    """Summed cross-entropy of a batch ``(ids (batch, seq), labels (batch,))`` — one target per string."""
+    ids, labels = batch
+    return F.cross_entropy(model(ids).float(), labels, reduction="sum")
+
+
+def classification_loss(model: nn.Module, batch) -> torch.Tensor:
+    """Mean cross-entropy over the strings of a batch (lesson 05)."""
+    return classification_loss_sum(model, batch) / batch[1].numel()
+
+
+def trim_padding(ids: torch.Tensor, pad_id: int = PAD_ID) -> torch.Tensor:
+    """``(batch, seq)`` → ``(batch, longest real row)``: padding-only columns cost time and change nothing."""
+    return ids[:, : max(1, int((ids != pad_id).sum(1).max()))]
+
+
+def translation_target_count(batch, pad_id: int = PAD_ID) -> int:
+    """Number of target tokens that are scored: every non-padding id of ``tgt_ids[:, 1:]``."""
+    return int((batch[1][:, 1:] != pad_id).sum())
+
+
+def translation_loss_sum(model: nn.Module, batch, label_smoothing: float = 0.1,
+                         pad_id: int = PAD_ID) -> torch.Tensor:
+    """Summed teacher-forcing cross-entropy of ``(src_ids (batch, src_len), tgt_ids (batch, tgt_len))``.
+
+    ``tgt_ids`` is ``[BOS] … [EOS]`` right-padded; the decoder reads ``tgt_ids[:, :-1]`` and is scored on
+    ``tgt_ids[:, 1:]`` (padding ignored).
+    """
+    src, tgt = (trim_padding(ids, pad_id) for ids in batch)
+    decoder_input, labels = tgt[:, :-1], tgt[:, 1:]
+    logits = model(src, decoder_input).float()                  # (batch, tgt_len - 1, tgt_vocab)
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=pad_id,
+                           label_smoothing=label_smoothing, reduction="sum")
+
+
+def translation_loss(model: nn.Module, batch, label_smoothing: float = 0.1, pad_id: int = PAD_ID) -> torch.Tensor:
+    """Mean cross-entropy per target token (lesson 07): equal to ``F.cross_entropy(..., ignore_index=pad_id)``."""
+    return translation_loss_sum(model, batch, label_smoothing, pad_id) / translation_target_count(batch, pad_id)
+
+
+def mlm_loss_sum(model: nn.Module, batch) -> torch.Tensor:
+    """Summed cross-entropy at the selected positions of a masked batch ``(inputs, labels)`` (lesson 06).
+
+    Calls ``model(inputs)`` (not only the head at the selected positions), so it also works through a
+    ``DistributedDataParallel`` wrapper, whose gradient synchronisation starts in its ``forward``.
+    """
+    inputs, labels = batch
+    selected = labels != mlm.IGNORE_INDEX
+    return F.cross_entropy(model(inputs)[selected].float(), labels[selected], reduction="sum")
+
+
+def mlm_loss(model: nn.Module, ids: torch.Tensor, generator: torch.Generator, vocab_size: int,
+             **masking) -> torch.Tensor:
+    """BERT-mask ``ids (batch, seq)`` with ``generator`` and return the mean loss at the selected positions."""
+    batch = mlm.mask_tokens(ids, vocab_size, generator, **masking)
+    return mlm_loss_sum(model, batch) / int((batch[1] != mlm.IGNORE_INDEX).sum())
+
+
+# -------------------------------------------------------------------------------------------------- recipes
+@dataclass
+class Recipe:
+    """Optimisation settings of a lesson's run (AdamW, warmup, schedule, clipping)."""
+
+    epochs: int = 1
+    lr: float = 1e-3
+    warmup_steps: int = 0
+    warmup_fraction: float = 0.0   # added to warmup_steps as a share of all steps (lesson 06 warms up 10 %)
+    schedule: str = "cosine"
+    clip_norm: float | None = 1.0
+    weight_decay: float = 0.01
+
+    def warmup_for(self, total_steps: int) -> int:
+        return self.warmup_steps + int(self.warmup_fraction * total_steps)
+
+
+@dataclass
+class ClassifierRecipe(Recipe):
+    """Lesson 05: language identification of Django's translated strings with a [CLS] classifier."""
+
+    epochs: int = 5
+    lr: float = 3e-3
+    warmup_steps: int = 30
+    vocab_size: int = 2000
+    max_len: int = 64
+    batch_size: int = 64
+    eval_batch_size: int = 128
+    d_model: int = 64
+    n_heads: int = 4
+    d_ff: int = 256
+    n_layers: int = 2
+    dropout: float = 0.1
+    pooling: str = "cls"
+    max_train_strings: int | None = None   # keep only the first n training strings (a quick run)
+    max_test_strings: int | None = None
+
+
+@dataclass
+class MLMRecipe(Recipe):
+    """Lesson 06: BERT-style masked language modelling on Python-documentation prose."""
+
+    epochs: int = 5
+    lr: float = 3e-3
+    warmup_fraction: float = 0.1
+    vocab_size: int = 500
+    max_len: int = 48
+    batch_size: int = 32
+    eval_batch_size: int = 256
+    train_select_prob: float = 0.4
+    d_model: int = 64
+    n_heads: int = 4
+    d_ff: int = 256
+    n_layers: int = 2
+    dropout: float = 0.0
+    max_sentences: int | None = None
+
+
+@dataclass
+class TranslatorRecipe(Recipe):
+    """Lesson 07: English → German number words with the encoder–decoder."""
+
+    epochs: int = 1
+    lr: float = 1e-3
+    warmup_steps: int = 60
+    train_per_length: int = 1000
+    test_per_length: int = 100
+    max_digits: int = 6
+    german_vocab_size: int = 320
+    batch_size: int = 16
+    label_smoothing: float = 0.1
+    d_model: int = 128
+    n_heads: int = 4
+    d_ff: int = 256
+    n_layers: int = 2
+    dropout: float = 0.0
+    max_len: int = 32
+
+
+RECIPES: dict[str, dict[str, Recipe]] = {
+    "classifier": {
+        "tiny": ClassifierRecipe(epochs=1, warmup_steps=2, vocab_size=300, batch_size=32, d_model=16, d_ff=32,
+                                 n_layers=1, n_heads=2, max_train_strings=256, max_test_strings=128),
+        "lesson": ClassifierRecipe(),
+        "large": ClassifierRecipe(d_model=256, n_heads=8, d_ff=1024, n_layers=4, epochs=10, lr=1e-3),
+    },
+    "mlm": {
+        "tiny": MLMRecipe(epochs=1, vocab_size=300, d_model=16, d_ff=32, n_layers=1, n_heads=2, max_len=24,
+                          max_sentences=256, dropout=0.1),
+        "lesson": MLMRecipe(),
+        "large": MLMRecipe(d_model=256, n_heads=8, d_ff=1024, n_layers=4, dropout=0.1, epochs=20, lr=1e-3),
+    },
+    "translator": {
+        "tiny": TranslatorRecipe(train_per_length=32, test_per_length=8, max_digits=3, german_vocab_size=280,
+                                 batch_size=8, warmup_steps=2, d_model=16, d_ff=32, n_layers=1, n_heads=2),
+        "lesson": TranslatorRecipe(),
+        "large": TranslatorRecipe(d_model=256, n_heads=8, d_ff=1024, n_layers=4, dropout=0.1, batch_size=128,
+                                  epochs=8, warmup_steps=100),
+    },
+}
+TASK_NAMES = tuple(RECIPES)
+
+
+def recipe_for(task: str, size: str = "lesson", **overrides) -> Recipe:
+    """A copy of the preset ``RECIPES[task][size]`` with ``overrides`` applied (e.g. ``epochs=2``)."""
+    if task not in RECIPES:
+        raise CourseValueError(f"unknown task {task!r}; choose one of {TASK_NAMES}")
+    if size not in SIZES:
+        raise CourseValueError(f"unknown size {size!r}; choose one of {SIZES}")
+    recipe = RECIPES[task][size]
+    unknown = sorted(set(overrides) - set(vars(recipe)))
+    if unknown:
+        raise CourseValueError(f"{type(recipe).__name__} has no field(s) {unknown}; its fields are "
+                               f"{sorted(vars(recipe))}")
+    return replace(recipe, **overrides)
+
+
+# ---------------------------------------------------------------------------------------------------- tasks
+@dataclass
+class Task:
+    """Data, model, loss and metric of one lesson; see the module docstring for the contract."""
+
+    name: str
+    recipe: Recipe
+    model_config: TransformerConfig
+    train_batches: list
+    metric: str                         # the headline metric of ``evaluate`` (higher is better)
+    extras: dict = field(default_factory=dict)   # tokenizers, held-out data: whatever a notebook wants to reuse
+    shuffle_batches = True              # the trainer shuffles the batch order every epoch
+
+    def epoch_batches(self, epoch: int) -> list:
+        """The batch list of ``epoch`` (the same list every epoch unless a task reshuffles its rows)."""
+        return self.train_batches
+
+    def build_model(self) -> nn.Module:
+        raise NotImplementedError
+
+    def prepare(self, batch, generator: torch.Generator):
+        """The batch as the model sees it; deterministic given ``generator``'s seed."""
+        return batch
+
+    def target_count(self, batch) -> int:
+        raise NotImplementedError
+
+    def loss_sum(self, model: nn.Module, batch) -> torch.Tensor:
+        raise NotImplementedError
+
+    def evaluate(self, model: nn.Module) -> dict[str, float]:
+        raise NotImplementedError
+
+    def loss(self, model: nn.Module, batch) -> torch.Tensor:
+        """Mean loss per target of one prepared batch (``loss_sum / target_count``)."""
+        return self.loss_sum(model, batch) / self.target_count(batch)
+
+
+def model_device(model: nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+class ClassifierTask(Task):
+    def build_model(self) -> nn.Module:
+        return TransformerClassifier(self.model_config, self.extras["n_classes"], pooling=self.recipe.pooling)
+
+    def target_count(self, batch) -> int:
+        return int(batch[1].numel())
+
+    def loss_sum(self, model: nn.Module, batch) -> torch.Tensor:
+        return classification_loss_sum(model, batch)
+
+    @torch.no_grad()
+    def evaluate(self, model: nn.Module) -> dict[str, float]:
+        device = model_device(model)
+        correct = total = 0
+        for ids, labels in self.extras["test_batches"]:
+            correct += int((model(ids.to(device)).argmax(-1).cpu() == labels).sum())
+            total += labels.numel()
+        return {"accuracy %": 100 * correct / total}
+
+
+class MLMTask(Task):
+    def build_model(self) -> nn.Module:
+        return MaskedLanguageModel(self.model_config, tie_weights=True)
+
+    def prepare(self, batch, generator: torch.Generator):
+        return mlm.mask_tokens(batch, self.model_config.vocab_size, generator,
+                               select_prob=self.recipe.train_select_prob)
+
+    def target_count(self, batch) -> int:
+        return int((batch[1] != mlm.IGNORE_INDEX).sum())
+
+    def loss_sum(self, model: nn.Module, batch) -> torch.Tensor:
+        return mlm_loss_sum(model, batch)
+
+    def evaluate(self, model: nn.Module) -> dict[str, float]:
+        metrics = mlm.evaluate_mlm(model, self.extras["held_out_batches"], self.model_config.vocab_size,
+                                   baseline=self.extras["unigram"])
+        return {"accuracy %": 100 * metrics["accuracy"], "perplexity": metrics["perplexity"],
+                "unigram accuracy %": 100 * metrics["unigram_accuracy"]}
+
+
+class TranslatorTask(Task):
+    shuffle_batches = False  # the rows themselves are reshuffled every epoch, as lesson 07's make_loader does
+
+    def epoch_batches(self, epoch: int) -> list:
+        """Batches of ``recipe.batch_size`` rows in the order of epoch ``epoch``'s permutation.
+
+        The permutations are those of a ``DataLoader(shuffle=True)`` with a generator seeded ``seed``
+        (:func:`~course_utils.training.make_loader`): epoch ``e`` uses the generator's ``e``-th draw.
+        """
+        if epoch == 0 and self.train_batches:
+            return self.train_batches
+        return row_batches(self.extras["train_ids"], self.recipe.batch_size, self.extras["seed"], epoch)
+
+    def build_model(self) -> nn.Module:
+        return Seq2SeqTransformer(self.model_config)
+
+    def target_count(self, batch) -> int:
+        return translation_target_count(batch)
+
+    def loss_sum(self, model: nn.Module, batch) -> torch.Tensor:
+        return translation_loss_sum(model, batch, self.recipe.label_smoothing)
+
+    @torch.no_grad()
+    def evaluate(self, model: nn.Module) -> dict[str, float]:
+        device = model_device(model)
+        test_src, test_tgt = (t.to(device) for t in self.extras["test_ids"])
+        test_loss = translation_loss(model, (test_src, test_tgt), label_smoothing=0.0).item()
+        generated = greedy_decode(model, test_src, BOS_ID, EOS_ID, max_new_tokens=test_tgt.size(1) + 4).cpu()
+        target = self.extras["target_tokenizer"]
+        hypotheses = [target.decode(ids) for ids in strip_after_eos(generated, EOS_ID)]
+        references = [pair.german for pair in self.extras["split"].test]
+        exact = sum(h == r for h, r in zip(hypotheses, references))
+        return {"exact match %": 100 * exact / len(references), "test loss": test_loss}
+
+
+def row_batches(tensors: tuple[torch.Tensor, ...], batch_size: int, seed: int,
+                epoch: int = 0) -> list[tuple[torch.Tensor, ...]]:
+    """The batches that lesson 07's ``make_loader(*tensors, batch_size=batch_size, seed=seed)`` yields in epoch
+    ``epoch`` (a seeded ``DataLoader`` that reshuffles the rows every epoch), padding-only columns trimmed."""
+    loader = make_loader(*tensors, batch_size=batch_size, seed=seed)
+    for _ in range(epoch):
+        for _ in loader:  # earlier epochs advance the loader's generator
+            pass
+    return [tuple(trim_padding(t) for t in batch) for batch in loader]
+
+
+def build_classifier_task(recipe: ClassifierRecipe, seed: int = 0) -> ClassifierTask:
+    """Lesson 05's data: BPE over the training strings, [CLS] + ids, batches of strings of similar length."""
+    from .data.language_id import load_language_id
+
+    data = load_language_id(seed=seed)
+    train_texts = data.train_texts[:recipe.max_train_strings]
+    train_labels = data.train_labels[:recipe.max_train_strings]
+    test_texts, test_labels = data.test_texts[:recipe.max_test_strings], data.test_labels[:recipe.max_test_strings]
+    tokenizer = BPETokenizer.train(train_texts, vocab_size=recipe.vocab_size)
+
+    def bucketed(texts, labels, batch_size):
+        encoded = [tokenizer.encode(text) for text in texts]
+        order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
+        return [(tokenizer.encode_batch([texts[i] for i in order[s:s + batch_size]], add_cls=True,
+                                        max_len=recipe.max_len),
+                 torch.tensor([labels[i] for i in order[s:s + batch_size]]))
+                for s in range(0, len(order), batch_size)]
+
+    config = TransformerConfig(vocab_size=tokenizer.vocab_size, d_model=recipe.d_model, n_heads=recipe.n_heads,
+                               d_ff=recipe.d_ff, n_layers=recipe.n_layers, max_len=recipe.max_len,
+                               dropout=recipe.dropout, norm="post")
+    return ClassifierTask("classifier", recipe, config, bucketed(train_texts, train_labels, recipe.batch_size),
+                          "accuracy %", {"n_classes": len(data.languages), "tokenizer": tokenizer, "data": data,
+                                         "test_batches": bucketed(test_texts, test_labels, recipe.eval_batch_size)})
+
+
+def build_mlm_task(recipe: MLMRecipe, seed: int = 0) -> MLMTask:
+    """Lesson 06's data: BPE over the training sentences, ``[CLS] ids [SEP]``, batches by length."""
+    from .data.pydoc_corpus import load_pydoc_corpus
+
+    corpus = load_pydoc_corpus()
+    if recipe.max_sentences is not None:
+        corpus = corpus.sample(recipe.max_sentences, seed=seed)
+    train_corpus, held_out_corpus = corpus.split(held_out_fraction=0.1, seed=seed)
+    tokenizer = BPETokenizer.train(train_corpus.sentences, vocab_size=recipe.vocab_size)
+
+    def encode(sentences):
+        return [add_special_tokens(tokenizer.encode(s), add_cls=True, add_sep=True, max_len=recipe.max_len)
+                for s in sentences]
+
+    train_ids = encode(train_corpus.sentences)
+    config = TransformerConfig(vocab_size=tokenizer.vocab_size, d_model=recipe.d_model, n_heads=recipe.n_heads,
+                               d_ff=recipe.d_ff, n_layers=recipe.n_layers, max_len=recipe.max_len,
+                               dropout=recipe.dropout, activation="gelu", norm="pre")
+    return MLMTask("mlm", recipe, config, mlm.batches_by_length(train_ids, recipe.batch_size, shuffle=False),
+                   "accuracy %", {"tokenizer": tokenizer, "unigram": mlm.UnigramBaseline(train_ids, config.vocab_size),
+                                  "held_out_batches": mlm.batches_by_length(encode(held_out_corpus.sentences),
+                                                                            recipe.eval_batch_size, shuffle=False)})
+
+
+def build_translator_task(recipe: TranslatorRecipe, seed: int = 0) -> TranslatorTask:
+    """Lesson 07's data, through the public functions of :mod:`course_utils.data.numbers`."""
+    from .data.numbers import encode_pairs, make_number_split, train_tokenizers
+
+    split = make_number_split(train_per_length=recipe.train_per_length, test_per_length=recipe.test_per_length,
+                              max_digits=recipe.max_digits, seed=seed)
+    source, target = train_tokenizers(split.train, german_vocab_size=recipe.german_vocab_size, seed=seed)
+    train_ids = encode_pairs(split.train, source, target)
+    config = TransformerConfig(vocab_size=source.vocab_size, tgt_vocab_size=target.vocab_size,
+                               d_model=recipe.d_model, n_heads=recipe.n_heads, d_ff=recipe.d_ff,
+                               n_layers=recipe.n_layers, max_len=recipe.max_len, dropout=recipe.dropout)
+    return TranslatorTask("translator", recipe, config, row_batches(train_ids, recipe.batch_size, seed),
+                          "exact match %", {"split": split, "source_tokenizer": source, "target_tokenizer": target,
+                                            "train_ids": train_ids, "seed": seed,
+                                            "test_ids": encode_pairs(split.test, source, target)})
+
+
+BUILDERS = {"classifier": build_classifier_task, "mlm": build_mlm_task, "translator": build_translator_task}
+
+
+def build_task(name: str, size: str = "lesson", seed: int = 0, **overrides) -> Task:
+    """The task ``name`` (one of :data:`TASK_NAMES`) with the preset recipe ``size`` and ``overrides``."""
+    recipe = recipe_for(name, size, **overrides)
+    return BUILDERS[name](recipe, seed=seed)
+

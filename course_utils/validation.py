@@ -1,0 +1,218 @@
+"""Input validation shared by every public entry point of the course's modules.
+
+Each ``check_*`` function raises a :class:`~course_utils.errors.CourseValueError` or
+:class:`~course_utils.errors.CourseTypeError` whose message says what was expected, what came, and how to fix
+the call. Functions that may convert their input (``check_token_ids`` turns any integer dtype into ``torch.long``)
+return the value to use; the others return it unchanged, so a call can be written inline::
+
+    self.d_model = check_positive_int("d_model", d_model)
+    ids = check_token_ids(ids, self.vocab_size, name="src_ids")
+"""
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+
+import torch
+import torch.nn as nn
+
+from .errors import CourseTypeError, CourseValueError
+
+
+def describe(value: object) -> str:
+    """A short description of ``value`` for an error message: the value and its type, or a tensor's dtype/shape."""
+    if isinstance(value, torch.Tensor):
+        return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} ({type(value).__name__})"
+
+
+def is_int(value: object) -> bool:
+    """True for Python and NumPy integers; False for ``bool`` (``True`` is not a size) and for floats like ``4.0``."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, torch.Tensor))
+
+
+def is_real(value: object) -> bool:
+    """True for ints and floats (Python or NumPy); False for ``bool`` and tensors."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, torch.Tensor))
+
+
+def check_int(name: str, value: object, minimum: int | None = None, hint: str = "") -> int:
+    """``value`` as an ``int``; refuses bools, floats (``4.0`` too) and, with ``minimum``, values below it."""
+    if not is_int(value):
+        raise CourseTypeError(f"{name} must be an int, got {describe(value)}; "
+                              f"pass a whole number such as {max(minimum or 0, 1)}{hint}")
+    if minimum is not None and value < minimum:
+        raise CourseValueError(f"{name} must be an int >= {minimum}, got {value}{hint}")
+    return int(value)
+
+
+def check_positive_int(name: str, value: object, hint: str = "") -> int:
+    """``value`` as an ``int >= 1`` (a size, a count, a length); refuses bool, float, zero and negatives."""
+    return check_int(name, value, minimum=1, hint=hint)
+
+
+def check_non_negative_int(name: str, value: object, hint: str = "") -> int:
+    """``value`` as an ``int >= 0`` (an offset, a step, a seed)."""
+    return check_int(name, value, minimum=0, hint=hint)
+
+
+def check_index(name: str, value: object, size: int, what: str = "the vocabulary") -> int:
+    """``value`` as an ``int`` in ``[0, size)`` — e.g. a special-token id that must exist in the vocabulary."""
+    value = check_int(name, value)
+    if not 0 <= value < size:
+        raise CourseValueError(f"{name}={value} must be a valid id in [0, {size}) of {what}; "
+                               f"pick an id below {size} or enlarge {what}")
+    return value
+
+
+def check_real(name: str, value: object, low: float | None = None, high: float | None = None,
+               low_inclusive: bool = True, high_inclusive: bool = True, hint: str = "") -> float:
+    """``value`` as a finite ``float`` inside the given bounds; refuses bools, strings, tensors and NaN."""
+    if not is_real(value) or value != value or value in (float("inf"), float("-inf")):
+        raise CourseTypeError(f"{name} must be a finite number, got {describe(value)}{hint}")
+    too_low = low is not None and (value < low if low_inclusive else value <= low)
+    too_high = high is not None and (value > high if high_inclusive else value >= high)
+    if too_low or too_high:
+        left = "(-inf" if low is None else ("[" if low_inclusive else "(") + f"{low}"
+        right = "inf)" if high is None else f"{high}" + ("]" if high_inclusive else ")")
+        raise CourseValueError(f"{name} must lie in {left}, {right}, got {value}{hint}")
+    return float(value)
+
+
+def check_probability(name: str, value: object, hint: str = "") -> float:
+    """``value`` as a ``float`` in ``[0, 1)`` — a dropout rate (1 would drop everything)."""
+    return check_real(name, value, 0.0, 1.0, high_inclusive=False, hint=hint)
+
+
+def check_bool(name: str, value: object) -> bool:
+    """``value`` if it is ``True`` or ``False``; refuses 0/1, strings and tensors (``bool("no")`` is True)."""
+    if not isinstance(value, bool):
+        raise CourseTypeError(f"{name} must be True or False, got {describe(value)}")
+    return value
+
+
+def check_choice(name: str, value: object, allowed: Sequence[str]) -> str:
+    """``value`` if it is one of ``allowed`` (exact spelling); the message lists the choices."""
+    if not isinstance(value, str) or value not in allowed:
+        raise CourseValueError(f"{name} must be one of {tuple(allowed)}, got {value!r}; check the spelling")
+    return value
+
+
+def check_str(name: str, value: object, hint: str = "") -> str:
+    """``value`` if it is a ``str``; a ``bytes`` value gets the decode hint."""
+    if not isinstance(value, str):
+        extra = " Decode it first: data.decode('utf-8')." if isinstance(value, bytes) else hint
+        raise CourseTypeError(f"{name} must be a str, got {describe(value)}.{extra}")
+    return value
+
+
+def check_tensor(name: str, value: object, hint: str = "") -> torch.Tensor:
+    """``value`` if it is a ``torch.Tensor``."""
+    if not isinstance(value, torch.Tensor):
+        raise CourseTypeError(f"{name} must be a torch.Tensor, got {describe(value)}; "
+                              f"convert it with torch.tensor(...){hint}")
+    return value
+
+
+def check_rank(x: object, rank: int, name: str, shape_doc: str) -> torch.Tensor:
+    """``x`` if it is a tensor with ``rank`` dimensions; ``shape_doc`` names them, e.g. ``"(batch, seq, d_model)"``."""
+    check_tensor(name, x)
+    if x.dim() != rank:
+        fix = " — for a single example add the batch dimension with .unsqueeze(0)" if x.dim() == rank - 1 else ""
+        raise CourseValueError(f"{name} must have shape {shape_doc} ({rank} dimensions), got shape "
+                               f"{tuple(x.shape)} ({x.dim()} dimensions){fix}")
+    return x
+
+
+def check_non_empty(name: str, x: torch.Tensor, what: str = "at least one sequence of at least one token") -> None:
+    """Refuse a tensor with a zero-size dimension (an empty batch or an empty sequence)."""
+    if x.numel() == 0:
+        raise CourseValueError(f"empty batch: {name} has shape {tuple(x.shape)}; every batch needs {what}")
+
+
+def check_same_batch(*named: tuple[str, torch.Tensor]) -> None:
+    """Refuse tensors whose first dimension (the batch) differs: ``check_same_batch(("src_ids", s), ("tgt", t))``."""
+    sizes = {name: x.size(0) for name, x in named}
+    if len(set(sizes.values())) > 1:
+        listed = ", ".join(f"{name} has {size}" for name, size in sizes.items())
+        raise CourseValueError(f"batch sizes disagree: {listed} rows; row i of each must belong to the same "
+                               "example — pass the same number of sentences to each")
+
+
+def check_token_ids(ids: object, vocab_size: int, max_len: int | None = None, *, name: str = "token ids",
+                    allow_empty: bool = False) -> torch.Tensor:
+    """Validate a ``(batch, seq)`` tensor of token ids and return it as ``torch.long``.
+
+    Accepts any integer dtype (``uint8``, ``int16``, ``int32`` are converted; ``int64`` is returned as is).
+    Refuses float, bool and complex tensors, other ranks, an empty batch or sequence (unless ``allow_empty``),
+    ``seq > max_len`` when ``max_len`` is given, and ids outside ``[0, vocab_size)``.
+    """
+    if not isinstance(ids, torch.Tensor):
+        raise CourseTypeError(f"{name} must be a torch.Tensor, got {describe(ids)}; "
+                              "wrap them with torch.tensor(ids, dtype=torch.long)")
+    if ids.dtype.is_floating_point or ids.dtype == torch.bool or ids.dtype.is_complex:
+        raise CourseTypeError(f"{name} must be integers (torch.long), got {ids.dtype}; "
+                              "convert with ids.long() — and check you did not pass embeddings instead of ids")
+    if ids.dim() != 2:
+        raise CourseValueError(f"{name} must have shape (batch, seq), got {tuple(ids.shape)}; "
+                               "for a single sequence use ids.unsqueeze(0)")
+    if not allow_empty and (ids.size(0) == 0 or ids.size(1) == 0):
+        raise CourseValueError(f"empty batch: {name} have shape {tuple(ids.shape)}; "
+                               "every batch needs at least one sequence of at least one token")
+    if max_len is not None and ids.size(1) > max_len:
+        raise CourseValueError(f"sequence length {ids.size(1)} exceeds max_len={max_len}; truncate the input "
+                               "or build the model with a larger max_len")
+    if ids.numel():
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or high >= vocab_size:
+            raise CourseValueError(f"{name} must lie in [0, {vocab_size}) (vocab_size={vocab_size}), found range "
+                                   f"[{low}, {high}]; the tokenizer and the model disagree on the vocabulary size")
+    return ids.long()
+
+
+def module_dtype(module: nn.Module) -> torch.dtype | None:
+    """The floating dtype of the module's first floating parameter or buffer (``None`` if it has none)."""
+    for tensor in (*module.parameters(), *module.buffers()):
+        if tensor.is_floating_point():
+            return tensor.dtype
+    return None
+
+
+def check_float_input(x: object, module: nn.Module, name: str = "x") -> torch.Tensor:
+    """``x`` if it is a floating tensor of the module's own dtype (any float dtype under autocast).
+
+    An fp64 tensor fed to an fp32 module fails deep inside ``nn.Linear`` ("mat1 and mat2 must have the same
+    dtype"); this check names the two fixes instead.
+    """
+    check_tensor(name, x)
+    owner = type(module).__name__
+    if not x.is_floating_point():
+        raise CourseTypeError(f"{owner} expects {name} as floating-point vectors, got {x.dtype}; token ids must go "
+                              "through an embedding first (InputEmbedding / TextEncoder), and a 0/1 tensor needs .float()")
+    expected = module_dtype(module)
+    if expected is not None and x.dtype != expected and not torch.is_autocast_enabled(x.device.type):
+        raise CourseTypeError(f"{owner} holds {expected} weights but {name} is {x.dtype}; convert the input with "
+                              f"{name}.to({expected}) or the module with module.to({x.dtype}) "
+                              "(model.double() for float64, model.float() for float32)")
+    return x
+
+
+def check_vectors(x: object, module: nn.Module, d_model: int, name: str = "x",
+                  shape_doc: str = "(batch, seq, d_model)") -> torch.Tensor:
+    """A non-empty floating ``(batch, seq, d_model)`` tensor of the module's dtype."""
+    check_rank(x, 3, name, shape_doc.replace("d_model", f"d_model={d_model}"))
+    if x.size(-1) != d_model:
+        raise CourseValueError(f"{name} must have shape {shape_doc.replace('d_model', f'd_model={d_model}')}, "
+                               f"got {tuple(x.shape)}; its last dimension must equal the model's d_model")
+    check_non_empty(name, x, "at least one sequence of at least one vector")
+    return check_float_input(x, module, name)
+
+
+def check_module(name: str, value: object, kind: type = nn.Module) -> nn.Module:
+    """``value`` if it is an instance of ``kind`` (an ``nn.Module`` by default)."""
+    if not isinstance(value, kind):
+        raise CourseTypeError(f"{name} must be a {kind.__name__}, got {describe(value)}")
+    return value

@@ -1,0 +1,58 @@
+"""Every typical wrong answer in the mistake catalogues (tests/mistakes/lessonNN.py) is rejected with its message.
+
+Each entry is a right answer with a bug in it (often the solution itself with a planted bug), so these tests also
+prove that every checker can fail.
+"""
+import importlib
+
+import pytest
+
+from course_utils.exercises.core import INCORRECT, Exercise
+from mistakes import all_mistakes
+
+MISTAKES = all_mistakes()
+
+
+def exercise_of(mistake) -> Exercise:
+    return getattr(importlib.import_module(f"course_utils.exercises.{mistake.lesson}"), mistake.exercise)
+
+
+@pytest.mark.parametrize("mistake", MISTAKES, ids=[f"{m.lesson}.{m.exercise}:{m.name}" for m in MISTAKES])
+def test_mistake_is_rejected_with_its_message(mistake):
+    result = exercise_of(mistake).evaluate_code(mistake.code, mistake.prelude)
+    assert result.status == INCORRECT, f"accepted although wrong: {result.message}"
+    assert mistake.message in result.message, result.message
+
+
+def test_catalogue_names_are_unique():
+    keys = [(m.lesson, m.exercise, m.name) for m in MISTAKES]
+    assert len(keys) == len(set(keys))
+
+
+def test_every_exercise_has_a_catalogue_so_every_checker_is_shown_to_fail():
+    from test_exercises_all import EXERCISES
+
+    covered = {(m.lesson, m.exercise) for m in MISTAKES}
+    missing = [f"{lesson}.{name}" for lesson, name, _ in EXERCISES if (lesson, name) not in covered]
+    assert not missing, f"exercises without typical mistakes: {missing}"
+
+
+CLASSIC_BUGS = {  # the classic Transformer bugs every capstone catalogue must hold (issue: capstone exercises)
+    "lesson03.q5": ["missing scale", "scaled by sqrt(d_model)", "scaled by sqrt(k_len)", "divided by d_k",
+                    "transpose instead of split", "mask convention inverted", "mask broadcast on the query axis",
+                    "softmax over the wrong axis", "-inf fill gives NaN", "dropout active in eval"],
+    "lesson04.q4": ["residual around the normalised input", "LayerNorm on the sublayer output", "always Post-LN",
+                    "always Pre-LN", "dropout active in eval"],
+    "lesson04.q5": ["final norm missing"],
+    "lesson05.q4": ["zero_grad forgotten", "scheduler stepped per epoch"],
+    "lesson07.q4": ["cross-attention with queries and keys swapped", "memory mask missing", "dropout active in eval"],
+    "lesson07.q5": ["target not shifted (no [BOS] start)", "EOS not handled", "no_grad forgotten",
+                    "eval mode forgotten"],
+}
+
+
+def test_capstone_catalogues_hold_the_classic_bugs():
+    names = {(f"{m.lesson}.{m.exercise}", m.name) for m in MISTAKES}
+    missing = [(exercise, bug) for exercise, bugs in CLASSIC_BUGS.items() for bug in bugs
+               if (exercise, bug) not in names]
+    assert not missing, missing
