@@ -1,18 +1,18 @@
 """Slow (COURSE_SLOW_TESTS=1): the classroom kit on the whole course — the teacher edition executes every notebook
-with its solutions, and the grader gives every exercise of it ``correct`` and of the course as shipped ``not
-attempted``. Prints the grading time per notebook."""
-import os
+with its solutions, and the grader gives every exercise of it ``correct``, of the course as shipped ``not
+attempted``, and of one catalogued mistake per exercise of every lesson the checker's verdict. Prints the grading
+time per notebook."""
 from pathlib import Path
 
 import pytest
 
 from course_utils.classroom.editions import build_teacher_edition
 from course_utils.classroom.grader import Limits, grade
+from test_classroom_grader import catalogue_by_lesson, save_catalogue_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 PATIENT = Limits(cell_seconds=600, notebook_seconds=1800)  # lesson 06's training cell passed 120 s on a loaded machine
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(os.environ.get("COURSE_SLOW_TESTS") != "1",
-                                                   reason="slow: set COURSE_SLOW_TESTS=1 to grade the whole course")]
+pytestmark = pytest.mark.slow
 
 
 def report(graded) -> None:
@@ -35,3 +35,11 @@ def test_course_as_shipped_is_not_attempted():
     graded = grade([ROOT / "notebooks"], PATIENT)
     report(graded)
     assert {row.status for g in graded for row in g.rows} == {"not attempted"}
+
+
+def test_one_catalogued_mistake_per_exercise_of_every_lesson(tmp_path):
+    want = {f"lesson{lesson}": save_catalogue_notebook(tmp_path, f"lesson{lesson}", lesson)
+            for lesson in sorted(catalogue_by_lesson())}
+    graded = grade([tmp_path], PATIENT)
+    report(graded)
+    assert {g.submission: {row.exercise: (row.status, row.message) for row in g.rows} for g in graded} == want

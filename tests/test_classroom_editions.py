@@ -10,8 +10,8 @@ import pytest
 from mistakes import all_mistakes
 
 from course_utils.classroom.cells import answer_cells, checked_exercises, lesson_exercises, notebook_lesson
-from course_utils.classroom.editions import WITHHELD, all_exercises, build_student_edition, fill_solutions, \
-    withhold_solutions
+from course_utils.classroom.editions import WITHHELD, add_missing_exercise_cells, all_exercises, \
+    build_student_edition, fill_solutions, withhold_solutions
 from course_utils.classroom.notes import PLAN_MINUTES, ninety_minute_plan, teaching_notes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,6 +58,7 @@ def test_no_mistake_catalogue_and_no_solution_tests_in_the_student_edition(stude
     assert not (student_edition / "course_utils" / "classroom").exists()
     shown_by_the_lessons = "".join(cell.source for path in COURSE_NOTEBOOKS
                                    for cell in nbformat.read(path, as_version=4).cells)
+    shown_by_the_lessons += "".join(f"{e.hint}{getattr(e, 'task', '')}" for e in all_exercises().values())
     catalogue = [m.code.strip() for m in all_mistakes() if m.code.strip() not in shown_by_the_lessons]
     for path in (p for p in student_edition.rglob("*") if p.is_file()):
         texts = visible_texts(path)
@@ -72,7 +73,7 @@ def test_exercise_cells_are_cleared_and_the_rest_kept(student_edition):
         lesson = notebook_lesson(student)
         exercise_cells = set(answer_cells(student, lesson).values()) | {
             i for i, cell in enumerate(student.cells) if cell.cell_type == "code" and checked_exercises(cell.source)}
-        assert len(exercise_cells) >= 2 * len(lesson_exercises(lesson))
+        assert len(exercise_cells) >= 2 * len(answer_cells(course, lesson))
         for index, (kept, original) in enumerate(zip(student.cells, course.cells)):
             assert kept.source == original.source
             if index in exercise_cells:
@@ -111,20 +112,27 @@ def test_withhold_solutions_replaces_keyword_and_positional_values():
               'q1 = Exercise(name="a √", variables=("x",), checker=print, hint="h",\n'
               '              solution=("x = 1\\n"\n'
               '                        "y = 2\\n"))\n'
-              'q2 = Exercise("b", ("y",), print, "h", "secret = 3\\n")\n')
+              'q2 = Exercise("b", ("y",), print, "h", "secret = 3\\n")\n'
+              'LAYER = "class Layer: pass\\n"\n'
+              'q3 = Exercise(name="c", variables=("z",), checker=print, hint="h", solution=LAYER + "z = Layer()\\n")\n')
     withheld = withhold_solutions(source)
     namespace = {}
     exec(withheld.replace("from .core import Exercise", "Exercise = lambda *a, **k: (a, k)"), namespace)
     assert namespace["q1"][1]["solution"] == WITHHELD and namespace["q2"][0][4] == WITHHELD
-    assert "x = 1" not in withheld and "secret" not in withheld and 'name="a √"' in withheld
+    assert namespace["q3"][1]["solution"] == WITHHELD
+    assert "x = 1" not in withheld and "secret" not in withheld and "Layer" not in withheld
+    assert 'name="a √"' in withheld
 
 
 @pytest.mark.parametrize("path", COURSE_NOTEBOOKS, ids=lambda p: p.name)
 def test_teacher_fill_puts_every_solution_in_its_answer_cell(path):
     notebook = nbformat.read(path, as_version=4)
     lesson = notebook_lesson(notebook)
+    added = add_missing_exercise_cells(notebook)
+    assert add_missing_exercise_cells(notebook) == []  # once is enough
     answers = answer_cells(notebook, lesson)
-    assert fill_solutions(notebook) == list(answers) == list(lesson_exercises(lesson))
+    assert sorted(answers) == sorted(lesson_exercises(lesson)) and set(added) <= set(answers)
+    assert sorted(fill_solutions(notebook)) == sorted(answers)
     assert answer_cells(notebook, lesson) == {}  # no placeholder left
     for key, index in answers.items():
         assert notebook.cells[index].source == lesson_exercises(lesson)[key].solution.rstrip("\n")

@@ -12,6 +12,7 @@ import pytest
 from mistakes import all_mistakes
 
 from course_utils.classroom.__main__ import main
+from course_utils.classroom.editions import add_missing_exercise_cells
 from course_utils.classroom.cells import answer_cells, checked_exercises, lesson_exercises, notebook_lesson
 from course_utils.classroom.grader import Limits, grade_notebook
 
@@ -28,8 +29,10 @@ def course_notebook(lesson: str):
 
 
 def small_notebook(lesson: str, answers: dict[str, str] | None = None):
-    """The lesson's import cell, exercise binding, answer cells (replaced by ``answers``) and check cells."""
+    """The lesson's import cell, exercise binding, answer cells (replaced by ``answers``) and check cells; an exercise
+    the lesson has no cells for yet gets them at the end, as in the teacher edition."""
     notebook = course_notebook(lesson)
+    add_missing_exercise_cells(notebook)
     answer_at = {index: key for key, index in answer_cells(notebook, lesson).items()}
     kept = []
     for index, cell in enumerate(notebook.cells):
@@ -72,13 +75,11 @@ def stopped(status: str, cell: int, first_line: str, why: str) -> tuple[str, str
                     f"{why}.")
 
 
-LESSON03_MISTAKES = {  # one typical wrong answer per exercise, written here so the test means something today
+LESSON03_MISTAKES = {  # wrong answers written here, for the tampering cases
     "q1": "def attention_weights(query, key):\n    return torch.softmax(query @ key.transpose(-2, -1), dim=-1)\n",
     "q2": ("def masked_weights(query, key, mask):\n"
            "    scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))\n"
            "    return torch.softmax(scores.masked_fill(~mask, float('-inf')), dim=-1)\n"),
-    "q3": "def split_heads(x, n_heads):\n    b, s, d = x.shape\n    return x.view(b, n_heads, s, d // n_heads)\n",
-    "q4": "def merge_heads(x):\n    b, h, s, d = x.shape\n    return x.reshape(b, s, h * d)\n",
 }
 EVALUATE_REPLACED = ("the notebook replaced `course_utils.exercises.core.Exercise.evaluate`, which the checks rely "
                      "on; remove the code that assigns to it (grading needs PyTorch's and the course's own functions).")
@@ -93,6 +94,16 @@ def catalogue_by_lesson():
     for mistake in all_mistakes():
         first.setdefault(mistake.lesson[len("lesson"):], {}).setdefault(mistake.exercise, mistake)
     return first
+
+
+def save_catalogue_notebook(folder: Path, name: str, lesson: str) -> dict[str, tuple[str, str]]:
+    """``folder/name/NN.ipynb`` answering each exercise with its first catalogued mistake; returns the expected rows."""
+    answers = {key: mistake.prelude + mistake.code for key, mistake in catalogue_by_lesson().get(lesson, {}).items()}
+    notebook = small_notebook(lesson, answers)
+    (folder / name).mkdir(parents=True)
+    nbformat.write(notebook, folder / name / f"{lesson}.ipynb")
+    return expected(lesson, {key: answers.get(key, notebook.cells[cell_of(notebook, key)].source)
+                             for key in lesson_exercises(lesson)})
 
 
 def build_class(folder: Path) -> dict[str, dict[str, tuple[str, str]]]:
@@ -110,15 +121,7 @@ def build_class(folder: Path) -> dict[str, dict[str, tuple[str, str]]]:
     save("blank", blank)
     want["blank"] = expected("03", {key: blank.cells[cell_of(blank, key)].source for key in lesson_exercises("03")})
 
-    save("typical", small_notebook("03", LESSON03_MISTAKES))
-    want["typical"] = expected("03", LESSON03_MISTAKES)
-    for lesson, mistakes in catalogue_by_lesson().items():
-        answers = {key: mistake.prelude + mistake.code for key, mistake in mistakes.items()}
-        notebook = small_notebook(lesson, answers)
-        save(f"catalogue{lesson}", notebook)
-        rows = expected(lesson, {key: answers.get(key, notebook.cells[cell_of(notebook, key)].source)
-                                 for key in lesson_exercises(lesson)})
-        want[f"catalogue{lesson}"] = rows
+    want["typical"] = save_catalogue_notebook(folder, "typical", "03")  # the other lessons: the slow test
 
     # lesson 01: printed success, the package's own block, a rebound check, a kernel that exits
     printer = small_notebook("01", {"q1": WRONG_COUNT_PAIRS + 'print("✅ Count adjacent pairs: Correct!")\n',
@@ -155,10 +158,9 @@ def build_class(folder: Path) -> dict[str, dict[str, tuple[str, str]]]:
     shuffled.cells = rest[:1] + [memory_hog] + q4_cells + rest[1:]
     save("shuffler", shuffled)
     exercises03 = lesson_exercises("03")
-    want["shuffler"] = {"lesson03.q1": ("not attempted", exercises03["q1"].evaluate({}).message),
-                        "lesson03.q2": ("correct", "Correct!"),
-                        "lesson03.q3": ("not attempted", exercises03["q3"].evaluate({}).message),
-                        "lesson03.q4": ("correct", "Correct!")}
+    want["shuffler"] = {**expected("03", solutions("03")),
+                        "lesson03.q1": ("not attempted", exercises03["q1"].evaluate({}).message),
+                        "lesson03.q3": ("not attempted", exercises03["q3"].evaluate({}).message)}
 
     # lesson 03: a checker replaced in a cell of its own, Exercise.evaluate replaced in an answer cell, torch patched
     patcher = small_notebook("03", {
@@ -170,9 +172,10 @@ def build_class(folder: Path) -> dict[str, dict[str, tuple[str, str]]]:
     patcher.cells.insert(cell_of(patcher, "q1"), nbformat.v4.new_code_cell(
         "lesson03.check_attention_weights = lambda namespace: None"))
     save("patcher", patcher)
-    want["patcher"] = {"lesson03.q1": expected("03", LESSON03_MISTAKES)["lesson03.q1"],
-                       "lesson03.q2": ("error", EVALUATE_REPLACED),
-                       "lesson03.q3": ("error", BOTH_REPLACED), "lesson03.q4": ("error", BOTH_REPLACED)}
+    want["patcher"] = {key: ("error", BOTH_REPLACED) for key in expected("03", solutions("03"))}
+    q1_verdict = exercises03["q1"].evaluate_code(LESSON03_MISTAKES["q1"], PRELUDE)
+    want["patcher"]["lesson03.q1"] = (q1_verdict.status, q1_verdict.message)
+    want["patcher"]["lesson03.q2"] = ("error", EVALUATE_REPLACED)
 
     (folder / "broken.ipynb").write_text('{"cells": [', encoding="utf-8")
     stranger = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('hello')")])
@@ -199,19 +202,17 @@ def graded_class(tmp_path_factory):
 def test_csv_has_the_documented_columns_and_one_row_per_exercise(graded_class):
     assert graded_class["header"] == ["submission", "notebook", "exercise", "status", "message"]
     assert {row[3] for row in graded_class["rows"]} <= {"correct", "incorrect", "not attempted", "error", "timeout"}
-    assert [row[1] for row in graded_class["rows"] if row[0] == "solved"] == ["03.ipynb"] * 4
+    assert [row[1] for row in graded_class["rows"] if row[0] == "solved"] == ["03.ipynb"] * len(lesson_exercises("03"))
 
 
-@pytest.mark.parametrize("student", ["solved", "blank", "typical"])
-def test_right_blank_and_typical_answers_get_the_checkers_verdict(graded_class, student):
+@pytest.mark.parametrize("student", ["solved", "blank"])
+def test_right_and_blank_answers_get_the_checkers_verdict(graded_class, student):
     assert graded_class["got"][student] == graded_class["want"][student]
 
 
 def test_one_catalogued_mistake_per_exercise_is_incorrect(graded_class):
-    for student in (s for s in graded_class["want"] if s.startswith("catalogue")):
-        assert graded_class["got"][student] == graded_class["want"][student]
-        assert all(status == "incorrect" for status, _ in graded_class["got"][student].values()
-                   if status != "not attempted")
+    assert graded_class["got"]["typical"] == graded_class["want"]["typical"]
+    assert {status for status, _ in graded_class["got"]["typical"].values()} == {"incorrect"}
 
 
 def test_printed_success_package_block_rebound_check_and_exiting_kernel(graded_class):
@@ -236,7 +237,7 @@ def test_endless_loop_times_out(tmp_path):
     graded = grade_notebook(tmp_path / "looper.ipynb", "looper", "looper.ipynb", Limits(cell_seconds=3))
     loop_stop = stopped("timeout", 1, "while True:", "it ran past the 3 s limit of one cell")
     assert [(row.exercise, row.status, row.message) for row in graded.rows] == [
-        (f"lesson03.q{n}", *loop_stop) for n in (1, 2, 3, 4)]
+        (f"lesson03.{key}", *loop_stop) for key in lesson_exercises("03")]
 
 
 def test_invalid_json_and_foreign_notebooks_get_one_error_row(graded_class):
@@ -255,8 +256,8 @@ def test_feedback_page_per_student_with_messages_and_hints(graded_class):
     pages = sorted(path.stem for path in graded_class["feedback"].glob("*.md"))
     assert pages == sorted(graded_class["got"])
     page = (graded_class["feedback"] / "typical.md").read_text(encoding="utf-8")
-    q1 = lesson_exercises("03")["q1"]
-    assert "0 of 4 exercises correct." in page
+    q1 = lesson_exercises("03")["q1"]  # answered with a catalogued mistake
+    assert f"0 of {len(lesson_exercises('03'))} exercises correct." in page
     assert graded_class["want"]["typical"]["lesson03.q1"][1] in page and q1.hint in page
 
 

@@ -5,7 +5,8 @@
   that needs a solution, no mistake catalogue, no classroom tools (nor their README section). A build that still
   contains a solution fails.
 * **Teacher edition** — the whole course with every exercise filled in with its solution and executed (each check
-  must print ✅, or the build fails), plus teaching notes per lesson (:mod:`.notes`).
+  must print ✅, or the build fails), plus teaching notes per lesson (:mod:`.notes`). An exercise the notebook has no
+  cells for gets them appended at the end.
 """
 from __future__ import annotations
 
@@ -75,17 +76,21 @@ def _byte_offsets(source: str) -> list[int]:
 
 
 def withhold_solutions(source: str) -> str:
-    """The source of an exercises module with the value of every ``Exercise(…, solution=…)`` replaced."""
+    """The source of an exercises module with the value of every ``Exercise(…, solution=…)`` replaced, and of every
+    module-level constant such a value is built from (``solution=ENCODER_LAYER_SOLUTION``)."""
     tree = ast.parse(source)
     lines = _byte_offsets(source)
-    spans = []
+    values, constants = [], set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "Exercise":
-            values = [keyword.value for keyword in node.keywords if keyword.arg == "solution"]
-            values += node.args[4:5]  # Exercise(name, variables, checker, hint, solution)
-            for value in values:
-                spans.append((lines[value.lineno - 1] + value.col_offset,
-                              lines[value.end_lineno - 1] + value.end_col_offset))
+            found = [keyword.value for keyword in node.keywords if keyword.arg == "solution"]
+            found += node.args[4:5]  # Exercise(name, variables, checker, hint, solution)
+            values += found
+            constants |= {name.id for value in found for name in ast.walk(value) if isinstance(name, ast.Name)}
+    values += [statement.value for statement in tree.body if isinstance(statement, ast.Assign)
+               and any(isinstance(t, ast.Name) and t.id in constants for t in statement.targets)]
+    spans = [(lines[value.lineno - 1] + value.col_offset, lines[value.end_lineno - 1] + value.end_col_offset)
+             for value in values]
     data = source.encode("utf-8")
     for start, end in sorted(spans, reverse=True):
         data = data[:start] + repr(WITHHELD).encode("utf-8") + data[end:]
@@ -182,6 +187,22 @@ def build_student_edition(out_dir: Path, lessons: set[str] | None = None, root: 
 
 # ---------------------------------------------------------------------------------------------- teacher edition
 
+def add_missing_exercise_cells(notebook) -> list[str]:
+    """Append an answer, a binding and a check cell for each exercise of the lesson the notebook has no answer cell
+    for (e.g. a capstone whose cells the lesson does not show yet); returns the exercises added."""
+    lesson = notebook_lesson(notebook)
+    missing = [key for key in lesson_exercises(lesson) if key not in answer_cells(notebook, lesson)]
+    for key in missing:
+        exercise = lesson_exercises(lesson)[key]
+        notebook.cells += [
+            nbformat.v4.new_markdown_cell(f"### Exercise {key} · {exercise.name}"),
+            nbformat.v4.new_code_cell("\n".join(f"{name} = ...  # your code here" for name in exercise.variables)),
+            nbformat.v4.new_code_cell(f"from course_utils.exercises import lesson{lesson}\n\n"
+                                      f"{key} = lesson{lesson}.{key}.bind(globals())"),
+            nbformat.v4.new_code_cell(f"{key}.check()")]
+    return missing
+
+
 def fill_solutions(notebook) -> list[str]:
     """Put each exercise's solution into its answer cell; returns the exercises filled (``["q1", …]``)."""
     lesson = notebook_lesson(notebook)
@@ -229,6 +250,7 @@ def build_teacher_edition(out_dir: Path, lessons: set[str] | None = None, root: 
             notebook = nbformat.read(root / path, as_version=4)
             if notebook_lesson(notebook) is not None:
                 progress(f"executing {path} with every solution filled in …")
+                add_missing_exercise_cells(notebook)
                 fill_solutions(notebook)
                 execute_notebook(notebook, target.parent)
                 failed = {k: v for k, v in check_outputs(notebook).items() if not v.startswith("✅")}

@@ -55,6 +55,12 @@ DISCUSSION = {
            "and how does beam search help?",
            "The KV cache gives identical output, faster. What exactly is cached, and why is it safe to reuse?",
            "Cross-attention heatmaps look like alignments. When would reading them as explanations mislead you?"],
+    "10": ["Each process averages the loss over its own tokens, then the gradients are averaged. When does that "
+           "differ from one process averaging over all tokens, and how does §2 fix it?",
+           "Gradient accumulation gives the gradient of a bigger batch. What does it not give you that more "
+           "hardware would?",
+           "Gradient checkpointing trades compute for memory. Looking at what §5 measures, when is the trade worth "
+           "it?"],
 }
 
 
