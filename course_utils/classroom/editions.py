@@ -195,7 +195,7 @@ def add_missing_exercise_cells(notebook) -> list[str]:
     for key in missing:
         exercise = lesson_exercises(lesson)[key]
         notebook.cells += [
-            nbformat.v4.new_markdown_cell(f"### Exercise {key} · {exercise.name}"),
+            nbformat.v4.new_markdown_cell(f"### Exercise {key} · {exercise.name}\n\n{getattr(exercise, 'task', '')}"),
             nbformat.v4.new_code_cell("\n".join(f"{name} = ...  # your code here" for name in exercise.variables)),
             nbformat.v4.new_code_cell(f"from course_utils.exercises import lesson{lesson}\n\n"
                                       f"{key} = lesson{lesson}.{key}.bind(globals())"),
