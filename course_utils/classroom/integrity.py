@@ -12,6 +12,8 @@ import types
 
 WATCHED_MODULES = ("builtins", "math", "operator", "functools", "torch", "torch.nn", "torch.nn.functional",
                    "torch.nn.init", "torch.testing", "torch.linalg", "torch.special", "torch.optim", "numpy")
+UNWATCHED_CLASS_MODULES = ("torch.optim",)  # an optimizer class's first instance wraps its ``step`` (profiling hook)
+IGNORED_CLASS_KEYS = {"__slotnames__"}  # copyreg's cache, written by the first copy or pickle of an instance
 IGNORED_BUILTINS = {"_", "__", "___", "input"}  # IPython: the last results; the kernel: input() per cell
 
 
@@ -32,6 +34,8 @@ class Snapshot:
     """
 
     def __init__(self) -> None:
+        if "torch" in sys.modules:  # torch wraps torch.manual_seed when it first loads dynamo (an optimizer's first
+            import torch._dynamo  # noqa: F401  step does): load it before the snapshot, not during the check
         self.entries: list[tuple[str, object, str, object]] = []  # (shown as, owner, attribute, value)
         self.class_keys: list[tuple[str, type, frozenset[str]]] = []
         classes: dict[int, type] = {}
@@ -51,6 +55,8 @@ class Snapshot:
                     for field_name, field_value in vars(value).items():  # an Exercise: its checker, its name…
                         self.entries.append((f"{name}.{key}.{field_name}", value, field_name, field_value))
         for cls in classes.values():
+            if cls.__module__.startswith(UNWATCHED_CLASS_MODULES):
+                continue
             shown = f"{cls.__module__}.{cls.__qualname__}"
             self.class_keys.append((shown, cls, frozenset(vars(cls))))
             for key, value in list(vars(cls).items()):
@@ -71,6 +77,6 @@ class Snapshot:
             if current is not value:
                 changed.add(shown)
         for shown, cls, keys in self.class_keys:
-            added = sorted(frozenset(vars(cls)) - keys)
+            added = sorted(frozenset(vars(cls)) - keys - IGNORED_CLASS_KEYS)
             changed.update(f"{shown}.{key}" for key in added)
         return sorted(changed)
