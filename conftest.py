@@ -1,7 +1,7 @@
 """Test-session setup shared by the unit tests and the notebooks run under nbval.
 
-* Blocks outbound network access here and in every notebook kernel (see tests/network_guard/sitecustomize.py:
-  kernels inherit PYTHONPATH and load it at start-up).
+* Blocks outbound network access here and in every notebook kernel (the classroom grader's guard,
+  course_utils/classroom/sandbox/sitecustomize.py: kernels inherit PYTHONPATH and load it at start-up).
 * One CPU thread per process unless the caller chose otherwise: two notebooks run at once (pytest-xdist), and on
   a 2-core machine two threads each made them fight for the cores (measured in benchmarks/README.md).
 * ``slow``-marked checks run only with ``COURSE_SLOW_TESTS=1``.
@@ -17,7 +17,7 @@ import pathlib
 
 import pytest
 
-GUARD = pathlib.Path(__file__).parent / "tests" / "network_guard" / "sitecustomize.py"
+GUARD = pathlib.Path(__file__).parent / "course_utils" / "classroom" / "sandbox" / "sitecustomize.py"
 
 os.environ["COURSE_BLOCK_NETWORK"] = "1"
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GUARD.parent), os.environ.get("PYTHONPATH")]))

@@ -55,7 +55,10 @@ def test_no_solution_string_anywhere_in_the_student_edition(student_edition):
 def test_no_mistake_catalogue_and_no_solution_tests_in_the_student_edition(student_edition):
     assert not (student_edition / "tests" / "mistakes").exists()
     assert not list((student_edition / "tests").glob("test_exercise*.py"))
-    assert not (student_edition / "course_utils" / "classroom").exists()
+    shipped = {p.relative_to(student_edition / "course_utils" / "classroom").as_posix()
+               for p in (student_edition / "course_utils" / "classroom").rglob("*.py")}
+    assert shipped == {"__init__.py", "sandbox/__init__.py", "sandbox/sitecustomize.py"}, \
+        "only the offline guard of the classroom kit goes to students (their test run loads it), no grading tools"
     shown_by_the_lessons = "".join(cell.source for path in COURSE_NOTEBOOKS
                                    for cell in nbformat.read(path, as_version=4).cells)
     shown_by_the_lessons += "".join(f"{e.hint}{getattr(e, 'task', '')}" for e in all_exercises().values())

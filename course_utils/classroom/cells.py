@@ -142,12 +142,15 @@ def _global_reads(code: str) -> set[str]:
 
 
 def checked_exercises(source: str) -> set[str]:
-    """``{"q1"}`` if the cell is a check cell (only ``q1.check()``/``.hint()``/``.solution()`` calls), else empty."""
+    """``{"q1"}`` if the cell is a check cell (only ``q1.check()``/``.hint()``/``.solution()`` calls, optionally after
+    the binding ``q1 = lessonNN.q1.bind(globals())`` that capstone check cells start with), else empty."""
     tree = parse_cell(source)
     if tree is None or not tree.body:
         return set()
     checked = set()
     for statement in tree.body:
+        if _is_binding(statement):
+            continue
         call = statement.value if isinstance(statement, ast.Expr) else None
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
                 and call.func.attr in CHECK_METHODS and isinstance(call.func.value, ast.Name)):
@@ -155,6 +158,17 @@ def checked_exercises(source: str) -> set[str]:
         if call.func.attr == "check":
             checked.add(call.func.value.id)
     return checked
+
+
+def _is_binding(statement: ast.stmt) -> bool:
+    """``qN = lessonNN.qN.bind(globals())``."""
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name) and isinstance(statement.value, ast.Call)):
+        return False
+    func = statement.value.func
+    return (isinstance(func, ast.Attribute) and func.attr == "bind" and isinstance(func.value, ast.Attribute)
+            and func.value.attr == statement.targets[0].id and isinstance(func.value.value, ast.Name)
+            and func.value.value.id.startswith("lesson"))
 
 
 def _is_placeholder_statement(statement: ast.stmt, variables: set[str]) -> bool:

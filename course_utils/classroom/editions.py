@@ -30,6 +30,8 @@ COURSE_ROOT = Path(course_utils.__file__).resolve().parent.parent
 WITHHELD = ("Withheld in the student edition: work it out with .hint() and .check(), or ask your teacher.")
 STUDENT_EXCLUDED = ("tests/test_exercise*.py", "tests/exercise_checks.py", "tests/mistakes/*",
                     "tests/test_classroom*.py", "course_utils/classroom/*")
+STUDENT_KEPT = ("course_utils/classroom/__init__.py", "course_utils/classroom/sandbox/*")  # the offline guard the
+# edition's own test run loads (conftest.py), not the grading tools
 TEACHING_SECTION = "## Teaching with this course"  # the README section of the classroom kit: not for students
 SKIPPED_DIRECTORIES = {".git", ".venv", "__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".hypothesis"}
 
@@ -161,7 +163,8 @@ def build_student_edition(out_dir: Path, lessons: set[str] | None = None, root: 
     _prepare_out_dir(out_dir)
     written = []
     for path in course_files(root):
-        if any(fnmatch.fnmatch(path, pattern) for pattern in STUDENT_EXCLUDED):
+        if any(fnmatch.fnmatch(path, pattern) for pattern in STUDENT_EXCLUDED) \
+                and not any(fnmatch.fnmatch(path, pattern) for pattern in STUDENT_KEPT):
             continue
         if not _selected_notebook(path, root, lessons):
             continue

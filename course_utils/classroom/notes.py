@@ -61,6 +61,18 @@ DISCUSSION = {
            "hardware would?",
            "Gradient checkpointing trades compute for memory. Looking at what §5 measures, when is the trade worth "
            "it?"],
+    "08": ["A decoder-only model is the encoder layer plus a causal mask. What exactly can it no longer do that "
+           "the encoder could, and why is that the price of generating text?",
+           "The tuned trigram is hard to beat at a minute of training. What does the Transformer see that the "
+           "trigram cannot, and on which sentences would you expect the gap to be largest?",
+           "Temperature, top-k and top-p all trade diversity for quality. Which one adapts to how sure the model "
+           "is, and why does that matter for a prompt with one obvious continuation?"],
+    "09": ["RoPE makes the score depend only on m − n. Why is that a better inductive bias than adding a "
+           "position vector to the token, and what does the 32 → 64 extrapolation show?",
+           "GQA shrinks the KV cache but barely changes the loss here. When is the cache, not the compute, the "
+           "bottleneck of serving a model?",
+           "An ablation calls a change an improvement only beyond noise. How many seeds would you need to trust "
+           "a 0.01-nat difference, and what else besides seeds could make a swap look better?"],
 }
 
 
