@@ -458,11 +458,11 @@ def fill_word(scorer, tokenizer, example: HiddenWord, k: int = 5, beam: int = 10
     """Top-``k`` words for the hidden span: a beam search that fills the [MASK]s left to right.
 
     Each step scores the next hidden position with the pieces chosen so far in place; a word's score is the sum of
-    its pieces' log-probabilities. Only word-shaped fillings are kept: the first piece starts with a space, the
-    others do not. Returns ``[(word, log_probability)]``, best first, distinct words.
+    its pieces' log-probabilities. Only word-shaped fillings are kept: the first piece is a space, alone or
+    followed by letters; the others are letters. Returns ``[(word, log_probability)]``, best first, distinct words.
     """
     vocab = [tokenizer.token_str(i) if i >= N_SPECIAL_TOKENS else "" for i in range(tokenizer.vocab_size)]
-    starts_word = torch.tensor([t.startswith(" ") and t[1:].isalpha() for t in vocab])
+    starts_word = torch.tensor([t == " " or (t.startswith(" ") and t[1:].isalpha()) for t in vocab])
     continues_word = torch.tensor([t.isalpha() for t in vocab])
     rows, scores = [list(example.ids)], torch.zeros(1)
     for position in range(example.start, example.end):
