@@ -9,30 +9,80 @@ generated: they are not words, and a [PAD] inside a prefix would be hidden by th
 """
 from __future__ import annotations
 
+__all__ = ["BeamSearchOutput", "beam_search", "check_decoding_inputs", "cross_attention_weights",
+           "forbid_special_tokens", "greedy_decode", "length_penalty", "repeated_ngram_tokens", "strip_after_eos"]
+
 from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 
 from .attention import capture_attention
+from .errors import CourseTypeError, CourseValueError
+from .validation import (check_bool, check_index, check_int, check_non_negative_int, check_rank,
+                         check_real, check_same_batch, check_tensor, check_token_ids, describe)
 
 
 def forbid_special_tokens(logits: torch.Tensor, bos_id: int, pad_id: int) -> torch.Tensor:
     """``logits (rows, vocab)`` with the [BOS] and [PAD] entries set to ``-inf`` (never valid outputs)."""
+    check_rank(logits, 2, "logits", "(rows, vocab)")
+    if not logits.is_floating_point():
+        raise CourseTypeError(f"logits must be floating point, got {logits.dtype}; pass the model's output scores")
+    check_index("bos_id", bos_id, logits.size(-1), f"the {logits.size(-1)} logits")
+    check_index("pad_id", pad_id, logits.size(-1), f"the {logits.size(-1)} logits")
     logits = logits.clone()
     logits[:, [bos_id, pad_id]] = float("-inf")
     return logits
 
 
-def check_decoding_inputs(src_ids: torch.Tensor, max_new_tokens: int, beam_size: int = 1) -> None:
-    if not isinstance(src_ids, torch.Tensor) or src_ids.dim() != 2 or src_ids.dtype != torch.long:
+def check_encoder_decoder(model: object) -> nn.Module:
+    """``model`` if it is an ``nn.Module`` with the ``encode`` / ``decode`` / ``new_cache`` interface."""
+    missing = [m for m in ("encode", "decode", "new_cache") if not callable(getattr(model, m, None))]
+    if not isinstance(model, nn.Module) or missing:
+        raise CourseTypeError(f"model must be an encoder–decoder nn.Module with encode/decode/new_cache methods "
+                              f"(e.g. Seq2SeqTransformer), got {describe(model)}"
+                              + (f" without .{', .'.join(missing)}" if missing else ""))
+    return model
+
+
+def check_decoding_inputs(src_ids: torch.Tensor, max_new_tokens: int, beam_size: int = 1,
+                          model: nn.Module | None = None, special_ids: dict[str, int] | None = None) -> torch.Tensor:
+    """Check the arguments of :func:`greedy_decode` / :func:`beam_search` before any work; return ``src_ids`` as long.
+
+    With a ``model`` that has a :class:`~course_utils.config.TransformerConfig` as ``model.config``, also checks
+    the source ids against its vocabulary, and that the source and the longest output fit in ``max_len`` — so a
+    too-long request fails now, not after many decoding steps. ``special_ids`` (``{"bos_id": 5, ...}``) must be
+    valid target ids.
+    """
+    if model is not None:
+        check_encoder_decoder(model)
+    if not isinstance(src_ids, torch.Tensor) or src_ids.dim() != 2:
         got = f"{src_ids.dtype} {tuple(src_ids.shape)}" if isinstance(src_ids, torch.Tensor) else type(src_ids).__name__
-        raise ValueError(f"src_ids must be a long tensor of shape (batch, src_len), got {got}; "
-                         "for one sentence use ids.unsqueeze(0)")
+        raise CourseValueError(f"src_ids must be a long tensor of shape (batch, src_len), got {got}; "
+                               "for one sentence use ids.unsqueeze(0)")
+    if src_ids.dtype.is_floating_point or src_ids.dtype == torch.bool or src_ids.dtype.is_complex:
+        raise CourseTypeError(f"src_ids must be a long tensor of token ids, got {src_ids.dtype}; convert with "
+                              "ids.long() — and check you did not pass embeddings instead of ids")
+    max_new_tokens = check_int("max_new_tokens", max_new_tokens)
     if max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        raise CourseValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    beam_size = check_int("beam_size", beam_size)
     if beam_size < 1:
-        raise ValueError(f"beam_size must be >= 1, got {beam_size}")
+        raise CourseValueError(f"beam_size must be >= 1, got {beam_size}")
+    for name, value in (special_ids or {}).items():
+        check_non_negative_int(name, value)
+    config = getattr(model, "config", None)
+    if config is None or not hasattr(config, "max_len"):
+        return check_token_ids(src_ids, 2**63 - 1, name="src_ids")
+    src_ids = check_token_ids(src_ids, config.vocab_size, config.max_len, name="src_ids")
+    if max_new_tokens > config.max_len:
+        raise CourseValueError(f"max_new_tokens={max_new_tokens} exceeds the model's max_len={config.max_len}: the "
+                               f"decoder has no position for token {config.max_len + 1} onwards. Ask for at most "
+                               f"{config.max_len} tokens or build the model with a larger max_len")
+    for name, value in (special_ids or {}).items():
+        check_index(name, value, config.tgt_vocab_size,
+                    f"the target vocabulary (tgt_vocab_size={config.tgt_vocab_size})")
+    return src_ids
 
 
 def repeated_ngram_tokens(generated: list[int], n: int) -> list[int]:
@@ -41,6 +91,11 @@ def repeated_ngram_tokens(generated: list[int], n: int) -> list[int]:
     ``generated = [7, 8, 9, 7, 8]``, ``n = 3`` → ``[9]``: the last ``n - 1`` tokens ``(7, 8)`` were once followed
     by ``9``, so ``9`` now would repeat the 3-gram ``7 8 9``.
     """
+    if not isinstance(generated, (list, tuple)) or not all(isinstance(t, int) and not isinstance(t, bool)
+                                                       for t in generated):
+        raise CourseTypeError(f"generated must be a list of int token ids, got {describe(generated)}; "
+                              "for a tensor row use row.tolist()")
+    check_non_negative_int("n", n)
     if n < 1 or len(generated) < n - 1:
         return []
     context = tuple(generated[len(generated) - (n - 1):])
@@ -65,7 +120,11 @@ def greedy_decode(model: nn.Module, src_ids: torch.Tensor, bos_id: int, eos_id: 
     Returns:
         generated ids ``(batch, steps)``, ``steps <= max_new_tokens``; ``pad_id`` after each row's [EOS].
     """
-    check_decoding_inputs(src_ids, max_new_tokens)
+    check_encoder_decoder(model)
+    src_ids = check_decoding_inputs(src_ids, max_new_tokens, model=model,
+                                    special_ids={"bos_id": bos_id, "eos_id": eos_id, "pad_id": pad_id})
+    check_bool("use_cache", use_cache)
+    check_non_negative_int("no_repeat_ngram_size", no_repeat_ngram_size)
     memory = model.encode(src_ids)  # (batch, src_len, d_model), computed once
     batch = src_ids.size(0)
     prefix = torch.full((batch, 1), bos_id, dtype=torch.long, device=src_ids.device)  # (batch, 1 + t)
@@ -92,6 +151,8 @@ def length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
     ``alpha = 0`` ranks by plain log-probability (which favours short outputs, since every token adds a negative
     log-probability); larger ``alpha`` gives long hypotheses a fairer chance.
     """
+    check_tensor("length", length)
+    check_real("alpha", alpha)
     return ((5.0 + length.float()) / 6.0) ** alpha
 
 
@@ -103,6 +164,14 @@ class BeamSearchOutput:
     sequences: torch.Tensor
     scores: torch.Tensor
     log_probs: torch.Tensor
+
+    def __post_init__(self) -> None:
+        check_rank(self.sequences, 3, "sequences", "(batch, beam, steps)")
+        check_rank(self.scores, 2, "scores", "(batch, beam)")
+        check_rank(self.log_probs, 2, "log_probs", "(batch, beam)")
+        if not self.sequences.shape[:2] == self.scores.shape == self.log_probs.shape:
+            raise CourseValueError(f"sequences {tuple(self.sequences.shape)}, scores {tuple(self.scores.shape)} and "
+                                   f"log_probs {tuple(self.log_probs.shape)} must agree on (batch, beam)")
 
     @property
     def best(self) -> torch.Tensor:
@@ -128,7 +197,10 @@ def beam_search(model: nn.Module, src_ids: torch.Tensor, bos_id: int, eos_id: in
     Returns:
         a :class:`BeamSearchOutput`; ``.best`` has the same layout as :func:`greedy_decode`'s result.
     """
-    check_decoding_inputs(src_ids, max_new_tokens, beam_size)
+    check_encoder_decoder(model)
+    src_ids = check_decoding_inputs(src_ids, max_new_tokens, beam_size, model=model,
+                                    special_ids={"bos_id": bos_id, "eos_id": eos_id, "pad_id": pad_id})
+    check_real("alpha", alpha)
     batch, device = src_ids.size(0), src_ids.device
     src = src_ids.repeat_interleave(beam_size, dim=0)  # (batch·beam, src_len)
     memory = model.encode(src)  # (batch·beam, src_len, d_model)
@@ -170,6 +242,8 @@ def beam_search(model: nn.Module, src_ids: torch.Tensor, bos_id: int, eos_id: in
 
 def strip_after_eos(generated: torch.Tensor, eos_id: int) -> list[list[int]]:
     """``(batch, steps)`` generated ids → one list per row with the tokens before its first [EOS]."""
+    generated = check_token_ids(generated, 2**63 - 1, name="generated", allow_empty=True)
+    check_int("eos_id", eos_id)
     rows = []
     for row in generated.tolist():
         rows.append(row[: row.index(eos_id)] if eos_id in row else row)
@@ -187,6 +261,12 @@ def cross_attention_weights(model: nn.Module, src_ids: torch.Tensor, generated: 
         ``{"decoder.layers.<i>.cross_attn": (batch, heads, steps, src_len)}``; row ``t`` is the attention
         of the step that produced ``generated[:, t]``.
     """
+    check_encoder_decoder(model)
+    src_ids = check_decoding_inputs(src_ids, 1, model=model, special_ids={"bos_id": bos_id})
+    config = getattr(model, "config", None)
+    generated = check_token_ids(generated, config.tgt_vocab_size if config is not None else 2**63 - 1,
+                                config.max_len if config is not None else None, name="generated")
+    check_same_batch(("src_ids", src_ids), ("generated", generated))
     bos = torch.full((generated.size(0), 1), bos_id, dtype=torch.long, device=generated.device)
     tgt_in = torch.cat([bos, generated[:, :-1]], dim=1)
     with capture_attention(model) as maps:

@@ -16,6 +16,10 @@ the context and predicts from the training set's token frequencies.
 """
 from __future__ import annotations
 
+__all__ = ["IGNORE_INDEX", "MASK_TEXT", "UnigramBaseline", "batches_by_length", "check_labels", "check_probabilities",
+           "encode_with_masks", "evaluate_mlm", "fill_mask", "logits_at", "make_mlm_loss_fn", "mask_tokens",
+           "masked_accuracy", "mlm_loss"]
+
 import math
 from collections.abc import Iterable, Sequence
 
@@ -23,7 +27,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .tokenization import CLS_ID, MASK_ID, N_SPECIAL_TOKENS, SEP_ID, pad_batch
+from .errors import CourseTypeError, CourseValueError
+from .tokenization import CLS_ID, MASK_ID, N_SPECIAL_TOKENS, SEP_ID, Tokenizer, pad_batch
+from .validation import (check_bool, check_index, check_int, check_module, check_non_negative_int, check_positive_int,
+                         check_rank, check_real, check_str, check_tensor, check_token_ids, describe)
 
 IGNORE_INDEX = -100
 MASK_TEXT = "[MASK]"
@@ -31,11 +38,33 @@ MASK_TEXT = "[MASK]"
 
 def check_probabilities(select_prob: float, mask_prob: float, random_prob: float) -> None:
     """Raise a clear error unless the three masking probabilities make sense."""
+    for name, value in (("select_prob", select_prob), ("mask_prob", mask_prob), ("random_prob", random_prob)):
+        check_real(name, value)
     if not 0.0 < select_prob <= 1.0:
-        raise ValueError(f"select_prob must be in (0, 1], got {select_prob}; BERT uses 0.15")
+        raise CourseValueError(f"select_prob must be in (0, 1], got {select_prob}; BERT uses 0.15")
     if mask_prob < 0 or random_prob < 0 or mask_prob + random_prob > 1.0:
-        raise ValueError(f"mask_prob={mask_prob} and random_prob={random_prob} must be >= 0 and sum to at most 1 "
+        raise CourseValueError(f"mask_prob={mask_prob} and random_prob={random_prob} must be >= 0 and sum to at most 1 "
                          "(the rest of the selected tokens stays unchanged); BERT uses 0.8 and 0.1")
+
+
+def check_labels(labels: object, logits: object) -> None:
+    """Raise a clear error unless ``logits`` is float ``(batch, seq, vocab_size)`` and ``labels`` an integer
+    ``(batch, seq)`` tensor of ids in ``[0, vocab_size)`` or :data:`IGNORE_INDEX`."""
+    check_rank(logits, 3, "logits", "(batch, seq, vocab_size)")
+    if not logits.is_floating_point():
+        raise CourseTypeError(f"logits must be floating point, got {logits.dtype}; pass the model's output scores")
+    check_tensor("labels", labels)
+    if labels.dtype.is_floating_point or labels.dtype == torch.bool or labels.dtype.is_complex:
+        raise CourseTypeError(f"labels must be integer token ids (torch.long), got {labels.dtype}; "
+                              "use the labels returned by mask_tokens")
+    if logits.shape[:-1] != labels.shape:
+        raise CourseValueError(f"logits {tuple(logits.shape)} and labels {tuple(labels.shape)} disagree: expected "
+                               "logits (batch, seq, vocab_size) and labels (batch, seq)")
+    real = labels[labels != IGNORE_INDEX]
+    if real.numel() and (int(real.min()) < 0 or int(real.max()) >= logits.size(-1)):
+        raise CourseValueError(f"labels must be ids in [0, {logits.size(-1)}) or {IGNORE_INDEX}, found range "
+                               f"[{int(real.min())}, {int(real.max())}]; logits and labels come from different "
+                               "vocabularies")
 
 
 def mask_tokens(ids: torch.Tensor, vocab_size: int, generator: torch.Generator | None = None,
@@ -44,7 +73,8 @@ def mask_tokens(ids: torch.Tensor, vocab_size: int, generator: torch.Generator |
     """BERT masking of a batch of token ids.
 
     Args:
-        ids: ``(batch, seq)`` int64 token ids; ids ``< first_real_id`` are special tokens or padding.
+        ids: ``(batch, seq)`` integer token ids (any integer dtype); ids ``< first_real_id`` are special tokens
+            or padding.
         vocab_size: size of the vocabulary; random replacements are drawn from ``[first_real_id, vocab_size)``.
         generator: a ``torch.Generator`` on ``ids.device`` (seed it for reproducible masks); ``None`` uses the
             global RNG.
@@ -56,15 +86,15 @@ def mask_tokens(ids: torch.Tensor, vocab_size: int, generator: torch.Generator |
         ``(inputs, labels)``, both ``(batch, seq)`` int64: the corrupted ids for the model, and the original id at
         selected positions with :data:`IGNORE_INDEX` elsewhere. ``ids`` itself is not modified.
     """
-    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.dtype != torch.long:
-        got = f"{ids.dtype} tensor of shape {tuple(ids.shape)}" if isinstance(ids, torch.Tensor) else type(ids).__name__
-        raise ValueError(f"mask_tokens expects int64 ids of shape (batch, seq), got {got}; "
-                         "use tokenizer.encode_batch(...) or ids.long().unsqueeze(0) for one sequence")
+    vocab_size = check_positive_int("vocab_size", vocab_size)
+    first_real_id = check_non_negative_int("first_real_id", first_real_id)
     if vocab_size <= first_real_id:
-        raise ValueError(f"vocab_size={vocab_size} leaves no real tokens after the {first_real_id} special ids")
-    if ids.numel() and int(ids.max()) >= vocab_size:
-        raise ValueError(f"ids contain {int(ids.max())}, outside the vocabulary of {vocab_size} tokens; "
-                         "did the tokenizer and vocab_size come from different places?")
+        raise CourseValueError(f"vocab_size={vocab_size} leaves no real tokens after the {first_real_id} special ids")
+    check_index("mask_id", mask_id, vocab_size, f"the vocabulary (vocab_size={vocab_size})")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise CourseTypeError(f"generator must be a torch.Generator or None, got {describe(generator)}; "
+                              "use torch.Generator().manual_seed(0)")
+    ids = check_token_ids(ids, vocab_size, name="ids", allow_empty=True)
     check_probabilities(select_prob, mask_prob, random_prob)
     real = ids >= first_real_id                                                    # (batch, seq) bool
 
@@ -96,11 +126,9 @@ def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     Args:
         logits: ``(batch, seq, vocab_size)``; labels: ``(batch, seq)`` int64.
     """
-    if logits.shape[:-1] != labels.shape:
-        raise ValueError(f"logits {tuple(logits.shape)} and labels {tuple(labels.shape)} disagree: expected "
-                         "logits (batch, seq, vocab_size) and labels (batch, seq)")
+    check_labels(labels, logits)
     if not (labels != IGNORE_INDEX).any():
-        raise ValueError("no position is selected (every label is -100): the loss would be 0/0 = NaN. "
+        raise CourseValueError("no position is selected (every label is -100): the loss would be 0/0 = NaN. "
                          "The batch holds no real tokens — drop empty rows before masking")
     selected = labels != IGNORE_INDEX
     # same value as F.cross_entropy(..., ignore_index=-100) on all positions, but the softmax runs on the
@@ -114,9 +142,10 @@ def masked_accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
     Args:
         logits: ``(batch, seq, vocab_size)``; labels: ``(batch, seq)`` int64.
     """
+    check_labels(labels, logits)
     selected = labels != IGNORE_INDEX
     if not selected.any():
-        raise ValueError("no position is selected (every label is -100), so accuracy is undefined")
+        raise CourseValueError("no position is selected (every label is -100), so accuracy is undefined")
     return (logits.argmax(dim=-1)[selected] == labels[selected]).float().mean().item()
 
 
@@ -124,30 +153,53 @@ class UnigramBaseline:
     """Context-free baseline: predict every hidden token from the training set's token frequencies.
 
     ``probabilities`` is the add-one-smoothed unigram distribution over the real tokens (special ids get 0), so
-    a held-out token never seen in training still has a finite log-probability.
+    a held-out token never seen in training still has a finite log-probability. Every id must lie in
+    ``[0, vocab_size)``: an id outside it is refused, not silently dropped.
     """
 
     def __init__(self, train_ids: Iterable[Sequence[int]] | torch.Tensor, vocab_size: int,
                  first_real_id: int = N_SPECIAL_TOKENS) -> None:
+        vocab_size = check_positive_int("vocab_size", vocab_size)
+        first_real_id = check_non_negative_int("first_real_id", first_real_id)
+        if isinstance(train_ids, (str, bytes)) or not hasattr(train_ids, "__iter__"):
+            raise CourseTypeError(f"train_ids must be a (batch, seq) tensor or a list of id lists, got "
+                                  f"{describe(train_ids)}")
         counts = torch.zeros(vocab_size, dtype=torch.float64)
         rows = [train_ids] if isinstance(train_ids, torch.Tensor) else train_ids
-        for row in rows:
-            row = torch.as_tensor(row, dtype=torch.long).flatten()
-            counts += torch.bincount(row, minlength=vocab_size).double()[:vocab_size]
+        for i, row in enumerate(rows):
+            row = torch.as_tensor(row).flatten()
+            if row.numel() and (row.dtype.is_floating_point or row.dtype == torch.bool or row.dtype.is_complex):
+                raise CourseTypeError(f"train_ids row {i} holds {row.dtype} values; token ids must be integers")
+            row = row.long()
+            if row.numel() and (int(row.min()) < 0 or int(row.max()) >= vocab_size):
+                raise CourseValueError(f"train_ids row {i} has ids in [{int(row.min())}, {int(row.max())}], outside "
+                                       f"the vocabulary [0, {vocab_size}); pass the tokenizer's vocab_size")
+            counts += torch.bincount(row, minlength=vocab_size).double()
         counts[:first_real_id] = 0.0
         if counts.sum() == 0:
-            raise ValueError("UnigramBaseline got no real tokens to count; pass the tokenized training sentences")
+            raise CourseValueError("UnigramBaseline got no real tokens to count; pass the tokenized training sentences")
         smoothed = counts + 1.0
         smoothed[:first_real_id] = 0.0
+        self.first_real_id = first_real_id
         self.counts = counts
         self.probabilities = smoothed / smoothed.sum()                               # (vocab_size,)
         self.most_frequent_id = int(counts.argmax())
 
     def score(self, labels: torch.Tensor) -> dict[str, float]:
         """Accuracy (always guessing the most frequent token) and perplexity on the selected positions."""
-        targets = labels[labels != IGNORE_INDEX].cpu()
+        check_tensor("labels", labels)
+        if labels.dtype.is_floating_point or labels.dtype == torch.bool or labels.dtype.is_complex:
+            raise CourseTypeError(f"labels must be integer token ids, got {labels.dtype}; use mask_tokens' labels")
+        targets = labels[labels != IGNORE_INDEX].cpu().long()
+        if targets.numel() and (int(targets.min()) < 0 or int(targets.max()) >= len(self.probabilities)):
+            raise CourseValueError(f"labels must be ids in [0, {len(self.probabilities)}) or {IGNORE_INDEX}, found "
+                                   f"range [{int(targets.min())}, {int(targets.max())}]")
+        if targets.numel() and int(targets.min()) < self.first_real_id:
+            raise CourseValueError(f"labels hold the special id {int(targets.min())} (ids < {self.first_real_id} are "
+                                   "special tokens, which the baseline never predicts: perplexity would be inf); "
+                                   "score the labels returned by mask_tokens, which select real tokens only")
         if targets.numel() == 0:
-            raise ValueError("no position is selected (every label is -100)")
+            raise CourseValueError("no position is selected (every label is -100)")
         nll = -torch.log(self.probabilities[targets]).mean().item()
         return {"accuracy": (targets == self.most_frequent_id).double().mean().item(), "perplexity": math.exp(nll),
                 "loss": nll}
@@ -160,8 +212,13 @@ def batches_by_length(sequences: Sequence[Sequence[int]], batch_size: int, shuff
     The sequences are sorted by length, cut into batches, and (with ``shuffle``) the batch order is shuffled with a
     seeded generator. Returns a list, so it can be passed to ``training.fit`` and iterated once per epoch.
     """
+    if isinstance(sequences, (str, bytes, torch.Tensor)) or not hasattr(sequences, "__len__"):
+        raise CourseTypeError(f"sequences must be a list of id lists, got {describe(sequences)}")
     if not sequences:
-        raise ValueError("batches_by_length got no sequences")
+        raise CourseValueError("batches_by_length got no sequences")
+    check_positive_int("batch_size", batch_size)
+    check_bool("shuffle", shuffle)
+    check_int("seed", seed)
     order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
     batches = [pad_batch([sequences[i] for i in order[start:start + batch_size]])
                for start in range(0, len(order), batch_size)]
@@ -180,6 +237,13 @@ def logits_at(model: nn.Module, inputs: torch.Tensor, selected: torch.Tensor) ->
     Args:
         inputs: ``(batch, seq)`` int64 ids; selected: ``(batch, seq)`` bool. Returns ``(n_selected, vocab_size)``.
     """
+    check_module("model", model)
+    check_tensor("selected", selected)
+    if selected.dtype != torch.bool:
+        raise CourseTypeError(f"selected must be a bool tensor, got {selected.dtype}; use labels != IGNORE_INDEX")
+    if not isinstance(inputs, torch.Tensor) or inputs.shape != selected.shape:
+        raise CourseValueError(f"inputs {describe(inputs)} and selected {tuple(selected.shape)} must have the same "
+                               "(batch, seq) shape")
     return model.head(model.text_encoder(inputs)[selected])           # (n_selected, d_model) → (n_selected, vocab)
 
 
@@ -189,6 +253,10 @@ def make_mlm_loss_fn(vocab_size: int, seed: int = 0, **masking):
     The generator is seeded once, so a rerun sees the same sequence of masks; each epoch sees different ones.
     ``masking`` is passed on to :func:`mask_tokens`.
     """
+    check_positive_int("vocab_size", vocab_size)
+    check_int("seed", seed)
+    check_probabilities(masking.get("select_prob", 0.15), masking.get("mask_prob", 0.8),
+                        masking.get("random_prob", 0.1))
     generator = torch.Generator().manual_seed(seed)
 
     def loss_fn(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
@@ -196,7 +264,7 @@ def make_mlm_loss_fn(vocab_size: int, seed: int = 0, **masking):
         inputs, labels = inputs.to(ids.device), labels.to(ids.device)
         selected = labels != IGNORE_INDEX
         if not selected.any():
-            raise ValueError("this batch has no real token to predict; drop empty rows before training")
+            raise CourseValueError("this batch has no real token to predict; drop empty rows before training")
         return F.cross_entropy(logits_at(model, inputs, selected), labels[selected])
 
     return loss_fn
@@ -211,12 +279,21 @@ def evaluate_mlm(model: nn.Module, batches: Iterable[torch.Tensor], vocab_size: 
     all selected tokens) and, with a ``baseline``, ``"unigram_accuracy"`` and ``"unigram_perplexity"`` on the very
     same positions.
     """
+    check_module("model", model)
+    check_positive_int("vocab_size", vocab_size)
+    check_int("seed", seed)
+    if baseline is not None and not isinstance(baseline, UnigramBaseline):
+        raise CourseTypeError(f"baseline must be a UnigramBaseline or None, got {describe(baseline)}")
+    if isinstance(batches, (str, bytes, torch.Tensor)) or not hasattr(batches, "__iter__"):
+        raise CourseTypeError(f"batches must be a list (or loader) of (batch, seq) id tensors, got {describe(batches)}"
+                              "; for one batch pass [ids]")
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
     generator = torch.Generator().manual_seed(seed)
     total_nll, n_correct, n_predictions, all_labels = 0.0, 0, 0, []
     for ids in batches:
+        check_tensor("each batch", ids, "; batches must be (batch, seq) id tensors")
         inputs, labels = mask_tokens(ids.cpu(), vocab_size, generator, **masking)
         logits = model(inputs.to(device)).float().cpu()
         selected = labels != IGNORE_INDEX
@@ -226,13 +303,20 @@ def evaluate_mlm(model: nn.Module, batches: Iterable[torch.Tensor], vocab_size: 
         all_labels.append(labels[selected])
     model.train(was_training)
     if n_predictions == 0:
-        raise ValueError("evaluate_mlm found no tokens to predict; are the batches empty or all padding?")
+        raise CourseValueError("evaluate_mlm found no tokens to predict; are the batches empty or all padding?")
     metrics = {"loss": total_nll / n_predictions, "accuracy": n_correct / n_predictions,
                "perplexity": math.exp(total_nll / n_predictions), "n_predictions": float(n_predictions)}
     if baseline is not None:
         unigram = baseline.score(torch.cat(all_labels))
         metrics.update(unigram_accuracy=unigram["accuracy"], unigram_perplexity=unigram["perplexity"])
     return metrics
+
+
+def check_tokenizer(tokenizer: object) -> None:
+    """Raise a clear error unless ``tokenizer`` is one of the course's tokenizers."""
+    if not isinstance(tokenizer, Tokenizer):
+        raise CourseTypeError(f"tokenizer must be a course tokenizer (e.g. BPETokenizer.train(...)), got "
+                              f"{describe(tokenizer)}")
 
 
 def encode_with_masks(tokenizer, text: str, max_len: int | None = None) -> torch.Tensor:
@@ -242,8 +326,12 @@ def encode_with_masks(tokenizer, text: str, max_len: int | None = None) -> torch
     The space before a mask is dropped: byte-level BPE glues a word to its leading space (``" function"``), so the
     hidden token carries that space, as in training.
     """
+    check_tokenizer(tokenizer)
+    check_str("text", text)
+    if max_len is not None:
+        check_positive_int("max_len", max_len)
     if MASK_TEXT not in text:
-        raise ValueError(f"the text has no {MASK_TEXT}; write e.g. 'The {MASK_TEXT} returns a list.'")
+        raise CourseValueError(f"the text has no {MASK_TEXT}; write e.g. 'The {MASK_TEXT} returns a list.'")
     pieces = text.split(MASK_TEXT)
     ids = [CLS_ID]
     for i, piece in enumerate(pieces):
@@ -252,13 +340,18 @@ def encode_with_masks(tokenizer, text: str, max_len: int | None = None) -> torch
             ids.append(MASK_ID)
     ids.append(SEP_ID)
     if max_len is not None and len(ids) > max_len:
-        raise ValueError(f"the text is {len(ids)} tokens long, more than the model's max_len={max_len}; shorten it")
+        raise CourseValueError(f"the text is {len(ids)} tokens long, more than the model's max_len={max_len}; "
+                               "shorten it")
     return torch.tensor([ids])
 
 
 @torch.no_grad()
 def fill_mask(model: nn.Module, tokenizer, text: str, k: int = 5) -> list[list[tuple[str, float]]]:
     """Top-``k`` predictions for every ``[MASK]`` in ``text``: one list of ``(token, probability)`` per mask."""
+    check_module("model", model)
+    check_tokenizer(tokenizer)
+    check_str("text", text)
+    check_positive_int("k", k)
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -266,6 +359,8 @@ def fill_mask(model: nn.Module, tokenizer, text: str, k: int = 5) -> list[list[t
     probabilities = model(ids)[0].float().softmax(dim=-1).cpu()                     # (seq, vocab_size)
     model.train(was_training)
     positions = (ids[0] == MASK_ID).nonzero(as_tuple=True)[0].cpu()
+    if k > probabilities.size(-1):
+        raise CourseValueError(f"k={k} is larger than the vocabulary of {probabilities.size(-1)} tokens; ask for fewer")
     top = probabilities[positions].topk(k, dim=-1)
     return [[(tokenizer.token_str(int(i)), float(p)) for p, i in zip(values, indices)]
             for values, indices in zip(top.values, top.indices)]

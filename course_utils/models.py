@@ -25,7 +25,8 @@ def check_config(config: object) -> TransformerConfig:
     """``config`` if it is a :class:`TransformerConfig` (a dict of settings must be unpacked into one first)."""
     if not isinstance(config, TransformerConfig):
         raise CourseTypeError(f"config must be a TransformerConfig, got {describe(config)}; build one with "
-                              "TransformerConfig(vocab_size=..., d_model=..., ...) (for a dict: TransformerConfig(**d))")
+                              "TransformerConfig(vocab_size=..., d_model=..., ...) "
+                              "(for a dict: TransformerConfig(**d))")
     return config
 
 
@@ -34,6 +35,8 @@ def check_cache(cache: object, n_layers: int, batch: int) -> None:
 
     The cache is a list with one ``{"self": {...}, "cross": {...}}`` dict per decoder layer.
     """
+    check_positive_int("n_layers", n_layers)
+    check_positive_int("batch", batch)
     if cache is None:
         return
     fix = "create it with model.new_cache() (one per batch of sentences) and pass the same object at every step"
@@ -252,8 +255,8 @@ class Seq2SeqTransformer(nn.Module):
         check_vectors(memory, self, config.d_model, "memory", "(batch, src_len, d_model)")
         check_same_batch(("tgt_in_ids", tgt_in_ids), ("memory", memory), ("src_ids", src_ids))
         if memory.size(1) != src_ids.size(1):
-            raise CourseValueError(f"memory covers {memory.size(1)} source positions but src_ids has {src_ids.size(1)}; "
-                                   "pass the src_ids that produced memory = model.encode(src_ids)")
+            raise CourseValueError(f"memory covers {memory.size(1)} source positions but src_ids has "
+                                   f"{src_ids.size(1)}; pass the src_ids that produced memory = model.encode(src_ids)")
         check_cache(cache, len(self.decoder.layers), tgt_in_ids.size(0))
         pad_id = config.pad_id
         offset = cache[0]["self"]["k"].size(2) if cache is not None and cache[0]["self"] else 0

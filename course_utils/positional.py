@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 
 from .errors import CourseTypeError, CourseValueError
-from .validation import check_float_input, check_non_negative_int, check_positive_int, check_rank
+from .validation import check_float_input, check_non_empty, check_non_negative_int, check_positive_int, check_rank
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
@@ -39,6 +39,7 @@ def check_positions(x: torch.Tensor, d_model: int, max_len: int, offset: int) ->
     if not x.is_floating_point():
         raise CourseTypeError(f"positional encoding adds to float vectors (batch, seq, d_model), got {x.dtype}; "
                               "embed token ids first (TokenEmbedding)")
+    check_non_empty("x", x, "at least one sequence of at least one vector")
     check_non_negative_int("offset", offset)
     if offset + x.size(1) > max_len:
         raise CourseValueError(f"sequence of {x.size(1)} positions starting at {offset} exceeds max_len={max_len} "

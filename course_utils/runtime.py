@@ -1,6 +1,8 @@
 """Reproducibility and hardware helpers: seeds, device choice, CPU threads, an environment report."""
 from __future__ import annotations
 
+__all__ = ["environment_report", "pick_device", "seed_everything", "set_threads"]
+
 import os
 import platform
 import random
@@ -8,9 +10,18 @@ import random
 import numpy as np
 import torch
 
+from .errors import CourseValueError
+from .validation import check_bool, check_int, check_positive_int
+
 
 def seed_everything(seed: int = 0) -> None:
-    """Seed Python, NumPy and PyTorch (CPU and every CUDA device) so a rerun repeats its numbers."""
+    """Seed Python, NumPy and PyTorch (CPU and every CUDA device) so a rerun repeats its numbers.
+
+    ``seed`` is an int in ``[0, 2**32)`` (NumPy's range).
+    """
+    check_int("seed", seed)
+    if not 0 <= seed < 2**32:
+        raise CourseValueError(f"seed must lie in [0, 2**32) (NumPy's seed range), got {seed}; e.g. seed_everything(0)")
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -20,6 +31,7 @@ def seed_everything(seed: int = 0) -> None:
 
 def pick_device(prefer_gpu: bool = True) -> torch.device:
     """Return ``cuda`` when a CUDA GPU is available (and preferred), otherwise ``cpu``."""
+    check_bool("prefer_gpu", prefer_gpu)
     if prefer_gpu and torch.cuda.is_available():
         return torch.device("cuda")
     return torch.device("cpu")
@@ -31,8 +43,7 @@ def set_threads(n_threads: int = 1) -> None:
     Small models on a laptop are often *faster* with one thread per process, because thread start-up costs more
     than the tiny matrix products save; measure on your machine (``notebooks/00_setup.ipynb`` shows how).
     """
-    if n_threads < 1:
-        raise ValueError(f"n_threads must be >= 1, got {n_threads}")
+    check_positive_int("n_threads", n_threads)
     torch.set_num_threads(n_threads)
 
 

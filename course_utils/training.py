@@ -1,6 +1,8 @@
 """A small, complete training loop: AdamW, warmup + decay, gradient clipping, evaluation, history."""
 from __future__ import annotations
 
+__all__ = ["History", "SCHEDULES", "check_fit_arguments", "fit", "lr_multiplier", "make_loader", "to_device"]
+
 import math
 import time
 from contextlib import nullcontext
@@ -12,6 +14,10 @@ import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
 from tqdm.auto import tqdm
 
+from .errors import CourseTypeError, CourseValueError
+from .validation import (check_bool, check_choice, check_int, check_module, check_non_negative_int,
+                         check_positive_int, check_real, check_str, describe)
+
 
 SCHEDULES = ("constant", "linear", "cosine", "inverse_sqrt")
 
@@ -22,8 +28,10 @@ def lr_multiplier(step: int, warmup_steps: int, total_steps: int, schedule: str 
     Linear warmup from ~0 to 1 over ``warmup_steps``, then: ``constant``; ``linear`` decay to 0 at
     ``total_steps``; ``cosine`` decay to 0; ``inverse_sqrt`` ∝ 1/√step (the paper's "Noam" schedule).
     """
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    check_non_negative_int("step", step)
+    check_non_negative_int("warmup_steps", warmup_steps)
+    check_positive_int("total_steps", total_steps)
+    check_choice("schedule", schedule, SCHEDULES)
     step += 1
     if warmup_steps > 0 and step <= warmup_steps:
         return step / warmup_steps
@@ -49,6 +57,7 @@ class History:
 
     def metric(self, name: str) -> tuple[list[int], list[float]]:
         """``(steps, values)`` of one evaluation metric, ready to plot."""
+        check_str("name", name)
         steps = [step for step, metrics in self.evaluations if name in metrics]
         return steps, [metrics[name] for _, metrics in self.evaluations if name in metrics]
 
@@ -60,6 +69,12 @@ class History:
 
 def to_device(batch, device: torch.device):
     """Move a tensor, or a tuple/list/dict of tensors, to ``device``."""
+    if not isinstance(device, (torch.device, str)):
+        raise CourseTypeError(f"device must be a torch.device or a string such as 'cpu', got {describe(device)}")
+    try:
+        device = torch.device(device)
+    except RuntimeError:
+        raise CourseValueError(f"device={device!r} is not a device name; use 'cpu' or 'cuda'") from None
     if isinstance(batch, torch.Tensor):
         return batch.to(device)
     if isinstance(batch, dict):
@@ -71,8 +86,17 @@ def to_device(batch, device: torch.device):
 
 def make_loader(*tensors: torch.Tensor, batch_size: int = 32, shuffle: bool = True, seed: int = 0) -> DataLoader:
     """A seeded :class:`DataLoader` over equally long tensors (same shuffling on every run)."""
+    for i, t in enumerate(tensors):
+        if not isinstance(t, torch.Tensor) or t.dim() == 0:
+            raise CourseTypeError(f"make_loader: argument {i} must be a tensor with a first (example) dimension, "
+                                  f"got {describe(t)}; pass e.g. make_loader(ids, labels)")
     if not tensors or any(len(t) != len(tensors[0]) for t in tensors):
-        raise ValueError(f"make_loader needs tensors of equal length, got {[len(t) for t in tensors]}")
+        raise CourseValueError(f"make_loader needs tensors of equal length, got {[len(t) for t in tensors]}")
+    if len(tensors[0]) == 0:
+        raise CourseValueError("make_loader got tensors with 0 examples; pass at least one example")
+    check_positive_int("batch_size", batch_size)
+    check_bool("shuffle", shuffle)
+    check_int("seed", seed)
     generator = torch.Generator().manual_seed(seed)
     return DataLoader(TensorDataset(*tensors), batch_size=batch_size, shuffle=shuffle, generator=generator)
 
@@ -129,6 +153,47 @@ def train_one_epoch(model: nn.Module, batches: Iterable, loss_fn: Callable[[nn.M
     return losses
 
 
+def check_fit_arguments(model: nn.Module, train_batches: Iterable, loss_fn: Callable, *, epochs: int, lr: float,
+                        weight_decay: float, warmup_steps: int, schedule: str, clip_norm: float | None,
+                        eval_fn: Callable | None, eval_every: int | None, device: torch.device | None, amp: bool,
+                        progress: bool) -> None:
+    """Raise a clear course error for any argument of :func:`fit` that cannot work, before training starts."""
+    check_module("model", model)
+    if next(model.parameters(), None) is None:
+        raise CourseValueError(f"model {type(model).__name__} has no parameters to train")
+    if isinstance(train_batches, (str, bytes, torch.Tensor)) or not hasattr(train_batches, "__len__") \
+            or not hasattr(train_batches, "__iter__"):
+        raise CourseTypeError(f"train_batches must be a re-iterable collection with a length (a DataLoader from "
+                              f"make_loader, or a list of batches), got {describe(train_batches)}")
+    if len(train_batches) == 0:
+        raise CourseValueError("no training batches: train_batches is empty; pass at least one batch")
+    if not callable(loss_fn):
+        raise CourseTypeError(f"loss_fn must be a function loss_fn(model, batch) -> scalar loss, "
+                              f"got {describe(loss_fn)}")
+    check_int("epochs", epochs)
+    if epochs < 1:
+        raise CourseValueError(f"epochs must be >= 1 (one pass over train_batches at least), got {epochs}")
+    check_real("lr", lr, 0.0, low_inclusive=False, hint="; 1e-3 is a good start for small models")
+    check_real("weight_decay", weight_decay, 0.0)
+    check_non_negative_int("warmup_steps", warmup_steps)
+    check_choice("schedule", schedule, SCHEDULES)
+    if clip_norm is not None:
+        check_real("clip_norm", clip_norm, 0.0, low_inclusive=False, hint="; use None for no clipping")
+    if eval_fn is not None and not callable(eval_fn):
+        raise CourseTypeError(f"eval_fn must be a function eval_fn(model) -> dict of metrics, got {describe(eval_fn)}")
+    if eval_every is not None:
+        check_positive_int("eval_every", eval_every)
+    if device is not None and not isinstance(device, (torch.device, str)):
+        raise CourseTypeError(f"device must be a torch.device or a string such as 'cpu', got {describe(device)}")
+    if isinstance(device, str):
+        try:
+            torch.device(device)
+        except RuntimeError:
+            raise CourseValueError(f"device={device!r} is not a device name; use 'cpu' or 'cuda'") from None
+    check_bool("amp", amp)
+    check_bool("progress", progress)
+
+
 def fit(model: nn.Module, train_batches: Iterable, loss_fn: Callable[[nn.Module, object], torch.Tensor], *,
         epochs: int = 1, lr: float = 1e-3, weight_decay: float = 0.01, warmup_steps: int = 0,
         schedule: str = "cosine", clip_norm: float | None = 1.0,
@@ -145,17 +210,20 @@ def fit(model: nn.Module, train_batches: Iterable, loss_fn: Callable[[nn.Module,
         clip_norm: clip the global gradient norm (``None`` = no clipping; the norm is still recorded).
         eval_fn: ``eval_fn(model) -> {metric: value}``, run in eval mode without gradients after every epoch
             and every ``eval_every`` steps.
-        amp: autocast to bfloat16 on CUDA (ignored on CPU).
+        amp: autocast matrix products to bfloat16, on CUDA and on CPU; weights, gradients and AdamW state stay
+            float32. On CPUs without bf16 units it saves activation memory but runs slower (lesson 10 measures
+            both).
         progress: show a tqdm progress bar.
     """
-    device = device or next(model.parameters()).device
+    check_fit_arguments(model, train_batches, loss_fn, epochs=epochs, lr=lr, weight_decay=weight_decay,
+                        warmup_steps=warmup_steps, schedule=schedule, clip_norm=clip_norm, eval_fn=eval_fn,
+                        eval_every=eval_every, device=device, amp=amp, progress=progress)
+    device = torch.device(device) if device is not None else next(model.parameters()).device
     model.to(device)
     total_steps = epochs * len(train_batches)
-    if total_steps == 0:
-        raise ValueError("no training batches: train_batches is empty")
     optimizer = make_optimizer(model, lr, weight_decay)
     scheduler = make_scheduler(optimizer, warmup_steps, total_steps, schedule)
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if amp and device.type == "cuda" else nullcontext()
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if amp else nullcontext()
     history = History()
     start = time.perf_counter()
 
@@ -194,3 +262,50 @@ def fit(model: nn.Module, train_batches: Iterable, loss_fn: Callable[[nn.Module,
     bar.close()
     history.seconds = time.perf_counter() - start
     return history
+
+
+# --- helpers the lessons share (plumbing: each lives here once, the notebooks import it) ---------------------
+
+from .errors import CourseValueError  # noqa: E402  (kept with the helpers appended below)
+
+
+def classification_loss(model: nn.Module, batch) -> torch.Tensor:
+    """``loss_fn`` for :func:`fit` on ``(ids (batch, seq), labels (batch,))`` batches: mean cross-entropy."""
+    ids, labels = batch
+    return nn.functional.cross_entropy(model(ids), labels)
+
+
+@torch.no_grad()
+def predict_classes(model: nn.Module, batches: Iterable) -> torch.Tensor:
+    """Arg-max class of every example in ``(ids, labels)`` batches, in batch order: ``(n_examples,)`` int64.
+
+    Puts the model in evaluation mode (no dropout) and computes without gradients.
+    """
+    model.eval()
+    device = next(model.parameters()).device
+    predictions = [model(ids.to(device)).argmax(-1).cpu() for ids, _ in batches]
+    if not predictions:
+        raise CourseValueError("predict_classes got no batches; pass a non-empty list of (ids, labels) pairs.")
+    return torch.cat(predictions)
+
+
+def classification_accuracy(model: nn.Module, batches: Iterable) -> float:
+    """Share of examples in ``(ids, labels)`` batches whose arg-max class is the label (a float in [0, 1])."""
+    batches = list(batches)
+    labels = torch.cat([labels.cpu() for _, labels in batches]) if batches else torch.empty(0)
+    return (predict_classes(model, batches) == labels).double().mean().item()
+
+
+def best_time(function: Callable[[], object], repeats: int = 3) -> float:
+    """The fastest of ``repeats`` wall-clock timings of ``function()``, in seconds.
+
+    The minimum is the least disturbed by other programs sharing the CPU (they can only make a run slower).
+    """
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise CourseValueError(f"best_time: repeats must be an int >= 1, got {repeats!r}")
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - start)
+    return best

@@ -10,6 +10,7 @@ return the value to use; the others return it unchanged, so a call can be writte
 """
 from __future__ import annotations
 
+import itertools
 import numbers
 from collections.abc import Sequence
 
@@ -45,7 +46,8 @@ def check_int(name: str, value: object, minimum: int | None = None, hint: str = 
         raise CourseTypeError(f"{name} must be an int, got {describe(value)}; "
                               f"pass a whole number such as {max(minimum or 0, 1)}{hint}")
     if minimum is not None and value < minimum:
-        raise CourseValueError(f"{name} must be an int >= {minimum}, got {value}{hint}")
+        fix = hint or f"; pass {minimum} or more"
+        raise CourseValueError(f"{name} must be an int >= {minimum}, got {value}{fix}")
     return int(value)
 
 
@@ -150,6 +152,9 @@ def check_token_ids(ids: object, vocab_size: int, max_len: int | None = None, *,
     Refuses float, bool and complex tensors, other ranks, an empty batch or sequence (unless ``allow_empty``),
     ``seq > max_len`` when ``max_len`` is given, and ids outside ``[0, vocab_size)``.
     """
+    check_positive_int("vocab_size", vocab_size)
+    if max_len is not None:
+        check_positive_int("max_len", max_len)
     if not isinstance(ids, torch.Tensor):
         raise CourseTypeError(f"{name} must be a torch.Tensor, got {describe(ids)}; "
                               "wrap them with torch.tensor(ids, dtype=torch.long)")
@@ -175,7 +180,7 @@ def check_token_ids(ids: object, vocab_size: int, max_len: int | None = None, *,
 
 def module_dtype(module: nn.Module) -> torch.dtype | None:
     """The floating dtype of the module's first floating parameter or buffer (``None`` if it has none)."""
-    for tensor in (*module.parameters(), *module.buffers()):
+    for tensor in itertools.chain(module.parameters(), module.buffers()):
         if tensor.is_floating_point():
             return tensor.dtype
     return None
@@ -191,7 +196,8 @@ def check_float_input(x: object, module: nn.Module, name: str = "x") -> torch.Te
     owner = type(module).__name__
     if not x.is_floating_point():
         raise CourseTypeError(f"{owner} expects {name} as floating-point vectors, got {x.dtype}; token ids must go "
-                              "through an embedding first (InputEmbedding / TextEncoder), and a 0/1 tensor needs .float()")
+                              "through an embedding first (InputEmbedding / TextEncoder), and a 0/1 tensor needs "
+                              ".float()")
     expected = module_dtype(module)
     if expected is not None and x.dtype != expected and not torch.is_autocast_enabled(x.device.type):
         raise CourseTypeError(f"{owner} holds {expected} weights but {name} is {x.dtype}; convert the input with "

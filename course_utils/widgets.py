@@ -1,5 +1,5 @@
 """Interactive explorers (ipywidgets). Each one also draws its default view once, so a stored notebook keeps a
-static picture even where widgets do not render (GitHub, nbval, PDF)."""
+static picture even where widgets do not render (GitHub, PDF, a notebook run without a browser)."""
 from __future__ import annotations
 
 from typing import Callable
@@ -222,19 +222,38 @@ def draw_translation(source_tokens: list[str], target_pieces: list[str], weights
                          ylabel="German piece produced (query)", suptitle=title, panel_size=size)
 
 
-def translator_explorer(translate, text: str = "342") -> None:
-    """A text box: type a number (``342``) or its English words; shows the German and the cross-attention map.
+def translation_view(translate, text: str):
+    """Read ``text`` by the number grammar, translate its num2words English, draw the cross-attention map.
 
     Args:
-        translate: ``translate(text) -> (source_tokens, target_pieces, weights (target, source), german)``; it may
-            raise ``ValueError`` for text it cannot translate (the message is shown under the box).
+        translate: ``translate(english) -> (source_tokens, target_pieces, weights (target, source), german)``,
+            called with num2words' English (``"1,200"``, ``"twelve hundred"`` → ``"one thousand, two hundred"``).
+        text: what the learner typed; text the grammar refuses raises its
+            :class:`~course_utils.errors.CourseValueError` (a ``ValueError``: the explorer prints it).
+
+    Returns:
+        the matplotlib figure.
+    """
+    from .data.numbers import english_from_user_text
+
+    english = english_from_user_text(text)
+    source_tokens, target_pieces, weights, german = translate(english)
+    shown = repr(text) if text.strip().lower() == english else f"{text!r} = {english!r}"
+    return draw_translation(source_tokens, target_pieces, weights, title=f"{shown} → {german}")
+
+
+def translator_explorer(translate, text: str = "342") -> None:
+    """A text box: type a number (``342``, ``12,005``) or its English words (``forty two``, ``twelve hundred``);
+    shows the German and the cross-attention map, or why the text is not a number the translator knows.
+
+    Args:
+        translate: as in :func:`translation_view`.
     """
     import matplotlib.pyplot as plt
     import ipywidgets as widgets
 
     def show(text: str) -> None:
-        source_tokens, target_pieces, weights, german = translate(text)
-        draw_translation(source_tokens, target_pieces, weights, title=f"{text!r} → {german}")
+        translation_view(translate, text)
         plt.show()
 
     live_explorer(show, text=widgets.Text(value=text, description="number", continuous_update=False,

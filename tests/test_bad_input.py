@@ -1,6 +1,7 @@
 """Bad input gets a clear error that names the fix; fully padded input stays finite."""
 import pytest
 import torch
+import torch.nn as nn
 
 from course_utils.attention import MultiHeadAttention, scaled_dot_product_attention
 from course_utils.config import TransformerConfig
@@ -9,7 +10,12 @@ from course_utils.errors import CourseError, CourseTypeError, CourseValueError
 from course_utils.layers import DecoderLayer, EncoderLayer
 from course_utils.models import (Encoder, InputEmbedding, MaskedLanguageModel, Seq2SeqTransformer,
                                  TransformerClassifier)
+from course_utils.decoding import beam_search, greedy_decode
+from course_utils.mlm import UnigramBaseline, mask_tokens, mlm_loss
 from course_utils.positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
+from course_utils.runtime import seed_everything, set_threads
+from course_utils.tokenization import BOS_ID, EOS_ID
+from course_utils.training import fit, make_loader
 
 CONFIG = TransformerConfig(vocab_size=20, d_model=16, n_heads=4, d_ff=32, n_layers=1, max_len=8, dropout=0.0)
 MODELS = {  # name: (build, call with token ids)
@@ -120,9 +126,11 @@ BAD_CALLS = {  # case: (call, expected error class, message pattern)
                              "n_heads must be an int"),
     "InputEmbedding positional typo": (lambda: InputEmbedding(20, 16, 8, positional="sinusiodal"), CourseValueError,
                                        r"positional must be one of \('sinusoidal', 'learned'\), got 'sinusiodal'"),
-    "TokenEmbedding negative vocab": (lambda: TokenEmbedding(-3, 4), CourseValueError, "vocab_size must be an int >= 1"),
+    "TokenEmbedding negative vocab": (lambda: TokenEmbedding(-3, 4), CourseValueError,
+                                      "vocab_size must be an int >= 1"),
     "TokenEmbedding zero d_model": (lambda: TokenEmbedding(10, 0), CourseValueError, "d_model must be an int >= 1"),
-    "MultiHeadAttention n_heads=0": (lambda: MultiHeadAttention(16, 0), CourseValueError, "n_heads must be an int >= 1"),
+    "MultiHeadAttention n_heads=0": (lambda: MultiHeadAttention(16, 0), CourseValueError,
+                                     "n_heads must be an int >= 1"),
     "classifier n_classes float": (lambda: TransformerClassifier(CONFIG, n_classes=3.0), CourseTypeError, "n_classes"),
     "classifier gets a dict config": (lambda: TransformerClassifier(vars(CONFIG), 3), CourseTypeError,
                                       r"TransformerConfig\(\*\*d\)"),
@@ -140,7 +148,44 @@ BAD_CALLS = {  # case: (call, expected error class, message pattern)
                                          CourseValueError, "exceed max_len=8"),
     "negative positional offset": (lambda: SinusoidalPositionalEncoding(16, 8)(torch.zeros(1, 3, 16), offset=-1),
                                    CourseValueError, "offset must be an int >= 0"),
+    "cache of wrong dicts (was KeyError: 'self')": (
+        lambda: seq2seq().decode(ids(2, 1), torch.zeros(2, 5, 16), ids(2, 5), cache=[{"k": None}]),
+        CourseTypeError, r"cache must be a list of 1 \{'self': \{\}, 'cross': \{\}\} dicts"),
+    "float max_new_tokens": (lambda: greedy_decode(seq2seq(), ids(2, 5), BOS_ID, EOS_ID, 5.0), CourseTypeError,
+                             "max_new_tokens must be an int, got 5.0"),
+    "float beam_size": (lambda: beam_search(seq2seq(), ids(2, 5), BOS_ID, EOS_ID, 5, beam_size=2.0), CourseTypeError,
+                        "beam_size must be an int, got 2.0"),
+    "max_new_tokens past max_len": (lambda: greedy_decode(seq2seq(), ids(2, 5), BOS_ID, EOS_ID, 9), CourseValueError,
+                                    "max_new_tokens=9 exceeds the model's max_len=8"),
+    "source past max_len": (lambda: beam_search(seq2seq(), ids(1, 9), BOS_ID, EOS_ID, 3), CourseValueError,
+                            "sequence length 9 exceeds max_len=8"),
+    "decode with a non-model": (lambda: greedy_decode("model", ids(2, 5), BOS_ID, EOS_ID, 3), CourseTypeError,
+                                "encoder–decoder nn.Module with encode/decode/new_cache"),
+    "fit(epochs=0)": (lambda: fit(nn.Linear(2, 1), [torch.zeros(1, 2)], lambda m, b: m(b).sum(), epochs=0,
+                                  progress=False), CourseValueError, "epochs must be >= 1"),
+    "fit on an empty list": (lambda: fit(nn.Linear(2, 1), [], lambda m, b: m(b).sum(), progress=False),
+                             CourseValueError, "train_batches is empty"),
+    "fit(lr=-1)": (lambda: fit(nn.Linear(2, 1), [torch.zeros(1, 2)], lambda m, b: m(b).sum(), lr=-1.0,
+                               progress=False), CourseValueError, r"lr must lie in \(0.0, inf\)"),
+    "make_loader(batch_size=0)": (lambda: make_loader(torch.zeros(4, 2), batch_size=0), CourseValueError,
+                                  "batch_size must be an int >= 1"),
+    "unigram baseline out-of-range id": (lambda: UnigramBaseline([[7, 25]], vocab_size=20), CourseValueError,
+                                         r"outside the vocabulary \[0, 20\)"),
+    "mask_tokens with float ids": (lambda: mask_tokens(torch.rand(2, 5), 20), CourseTypeError, "must be integers"),
+    "mlm_loss with labels outside the logits": (lambda: mlm_loss(torch.zeros(1, 3, 20), torch.tensor([[25, -100, 8]])),
+                                                CourseValueError, r"labels must be ids in \[0, 20\)"),
+    "set_threads(0)": (lambda: set_threads(0), CourseValueError, "n_threads must be an int >= 1"),
+    "seed_everything(-1)": (lambda: seed_everything(-1), CourseValueError, r"seed must lie in \[0, 2\*\*32\)"),
 }
+
+
+def test_greedy_decode_checks_max_len_before_decoding_a_single_step():
+    model = seq2seq()
+    calls = []
+    model.decode = lambda *args, **kwargs: calls.append(args)  # would record every decoding step
+    with pytest.raises(CourseValueError, match="exceeds the model's max_len"):
+        greedy_decode(model, ids(2, 5), BOS_ID, EOS_ID, max_new_tokens=50)
+    assert calls == []
 
 
 def cache_of_another_batch():
@@ -166,3 +211,49 @@ def test_any_integer_dtype_of_ids_gives_the_same_output(name, dtype):
     model = build().eval()
     batch = torch.tensor([[2, 8, 9, 0], [2, 10, 11, 12]])
     torch.testing.assert_close(call(model, batch.to(dtype)), call(model, batch), rtol=0, atol=0)
+
+
+def silent_batch_equals_seq_mask():
+    batch_ids = torch.tensor([[8, 9, 10, 0], [8, 9, 0, 0], [8, 9, 10, 11], [8, 0, 0, 0]])  # batch == seq == 4
+    EncoderLayer(16, 4, 32, dropout=0.0).eval()(torch.randn(4, 4, 16), batch_ids != 0)
+
+
+def mask_that_enlarges_the_batch():
+    x = torch.randn(1, 5, 16)
+    MultiHeadAttention(16, 4).eval()(x, x, x, torch.ones(3, 1, 1, 5, dtype=torch.bool))
+
+
+def copy_from_bias_free_attention():
+    from course_utils.reference import copy_attention
+    copy_attention(MultiHeadAttention(16, 4), torch.nn.MultiheadAttention(16, 4, bias=False, batch_first=True))
+
+
+def copy_across_norm_placement():
+    from course_utils.reference import copy_encoder_layer
+    copy_encoder_layer(EncoderLayer(16, 4, 32, norm="post"),
+                       torch.nn.TransformerEncoderLayer(16, 4, 32, batch_first=True, norm_first=True))
+
+
+def pad_batch_call(*args, **kwargs):
+    from course_utils.tokenization import pad_batch
+    return lambda: pad_batch(*args, **kwargs)
+
+
+ISSUE_CASES_IN_ATTENTION_AND_TOKENIZATION = {  # case: (call, may it work instead of raising a course error?)
+    "a (batch, seq) mask when batch == seq": (silent_batch_equals_seq_mask, False),
+    "a mask that enlarges the batch": (mask_that_enlarges_the_batch, False),
+    "copy from nn.MultiheadAttention(bias=False)": (copy_from_bias_free_attention, True),
+    "copy across a norm_first mismatch": (copy_across_norm_placement, False),
+    "pad_batch with float ids": (pad_batch_call([[7.5, 8.2]]), False),
+    "pad_batch with a negative max_len": (pad_batch_call([[7, 8, 9]], max_len=-1), False),
+}
+
+
+@pytest.mark.parametrize("case", list(ISSUE_CASES_IN_ATTENTION_AND_TOKENIZATION))
+def test_issue_cases_in_attention_and_tokenization_raise_a_course_error(case):
+    call, may_work = ISSUE_CASES_IN_ATTENTION_AND_TOKENIZATION[case]
+    try:
+        call()
+    except CourseError:
+        return
+    assert may_work, f"{case}: accepted silently"

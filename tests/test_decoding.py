@@ -146,7 +146,7 @@ def test_bad_inputs_name_the_fix():
     model = make_model(0)
     with pytest.raises(ValueError, match=r"unsqueeze\(0\)"):
         greedy_decode(model, torch.tensor([7, 8, 9]), BOS, EOS, 5)
-    with pytest.raises(ValueError, match="long tensor"):
+    with pytest.raises(TypeError, match="long tensor"):
         greedy_decode(model, torch.rand(2, 3), BOS, EOS, 5)
     with pytest.raises(ValueError, match="beam_size"):
         beam_search(model, source_batch(0), BOS, EOS, 5, beam_size=0)

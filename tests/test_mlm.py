@@ -112,13 +112,13 @@ def test_same_seed_same_masks_other_seed_other_masks():
     assert not torch.equal(first[1], other[1])
 
 
-@pytest.mark.parametrize("bad, message", [
-    (torch.zeros(5, dtype=torch.long), "shape"),
-    (torch.zeros(2, 5), "int64"),
-    (torch.full((2, 5), VOCAB), "outside the vocabulary"),
+@pytest.mark.parametrize("bad, error, message", [
+    (torch.zeros(5, dtype=torch.long), ValueError, "shape"),
+    (torch.zeros(2, 5), TypeError, "must be integers"),
+    (torch.full((2, 5), VOCAB), ValueError, "disagree on the vocabulary size"),
 ])
-def test_bad_ids_get_a_clear_error(bad, message):
-    with pytest.raises(ValueError, match=message):
+def test_bad_ids_get_a_clear_error(bad, error, message):
+    with pytest.raises(error, match=message):
         mask_tokens(bad, VOCAB)
 
 
@@ -245,3 +245,20 @@ def test_logits_at_selected_positions_equal_the_full_forward_pass(tie_weights):
     generator = torch.Generator().manual_seed(8)
     inputs, labels = mask_tokens(ids, VOCAB, generator)
     torch.testing.assert_close(loss, mlm_loss(model(inputs), labels))
+
+
+def test_unigram_baseline_refuses_ids_outside_the_vocabulary_instead_of_dropping_them():
+    with pytest.raises(ValueError, match=r"outside the vocabulary \[0, 10\)"):
+        UnigramBaseline([[7, 8, 12]], vocab_size=10)
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        UnigramBaseline([[7, -1]], vocab_size=10)
+    with pytest.raises(TypeError, match="must be integers"):
+        UnigramBaseline(torch.tensor([[7.5, 8.0]]), vocab_size=10)
+
+
+def test_mask_tokens_accepts_any_integer_dtype():
+    ids = padded_batch(n_rows=3).clamp(max=255)  # representable in uint8
+    for dtype in (torch.uint8, torch.int16, torch.int32):
+        small = mask_tokens(ids.to(dtype), VOCAB, torch.Generator().manual_seed(1))
+        reference = mask_tokens(ids, VOCAB, torch.Generator().manual_seed(1))
+        assert all(torch.equal(a, b) and a.dtype == torch.long for a, b in zip(small, reference))

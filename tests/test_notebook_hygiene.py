@@ -55,3 +55,155 @@ def test_lesson_structure(path):
     assert "## Summary" in markdown and "Common errors" in markdown, "summary and common errors at the end"
     assert len(set(re.findall(r"\b(q\d+)\.check\(\)", code))) >= 3, "at least three self-checking exercises"
     assert "seed_everything(" in code, "seed the notebook"
+
+
+# --- self-contained text ---------------------------------------------------------------------------------------
+# Learners read the notebooks, the README's notebook table and the package's messages without the material the
+# course grew from and without the test machinery: none of them may refer to either.
+FORBIDDEN = {
+    "the source articles": re.compile(r"\barticles?\b", re.IGNORECASE),
+    "a numbered source (seed 000/001/003)": re.compile(r"\bseed[ _-]?00\d\b", re.IGNORECASE),
+    "errata": re.compile(r"\berrat(a|um)\b", re.IGNORECASE),
+    "pytest": re.compile(r"\bpytest\b", re.IGNORECASE),
+    "nbval": re.compile(r"\bnbval\b", re.IGNORECASE),
+    "xdist": re.compile(r"\bxdist\b", re.IGNORECASE),
+    "CI": re.compile(r"\bCI\b"),
+    "load averages": re.compile(r"\bload averages?\b", re.IGNORECASE),
+}
+NBVAL_MARKER = re.compile(r"^\s*#\s*NBVAL", re.MULTILINE)
+
+
+def forbidden_mentions(text):
+    return [f"{what}: …{text[max(0, m.start() - 40):m.end() + 40]!r}…"
+            for what, pattern in FORBIDDEN.items() for m in pattern.finditer(text)]
+
+
+def output_text(cell):
+    parts = []
+    for output in cell.get("outputs", []):
+        if output["output_type"] == "stream":
+            parts.append("".join(output["text"]))
+        elif output["output_type"] in ("execute_result", "display_data"):
+            for mime in ("text/plain", "text/markdown", "text/html"):
+                parts.append("".join(output.get("data", {}).get(mime, "")))
+        elif output["output_type"] == "error":
+            parts.append(f"{output['ename']}: {output['evalue']}")
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_learner_cells_are_self_contained(path):
+    found = []
+    for index, cell in enumerate(load(path)["cells"]):
+        for part, text in (("source", "".join(cell["source"])), ("output", output_text(cell))):
+            found += [f"cell {index} ({cell['cell_type']} {part}) mentions {hit}" for hit in forbidden_mentions(text)]
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_output_checks_are_tags_not_comments(path):
+    marked = [index for index, cell in enumerate(load(path)["cells"])
+              if cell["cell_type"] == "code" and NBVAL_MARKER.search("".join(cell["source"]))]
+    assert not marked, f"cells {marked} carry '# NBVAL…' comments; tag them 'nbval-check-output' instead"
+
+
+def readme_notebook_rows():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## The notebooks", 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if re.match(r"\|\s*0\d\s*\|", line)]
+
+
+def test_readme_notebook_rows_are_self_contained():
+    rows = readme_notebook_rows()
+    assert len(rows) == len(NOTEBOOKS), "one README row per notebook"
+    found = [f"{row[:12]}… mentions {hit}" for row in rows for hit in forbidden_mentions(row)]
+    assert not found, "\n".join(found)
+
+
+def package_strings():
+    import ast
+
+    for source in sorted((ROOT / "course_utils").rglob("*.py")):
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                yield f"{source.relative_to(ROOT)}:{node.lineno}", node.value
+
+
+def test_package_messages_and_docstrings_are_self_contained():
+    found = [f"{where} mentions {hit}" for where, text in package_strings() for hit in forbidden_mentions(text)]
+    assert not found, "\n".join(found)
+
+
+def test_the_scan_catches_what_it_should_and_spares_lookalikes():
+    for text in ("as the source article says", "Errata (seed 003)", "seed 001's bug", "run pytest -n 0",
+                 "under nbval", "pytest-xdist", "in CI", "load average 2.6"):
+        assert forbidden_mentions(text), text
+    for text in ("seed_everything(0)", "split (seed 0)", "seeded generator", "CIFAR", "the CLS token", "decimal",
+                 "particle", "Article"[1:]):
+        assert not forbidden_mentions(text), text
+
+
+# --- plumbing lives in the package once -------------------------------------------------------------------------
+# A lesson must not re-type a function or class that `course_utils` exports; it imports it. Allowed: exercise
+# answers and mistake demonstrations (the cell, or the next code cell, runs a `qN.check()`/`.evaluate(`), and the
+# teaching version of a block, marked by a `# teaching version` comment in the cell.
+TEACHING_MARK = re.compile(r"#\s*teaching version", re.IGNORECASE)
+EXERCISE_CALL = re.compile(r"\bq\d+\.(check|evaluate)\(|\.evaluate\(")
+
+
+def package_exports():
+    import ast
+
+    names = {}
+    for source in sorted((ROOT / "course_utils").rglob("*.py")):
+        if "exercises" in source.parts:
+            continue
+        for node in ast.parse(source.read_text(encoding="utf-8")).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+                names.setdefault(node.name, str(source.relative_to(ROOT)))
+    return names
+
+
+def notebook_definitions(notebook):
+    import ast
+
+    cells = code_cells(notebook)
+    for index, cell in enumerate(cells):
+        source = "".join(cell["source"])
+        following = "".join(cells[index + 1]["source"]) if index + 1 < len(cells) else ""
+        if TEACHING_MARK.search(source) or EXERCISE_CALL.search(source) or EXERCISE_CALL.search(following):
+            continue
+        lines = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+        for node in ast.parse("\n".join(lines)).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                yield node.name, source.splitlines()[0][:60]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_lessons_import_package_helpers_instead_of_copying_them(path):
+    exports = package_exports()
+    copies = [f"{name} (cell starting {first!r}) is exported by {exports[name]}: import it, or mark the cell "
+              "'# teaching version' where the lesson teaches it"
+              for name, first in notebook_definitions(load(path)) if name in exports]
+    assert not copies, "\n".join(copies)
+
+
+# --- closure: why-questions with collapsed answers, a link onward, one glossary ---------------------------------
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_lesson_ends_with_questions_answers_and_next_link(path):
+    markdown = ["".join(c["source"]) for c in load(path)["cells"] if c["cell_type"] == "markdown"]
+    summary = max(i for i, text in enumerate(markdown) if "## Summary" in text)
+    closing = markdown[summary:]
+    assert any(re.search(r"<details>.*</details>", text, re.DOTALL) for text in closing), \
+        "end the lesson with conceptual 'why' questions and their answers in a collapsed <details> cell"
+    following = [p.name for p in NOTEBOOKS if p.name[:2] == f"{int(path.name[:2]) + 1:02d}"]
+    if following:
+        assert any(f"]({following[0]})" in text for text in closing), f"link to the next lesson, {following[0]}"
+
+
+def test_glossary_exists_and_lesson_00_links_it():
+    assert (ROOT / "notebooks" / "glossary.md").is_file()
+    first = load(NOTEBOOKS[0])
+    assert any("](glossary.md)" in "".join(c["source"]) for c in first["cells"] if c["cell_type"] == "markdown")
+    assert not forbidden_mentions((ROOT / "notebooks" / "glossary.md").read_text(encoding="utf-8"))

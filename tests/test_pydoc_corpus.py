@@ -9,7 +9,7 @@ import pytest
 
 from course_utils.data import pydoc_corpus
 from course_utils.data.pydoc_corpus import (Corpus, is_prose_sentence, load_pydoc_corpus, prose_paragraphs,
-                                            read_docstrings, split_sentences, stdlib_source_files)
+                                            read_docstrings, read_pydoc_corpus, split_sentences, stdlib_source_files)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -52,21 +52,21 @@ def test_fingerprint_is_sha256_of_the_joined_sentences(corpus):
 
 
 def test_cached_corpus_equals_a_fresh_build(corpus):
-    fresh = load_pydoc_corpus.__wrapped__(use_cache_file=False)  # parses every file again
+    fresh = read_pydoc_corpus(use_cache_file=False)  # parses every file again
     assert fresh.sentences == corpus.sentences
 
 
 def test_cache_file_is_written_outside_the_repo_and_reused(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_UTILS_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(pydoc_corpus, "build_sentences", lambda: ["A sentence made for this test only."])
-    first = load_pydoc_corpus.__wrapped__()
+    first = read_pydoc_corpus()
     assert len(list(tmp_path.glob("pydoc_corpus_*.json"))) == 1
 
     def must_not_rebuild():
         raise AssertionError("the cache file should have been used")
 
     monkeypatch.setattr(pydoc_corpus, "build_sentences", must_not_rebuild)
-    assert load_pydoc_corpus.__wrapped__().sentences == first.sentences
+    assert read_pydoc_corpus().sentences == first.sentences
     monkeypatch.delenv("COURSE_UTILS_CACHE_DIR")
     assert REPO not in pydoc_corpus.cache_dir().resolve().parents
 
@@ -74,10 +74,10 @@ def test_cache_file_is_written_outside_the_repo_and_reused(tmp_path, monkeypatch
 def test_corrupt_cache_file_is_rebuilt(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_UTILS_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(pydoc_corpus, "build_sentences", lambda: ["A sentence made for this test only."])
-    load_pydoc_corpus.__wrapped__()
+    read_pydoc_corpus()
     (cache_file,) = tmp_path.glob("pydoc_corpus_*.json")
     cache_file.write_text("{ half a file")
-    assert load_pydoc_corpus.__wrapped__().sentences == ("A sentence made for this test only.",)
+    assert read_pydoc_corpus().sentences == ("A sentence made for this test only.",)
 
 
 def test_split_is_disjoint_complete_and_seeded(corpus):

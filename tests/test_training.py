@@ -61,3 +61,29 @@ def test_fit_stops_loudly_on_a_non_finite_loss():
 def test_make_loader_rejects_unequal_tensors():
     with pytest.raises(ValueError, match="equal length"):
         make_loader(torch.ones(3), torch.ones(4))
+
+
+def test_fit_with_amp_autocasts_on_cpu_too():
+    seed_everything(0)
+    x, y = torch.randn(64, 8), torch.randint(0, 2, (64,))
+    seen_dtypes = []
+
+    def loss_fn(model, batch):
+        logits = model(batch[0])
+        seen_dtypes.append(logits.dtype)
+        return nn.functional.cross_entropy(logits.float(), batch[1])
+
+    def train(amp):
+        seed_everything(0)
+        model = nn.Linear(8, 2)
+        history = fit(model, make_loader(x, y, batch_size=16, seed=0), loss_fn, epochs=2, amp=amp, progress=False)
+        return model, history
+
+    fp32_model, _ = train(amp=False)
+    assert set(seen_dtypes) == {torch.float32}
+    seen_dtypes.clear()
+    amp_model, history = train(amp=True)
+    assert set(seen_dtypes) == {torch.bfloat16}, "the forward pass ran outside bf16 autocast"
+    assert all(math.isfinite(loss) for loss in history.train_loss)
+    assert amp_model.weight.dtype == torch.float32
+    assert not torch.equal(amp_model.weight, fp32_model.weight)

@@ -42,6 +42,9 @@ Why these languages
 """
 from __future__ import annotations
 
+__all__ = ["DEFAULT_LANGUAGES", "LANGUAGE_NAMES", "LanguageIdData", "PoMessage", "clean_message", "django_locale_root",
+           "load_language_id", "po_files", "read_po_messages", "translated_strings"]
+
 import ast
 import importlib.util
 import random
@@ -49,6 +52,9 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..errors import CourseTypeError, CourseValueError
+from ..validation import check_int, check_non_negative_int, check_real, check_str, describe
 
 DEFAULT_LANGUAGES: tuple[str, ...] = ("de", "es", "fr", "it", "nl", "pt")
 
@@ -86,10 +92,17 @@ def _unquote(quoted: str, path: Path, line_number: int) -> str:
     try:
         return ast.literal_eval(quoted)
     except (ValueError, SyntaxError) as error:
-        raise ValueError(
+        raise CourseValueError(
             f"{path}:{line_number}: expected a double-quoted C string, got {quoted!r}. "
             "Is this a valid gettext .po file?"
         ) from error
+
+
+def check_path(name: str, value: object) -> Path:
+    """``value`` as a :class:`~pathlib.Path`; refuses anything that is not a str or path."""
+    if not isinstance(value, (str, Path)):
+        raise CourseTypeError(f"{name} must be a str or pathlib.Path, got {describe(value)}")
+    return Path(value)
 
 
 def read_po_messages(path: str | Path) -> list[PoMessage]:
@@ -98,7 +111,9 @@ def read_po_messages(path: str | Path) -> list[PoMessage]:
     Handles multi-line strings, ``msgctxt``, plural forms (``msgstr[0]``, ``msgstr[1]``, ...) and the ``#, fuzzy``
     flag. Obsolete entries (``#~``) are comments and are ignored.
     """
-    path = Path(path)
+    path = check_path("path", path)
+    if not path.is_file():
+        raise CourseValueError(f"no such .po file: {path}; pass a path from po_files(language)")
     messages: list[PoMessage] = []
     fields: dict[str, str] = {}
     fuzzy_flag = False
@@ -137,7 +152,8 @@ def read_po_messages(path: str | Path) -> list[PoMessage]:
             elif line.startswith('"') and current_key is not None:
                 fields[current_key] += _unquote(line, path, line_number)
             else:
-                raise ValueError(f"{path}:{line_number}: cannot parse line {line!r} (expected msgid/msgstr/\"...\").")
+                raise CourseValueError(
+                    f"{path}:{line_number}: cannot parse line {line!r} (expected msgid/msgstr/\"...\").")
     finish_entry()
     return messages
 
@@ -150,6 +166,7 @@ def clean_message(text: str) -> str:
     >>> clean_message('<a href="{url}">Log in</a> again as %(username)s.')
     'Log in again as.'
     """
+    check_str("text", text)
     text = _PLACEHOLDER.sub(" ", text)
     text = _WHITESPACE.sub(" ", text).strip()
     return _SPACE_BEFORE_STOP.sub(r"\1", text)
@@ -168,11 +185,14 @@ def django_locale_root() -> Path:
 
 def po_files(language: str, root: Path | None = None) -> list[Path]:
     """All ``.po`` catalogues Django ships for ``language`` (sorted, so the order is reproducible)."""
-    root = django_locale_root() if root is None else root
+    check_str("language", language, hint=" Use a Django locale code such as 'de'.")
+    if not language or "/" in language or "*" in language or "?" in language or "[" in language:
+        raise CourseValueError(f"language must be a locale code such as 'de' or 'pt_BR', got {language!r}")
+    root = django_locale_root() if root is None else check_path("root", root)
     files = sorted(root.glob(f"**/locale/{language}/LC_MESSAGES/*.po"))
     if not files:
         available = sorted({p.parts[-3] for p in root.glob("conf/locale/*/LC_MESSAGES/django.po")})
-        raise ValueError(
+        raise CourseValueError(
             f"No Django translation files for language code {language!r}. "
             f"Expected one of: {', '.join(available)}."
         )
@@ -185,6 +205,7 @@ def translated_strings(language: str, min_chars: int = 10, root: Path | None = N
     A text that translates several source messages is kept once, keyed to the alphabetically first msgid, so
     the split by source message stays deterministic.
     """
+    check_non_negative_int("min_chars", min_chars)
     strings: dict[str, str] = {}
     for path in po_files(language, root):
         for message in read_po_messages(path):
@@ -247,11 +268,21 @@ def load_language_id(
         seed: seed of the split and of the class balancing.
         root: directory to search for ``locale/<lang>/LC_MESSAGES/*.po`` (default: the installed Django).
     """
+    if isinstance(languages, str) or not hasattr(languages, "__iter__"):
+        raise CourseTypeError(f"languages must be a tuple of locale codes such as ('de', 'fr'), got "
+                              f"{describe(languages)}")
     languages = tuple(languages)
+    for code in languages:
+        check_str("each language", code, hint=" Use Django locale codes such as 'de'.")
     if len(languages) < 2 or len(set(languages)) != len(languages):
-        raise ValueError(f"languages must list at least 2 distinct codes, got {languages!r}.")
+        raise CourseValueError(f"languages must list at least 2 distinct codes, got {languages!r}.")
+    check_non_negative_int("min_chars", min_chars)
+    check_real("test_fraction", test_fraction)
     if not 0.0 < test_fraction < 1.0:
-        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}.")
+        raise CourseValueError(f"test_fraction must be in (0, 1), got {test_fraction}.")
+    check_int("seed", seed)
+    if root is not None:
+        root = check_path("root", root)
 
     per_language = {code: translated_strings(code, min_chars, root) for code in languages}
     occurrences = Counter(text for strings in per_language.values() for text in strings)
@@ -274,7 +305,7 @@ def load_language_id(
     for side in ("train", "test"):
         size = min(len(splits[side][code]) for code in languages)
         if size == 0:
-            raise ValueError(f"No {side} strings left for some language; lower min_chars (got {min_chars}).")
+            raise CourseValueError(f"No {side} strings left for some language; lower min_chars (got {min_chars}).")
         pairs = [(text, label) for label, code in enumerate(languages) for text in rng.sample(splits[side][code], size)]
         rng.shuffle(pairs)
         result[side] = ([text for text, _ in pairs], [label for _, label in pairs])

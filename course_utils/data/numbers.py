@@ -8,15 +8,21 @@ Why numbers
     download. Numbers have exactly one correct translation, so exact match is a meaningful score.
 
 What the generator does (deterministic for a given ``seed`` and ``num2words`` version)
-    1. Numbers from 0 to ``10**max_digits - 1``, grouped by digit length (0–9 is length 1).
+    1. Numbers from 0 to ``10**max_digits - 1`` (999 999 by default).
     2. **Always in training**: 0–9 and the round numbers ``d·10^k`` (10, 20, …, 300, 5000, 900000). They are the
        vocabulary of the task — no model can *infer* that 7 is "sieben" without seeing it.
-    3. **Test**: for every length ≥ 2, ``test_per_length`` numbers (at most a fifth of that length's non-round
-       numbers, so 16 two-digit ones) drawn with the seeded generator. No test number ever appears in training.
-    4. **Train**: every digit length gets the same number of examples, ``train_per_length``. Long lengths are
-       sampled without replacement from the numbers not in the test set; short lengths have fewer numbers than
-       that (ten one-digit numbers), so their numbers are repeated until the quota is met. Without this
-       balancing, uniform sampling of 0..999 999 would show a one-digit number once in 100 000 examples.
+    3. **Held out first**, so no held-out number can ever be drawn for training:
+       * the **uniform test set**: ``n_test`` numbers drawn uniformly from every number in range except that
+         vocabulary — what a user who types any number would meet (nine in ten have six digits);
+       * the **stress set**: ``stress_per_category`` numbers for each structure that is hard for a translator
+         (:data:`STRESS_CATEGORIES`: teen thousands, inner zeros, round and near-round numbers, repeated digits)
+         and for each digit length 3–6, plus 16 of the 81 non-vocabulary two-digit numbers.
+    4. **Train**: ``n_train`` numbers from :func:`sample_training_number`, skipping held-out ones. The sampler
+       draws the *structure*, not the split: longer digit lengths more often (they hold the structure), each digit
+       after the first is 0 with probability 0.3 and each group's tens digit is 1 with probability 0.2, so zeros,
+       teens, round and near-round numbers are all common in training while every test number stays unseen.
+       Uniform sampling of 0..999 999 would show a one-digit number once in 100 000 examples and an inner zero
+       far less often than a user types one.
 
 Tokenization
     The source (English) side is word-level (:class:`~course_utils.tokenization.WordTokenizer`, lower case,
@@ -34,6 +40,7 @@ from functools import lru_cache
 import torch
 from num2words import num2words
 
+from ..errors import CourseTypeError, CourseValueError
 from ..tokenization import BPETokenizer, WordTokenizer
 
 MAX_DIGITS = 6
@@ -52,10 +59,16 @@ class NumberPair:
 
 @dataclass
 class NumberSplit:
-    """Train and test examples. ``train`` repeats short numbers so each digit length has the same weight."""
+    """Training examples, a uniform test set and a structural stress set, pairwise free of training numbers.
+
+    ``train`` is the shuffled training stream (a number may repeat); ``test`` is drawn uniformly from every number
+    in range that is not the task's vocabulary (:func:`round_numbers`); ``stress`` maps each name of
+    :data:`STRESS_CATEGORIES` to its held-out numbers. No ``test`` or ``stress`` number occurs in ``train``.
+    """
 
     train: list[NumberPair]
     test: list[NumberPair]
+    stress: dict[str, list[NumberPair]]
     max_digits: int
     seed: int
 
@@ -67,14 +80,20 @@ class NumberSplit:
     def test_numbers(self) -> set[int]:
         return {pair.number for pair in self.test}
 
+    @property
+    def held_out_numbers(self) -> set[int]:
+        """Every number of ``test`` and of every stress category."""
+        return self.test_numbers.union(*({pair.number for pair in pairs} for pairs in self.stress.values()))
+
 
 def check_number(number: int, max_digits: int = MAX_DIGITS) -> int:
     """Return ``number`` if it is an int in ``[0, 10**max_digits)``, else raise an error that says the range."""
     if isinstance(number, bool) or not isinstance(number, int):
-        raise TypeError(f"expected an int number, got {type(number).__name__} {number!r}; convert with int(...)")
+        raise CourseTypeError(f"expected an int number, got {type(number).__name__} {number!r}; "
+                              "convert with int(...), or parse typed text with parse_number(text)")
     if not 0 <= number < 10 ** max_digits:
-        raise ValueError(f"the task covers 0 .. {10 ** max_digits - 1:,} ({max_digits} digits), got {number:,}; "
-                         "pick a number in that range (or build the data with a larger max_digits)")
+        raise CourseValueError(f"expected a number in 0 .. {10 ** max_digits - 1:,} ({max_digits} digits), got "
+                               f"{number:,}; pick a number in that range")
     return number
 
 
@@ -95,7 +114,11 @@ def digit_length(number: int) -> int:
 
 @lru_cache(maxsize=None)
 def make_pair(number: int) -> NumberPair:
-    """The :class:`NumberPair` of ``number`` (cached: ``num2words`` takes about half a millisecond per call)."""
+    """The :class:`NumberPair` of ``number`` in the task's range 0 .. 999 999 (cached: ``num2words`` is slow).
+
+    Larger numbers are refused: their words ("million") are not in the task's vocabulary.
+    """
+    check_number(number)
     return NumberPair(number, english_words(number), german_words(number))
 
 
@@ -104,61 +127,197 @@ def round_numbers(max_digits: int = MAX_DIGITS) -> list[int]:
     return sorted(set(range(10)) | {d * 10 ** k for d in range(1, 10) for k in range(1, max_digits)})
 
 
+@lru_cache(maxsize=None)
+def _round_set(max_digits: int) -> frozenset[int]:
+    return frozenset(round_numbers(max_digits))
+
+
 def numbers_of_length(length: int) -> range:
     """All numbers with ``length`` digits (``range(0, 10)`` for length 1)."""
     return range(0 if length == 1 else 10 ** (length - 1), 10 ** length)
 
 
-def make_number_split(train_per_length: int = 4000, test_per_length: int = 100, max_digits: int = MAX_DIGITS,
-                      seed: int = 0) -> NumberSplit:
-    """Build the train/test split described in the module docstring.
+# --- what makes a number hard: the structural categories of the stress set ---------------------------------------
+
+def _groups(number: int) -> tuple[int, int]:
+    """``435_012`` → ``(435, 12)``: the thousands group and the units group."""
+    return number // 1000, number % 1000
+
+
+def is_teen_thousands(number: int) -> bool:
+    """The thousands group ends in 11–19: 11,000 (*elftausend*), 16,512, 417,373."""
+    return number >= 11_000 and 11 <= _groups(number)[0] % 100 <= 19
+
+
+def has_inner_zero(number: int) -> bool:
+    """A zero before the last non-zero digit: 305, 4,012, 800,232, 435,012 (a part of the number goes unsaid)."""
+    return "0" in str(number).rstrip("0")
+
+
+def is_round(number: int) -> bool:
+    """At least 1,000 with exactly two non-zero digits: 11,000, 430,000, 7,050, 900,800 (one would be vocabulary)."""
+    return number >= 1000 and sum(digit != "0" for digit in str(number)) == 2
+
+
+def is_near_round(number: int) -> bool:
+    """One to nine away from a multiple of 1,000: 100,001, 45,003, 299,999, 7,998."""
+    return number >= 1000 and 1 <= min(number % 1000, 1000 - number % 1000) <= 9
+
+
+def has_repeated_digits(number: int) -> bool:
+    """One digit throughout (444, 7,777) or the same three-digit group twice (323,323, 999,999)."""
+    text = str(number)
+    return (len(text) >= 3 and len(set(text)) == 1) or (number >= 100_000 and _groups(number)[0] == _groups(number)[1])
+
+
+STRUCTURAL_TESTS = {"teen thousands": is_teen_thousands, "inner zero": has_inner_zero, "round": is_round,
+                    "near round": is_near_round, "repeated digits": has_repeated_digits}
+LENGTH_CATEGORIES = {f"{length} digits": length for length in range(2, MAX_DIGITS + 1)}
+STRESS_CATEGORIES = tuple(STRUCTURAL_TESTS) + tuple(LENGTH_CATEGORIES)
+STRESS_PER_CATEGORY = 150
+HELD_OUT_FRACTION = 5  # a category gives at most a fifth of its numbers to the stress set: 16 of 81 two-digit ones
+_FEWEST_DIGITS = {"teen thousands": 5, "inner zero": 3, "round": 4, "near round": 4, "repeated digits": 6}
+
+
+def stress_categories(max_digits: int = MAX_DIGITS) -> tuple[str, ...]:
+    """The stress categories that exist below ``10**max_digits`` (all of :data:`STRESS_CATEGORIES` for 6 digits)."""
+    return (tuple(name for name in STRUCTURAL_TESTS if _FEWEST_DIGITS[name] <= max_digits)
+            + tuple(f"{length} digits" for length in range(2, max_digits + 1)))
+
+
+def _stress_quota(category: str, wanted: int, max_digits: int) -> int:
+    """``wanted``, capped at a fifth of the category's non-vocabulary numbers where that is small to count."""
+    vocabulary = _round_set(max_digits)
+    if category in LENGTH_CATEGORIES and LENGTH_CATEGORIES[category] <= 4:
+        pool = numbers_of_length(LENGTH_CATEGORIES[category])
+    elif max_digits <= 4:
+        pool = range(10 ** max_digits)
+    else:
+        return wanted  # thousands of numbers of every category below a million
+    test = category_test(category)
+    return min(wanted, sum(test(n) for n in pool if n not in vocabulary) // HELD_OUT_FRACTION)
+
+
+def category_test(category: str):
+    """The test ``number -> bool`` of a stress category (a structure, or a digit length)."""
+    if category in LENGTH_CATEGORIES:
+        return lambda number: digit_length(number) == LENGTH_CATEGORIES[category]
+    if category in STRUCTURAL_TESTS:
+        return STRUCTURAL_TESTS[category]
+    raise CourseValueError(f"expected a stress category, one of {STRESS_CATEGORIES}, got {category!r}")
+
+
+def structure_of(number: int) -> list[str]:
+    """Names of the structural categories ``number`` belongs to (``[]`` for an ordinary number)."""
+    return [name for name, test in STRUCTURAL_TESTS.items() if test(number)]
+
+
+def _propose(category: str, rng: random.Random, max_digits: int) -> int:
+    """One candidate number for ``category`` (the caller rejects candidates that fail the category's test)."""
+    top = 10 ** max_digits
+    if category in LENGTH_CATEGORIES:
+        return rng.choice(numbers_of_length(LENGTH_CATEGORIES[category]))
+    if category == "teen thousands":
+        return (rng.randrange(10) * 100 + rng.randrange(11, 20)) * 1000 + rng.randrange(1000)
+    if category == "inner zero":
+        digits = [rng.randrange(1, 10)] + [rng.choice((0, 0, *range(1, 10))) for _ in range(rng.randrange(2, max_digits))]
+        return int("".join(map(str, digits)))
+    if category == "round":
+        high, low = rng.sample(range(max_digits), 2)
+        return rng.randrange(1, 10) * 10 ** high + rng.randrange(1, 10) * 10 ** low
+    if category == "near round":
+        return rng.randrange(1, top // 1000) * 1000 + rng.choice((-1, 1)) * rng.randrange(1, 10)
+    if category == "repeated digits":
+        if rng.random() < 0.1:
+            return int(str(rng.randrange(1, 10)) * rng.randrange(3, max_digits + 1))
+        group = rng.randrange(100, 1000)
+        return group * 1000 + group
+    raise CourseValueError(f"expected a stress category, one of {STRESS_CATEGORIES}, got {category!r}")
+
+
+TRAIN_LENGTH_WEIGHTS = (1, 2, 3, 4, 5, 6)  # weight of digit lengths 1..6 in training
+TRAIN_ZERO_PROBABILITY = 0.3  # chance that a digit after the first is 0
+TRAIN_TEEN_PROBABILITY = 0.2  # chance that the tens digit of a three-digit group is 1
+
+
+def sample_training_number(rng: random.Random, max_digits: int = MAX_DIGITS) -> int:
+    """One training number, drawn so every digit length and every structure is common (module docstring, step 4).
+
+    The digit length is drawn with weight growing with the length (long numbers carry most of the structure and
+    most of the numbers in range); each digit after the first is 0 with probability 0.3 (inner zeros, round
+    and near-round numbers), and the tens digit of each three-digit group is 1 with probability 0.2 (teens).
+    """
+    length = rng.choices(range(1, max_digits + 1), weights=TRAIN_LENGTH_WEIGHTS[:max_digits])[0]
+    if length == 1:
+        return rng.randrange(10)
+    digits = [rng.randrange(1, 10)]
+    for position in range(length - 2, -1, -1):  # position = power of ten of the digit drawn
+        if position % 3 == 1 and rng.random() < TRAIN_TEEN_PROBABILITY:
+            digits.append(1)
+        else:
+            digits.append(0 if rng.random() < TRAIN_ZERO_PROBABILITY else rng.randrange(1, 10))
+    return int("".join(map(str, digits)))
+
+
+
+def make_number_split(n_train: int = 8000, n_test: int = 2000, stress_per_category: int = STRESS_PER_CATEGORY,
+                      max_digits: int = MAX_DIGITS, seed: int = 0) -> NumberSplit:
+    """Build the held-out sets first, then a training stream that never touches them.
 
     Args:
-        train_per_length: training examples per digit length (short lengths repeat their numbers).
-        test_per_length: held-out numbers per digit length ≥ 2 (capped at a fifth of the non-round ones).
+        n_train: training examples (numbers drawn by :func:`sample_training_number`; they may repeat), plus the
+            vocabulary numbers :func:`round_numbers`, which are always in training.
+        n_test: numbers of the uniform test set.
+        stress_per_category: held-out numbers per stress category (:func:`stress_categories`), at most a fifth
+            of a category's numbers (16 two-digit ones: only 81 two-digit numbers are not vocabulary).
         max_digits: largest digit length (6 → numbers up to 999 999).
-        seed: seed of the generator that draws test and training numbers.
+        seed: seed of the generator that draws every set.
 
     Returns:
-        a :class:`NumberSplit`; ``train`` is shuffled, ``test`` is sorted by number.
+        a :class:`NumberSplit`; ``train`` is shuffled, ``test`` and each stress list are sorted by number.
     """
-    if not isinstance(max_digits, int) or not 2 <= max_digits <= 9:
-        raise ValueError(f"max_digits must be an int in 2..9, got {max_digits!r}")
-    if train_per_length < 10 or test_per_length < 1:
-        raise ValueError(f"need train_per_length >= 10 (every one-digit number once) and test_per_length >= 1, "
-                         f"got {train_per_length} and {test_per_length}")
+    if not isinstance(max_digits, int) or not 3 <= max_digits <= MAX_DIGITS:
+        raise CourseValueError(f"expected max_digits, an int in 3..{MAX_DIGITS}, got {max_digits!r}; "
+                               f"the default is {MAX_DIGITS} (the words stop at 'thousand')")
+    if n_train < 1 or n_test < 1 or stress_per_category < 1:
+        raise CourseValueError(f"n_train, n_test and stress_per_category must be >= 1, got {n_train}, {n_test} and "
+                               f"{stress_per_category}; the defaults are 8000, 2000 and {STRESS_PER_CATEGORY}")
     rng = random.Random(seed)
-    always_train = set(round_numbers(max_digits))
+    vocabulary = _round_set(max_digits)
+    top = 10 ** max_digits
+    categories = stress_categories(max_digits)
+    most = (top - len(vocabulary)) // HELD_OUT_FRACTION
+    if n_test + stress_per_category * len(categories) > most:
+        raise CourseValueError(f"expected at most {most:,} held-out numbers for max_digits={max_digits} (a fifth of "
+                               f"the numbers), got n_test={n_test} + {len(categories)} × {stress_per_category} "
+                               "stress numbers; lower n_test or stress_per_category")
 
-    test: list[int] = []
-    for length in range(2, max_digits + 1):
-        candidates = numbers_of_length(length)
-        n_non_round = len(candidates) - sum(1 for n in always_train if n in candidates)
-        wanted = min(test_per_length, n_non_round // 5)
+    test: set[int] = set()
+    while len(test) < n_test:  # rejection sampling: never materialises the million numbers
+        number = rng.randrange(top)
+        if number not in vocabulary:
+            test.add(number)
+    held_out = set(test)
+    stress: dict[str, list[int]] = {}
+    for category in categories:
+        wanted = _stress_quota(category, stress_per_category, max_digits)
         chosen: set[int] = set()
-        while len(chosen) < wanted:  # rejection sampling: never materialises the 900 000 six-digit numbers
-            number = rng.choice(candidates)
-            if number not in always_train:
+        while len(chosen) < wanted:
+            number = _propose(category, rng, max_digits)
+            if (0 <= number < top and number not in vocabulary and number not in held_out
+                    and category_test(category)(number)):
                 chosen.add(number)
-        test.extend(sorted(chosen))
-    test_set = set(test)
+        held_out |= chosen
+        stress[category] = sorted(chosen)
 
-    train: list[int] = []
-    for length in range(1, max_digits + 1):
-        candidates = numbers_of_length(length)
-        if len(candidates) <= 2 * train_per_length:  # short lengths: every number, repeated up to the quota
-            pool = [n for n in candidates if n not in test_set]
-            rng.shuffle(pool)
-            train.extend(pool[i % len(pool)] for i in range(max(train_per_length, len(pool))))
-        else:  # long lengths: the round numbers plus distinct numbers drawn without replacement
-            chosen = {n for n in always_train if n in candidates}
-            while len(chosen) < train_per_length:
-                number = rng.choice(candidates)
-                if number not in test_set:
-                    chosen.add(number)
-            train.extend(sorted(chosen))
+    train = sorted(vocabulary)
+    while len(train) < n_train + len(vocabulary):
+        number = sample_training_number(rng, max_digits)
+        if number not in held_out:
+            train.append(number)
     rng.shuffle(train)
-    return NumberSplit([make_pair(n) for n in train], [make_pair(n) for n in test], max_digits, seed)
+    return NumberSplit([make_pair(n) for n in train], [make_pair(n) for n in sorted(test)],
+                       {name: [make_pair(n) for n in numbers] for name, numbers in stress.items()}, max_digits, seed)
 
 
 def train_tokenizers(pairs: list[NumberPair], german_vocab_size: int = GERMAN_VOCAB_SIZE,
@@ -170,7 +329,7 @@ def train_tokenizers(pairs: list[NumberPair], german_vocab_size: int = GERMAN_VO
     course's special ids (0 = [PAD], 5 = [BOS], 6 = [EOS]), so one ``pad_id`` serves both sides.
     """
     if not pairs:
-        raise ValueError("train_tokenizers got no pairs; pass the training pairs, e.g. split.train")
+        raise CourseValueError("expected training pairs, got an empty list; pass e.g. split.train")
     sample = random.Random(seed).sample(pairs, min(len(pairs), max_texts))
     numbers = {pair.number for pair in pairs}
     texts = sample + [make_pair(n) for n in round_numbers(9) if n in numbers]
@@ -189,27 +348,257 @@ def encode_pairs(pairs: list[NumberPair], source: WordTokenizer, target: BPEToke
         ``tgt_ids[:, :-1]`` to the decoder and scores its predictions against ``tgt_ids[:, 1:]``.
     """
     if not pairs:
-        raise ValueError("encode_pairs got no pairs; pass a non-empty list such as split.train")
+        raise CourseValueError("expected a non-empty list of pairs, got an empty list; pass e.g. split.test")
     src_ids = source.encode_batch([p.english for p in pairs])
     tgt_ids = target.encode_batch([p.german for p in pairs], add_bos_eos=True)
     return src_ids, tgt_ids
 
 
-_DIGITS = re.compile(r"[\d,._ ]+")
+# --- reading what a learner types: a small grammar of English numbers ---------------------------------------------
+
+UNIT_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9}
+TEEN_WORDS = {"ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+              "seventeen": 17, "eighteen": 18, "nineteen": 19}
+TENS_WORDS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+              "ninety": 90}
+NUMBER_WORDS = {**UNIT_WORDS, **TEEN_WORDS, **TENS_WORDS}
+GRAMMAR_WORDS = {"zero", "a", "and", "hundred", "thousand"}
+_LARGER_SCALES = {"million", "millions", "billion", "billions", "trillion", "lakh", "crore"}
+_FRACTION_WORDS = {"point", "half", "halves", "quarter", "quarters", "dot"}
+_NEGATIVE_WORDS = {"minus", "negative"}
+_ORDINALS = {"first", "second", "third", "fifth", "eighth", "ninth", "twelfth"}
+_GROUPED_DIGITS = re.compile(r"(0|[1-9]\d{0,2})(,\d{3})+")
+_WORD_TOKEN = re.compile(r"[a-z]+|[-,]|\S")
+EXPECTED_INPUT = ("a whole number from 0 to {top:,}: digits (12,345) or English words (twelve thousand, three "
+                  "hundred and forty-five; forty-two or forty two; a hundred; twelve hundred)")
 
 
-def english_from_user_text(text: str, source: WordTokenizer, max_digits: int = MAX_DIGITS) -> str:
-    """Turn what a learner typed — ``"342"``, ``"12,005"`` or ``"forty-two"`` — into the English source text.
+def _refuse(text: str, problem: str, fix: str, max_digits: int) -> CourseValueError:
+    expected = EXPECTED_INPUT.format(top=10 ** max_digits - 1)
+    return CourseValueError(f"expected {expected}; got {text!r}: {problem}. Fix: {fix}")
 
-    Raises ``ValueError`` naming the unknown words when the text uses words the source vocabulary lacks.
+
+class _NumberParser:
+    """Recursive descent over the tokens of one English number below a million (grammar in :func:`parse_number`).
+
+    Each method consumes the tokens of one rule and returns its value; ``_fail`` explains the first token that
+    fits no rule.
     """
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("type a number such as 342 or its English words such as 'three hundred and forty-two'")
-    text = text.strip()
-    if _DIGITS.fullmatch(text) and any(ch.isdigit() for ch in text):
-        return english_words(check_number(int(re.sub(r"[,._ ]", "", text)), max_digits))
-    unknown = [w for w in source.tokenize(text) if w not in source.piece_to_id]
-    if unknown:
-        raise ValueError(f"unknown English word(s) {unknown}; the translator knows only number words such as "
-                         "'twenty', 'hundred', 'thousand', 'and' — or type the digits instead")
-    return text.lower()
+
+    def __init__(self, text: str, tokens: list[str], max_digits: int):
+        self.text, self.tokens, self.max_digits, self.position = text, tokens, max_digits, 0
+
+    def _peek(self, ahead: int = 0) -> str | None:
+        index = self.position + ahead
+        return self.tokens[index] if index < len(self.tokens) else None
+
+    def _take(self) -> str:
+        self.position += 1
+        return self.tokens[self.position - 1]
+
+    def _fail(self, problem: str, fix: str) -> CourseValueError:
+        return _refuse(self.text, problem, fix, self.max_digits)
+
+    def number(self) -> int:
+        """number := "zero" | ["a"] group ["thousand" [","] ["and"] [group]]"""
+        for scale, most in (("thousand", 1), ("hundred", 2)):
+            if self.tokens.count(scale) > most:
+                raise self._fail(f"'{scale}' appears {self.tokens.count(scale)} times (a repeated scale word)",
+                                 f"use '{scale}' at most {'once' if most == 1 else 'twice'}: "
+                                 "'three hundred thousand, four hundred' is the longest pattern")
+        if self._peek() == "zero":
+            self._take()
+            if self._peek() is not None:
+                raise self._fail("'zero' stands alone", "type 'zero' by itself, or leave it out")
+            return 0
+        head = None
+        if self._peek() == "a":
+            self._take()
+            if self._peek() not in ("hundred", "thousand"):
+                raise self._fail("'a' must be followed by 'hundred' or 'thousand'",
+                                 "write 'a hundred', 'a thousand' — or 'one', 'two', … for a single number")
+            head = 1
+        value = self.group(head, thousands_follow_allowed=True)
+        if self._peek() == "thousand":
+            if value > 999:
+                raise self._fail(f"it says {value:,} thousand, {value * 1000:,}, out of range",
+                                 f"use a number from 0 to {10 ** self.max_digits - 1:,}")
+            self._take()
+            value *= 1000
+            if self._peek() == ",":
+                self._take()
+            if self._peek() == "and":
+                self._take()
+                if self._peek() is None:
+                    raise self._fail("'and' at the end", "finish the number after 'and' ('two thousand and five')")
+            if self._peek() is not None:
+                value += self.group(None, thousands_follow_allowed=False)
+        if self._peek() is not None:
+            raise self._unexpected()
+        return value
+
+    def group(self, head: int | None, thousands_follow_allowed: bool) -> int:
+        """group := tens ["hundred" [["and"] tens]]  (1–999; "twelve hundred [and five]" for 1,100–9,999 alone)"""
+        value = self.tens() if head is None else head
+        if value is None:
+            raise self._unexpected()
+        if self._peek() != "hundred":
+            return value
+        self._take()
+        if value >= 10:
+            typed = f"{' '.join(self.tokens[: self.position])}"
+            if value % 10 == 0:
+                raise self._fail(f"'{typed}' is {value * 100:,}", f"write '{english_words(value * 100)}'")
+            if not thousands_follow_allowed:
+                raise self._fail(f"'{typed}' mixes two ways of saying thousands",
+                                 "write 'N hundred' (eleven … ninety-nine hundred) only on its own, "
+                                 "e.g. 'twelve hundred' or 'one thousand, two hundred'")
+        value *= 100
+        if self._peek() == "and":
+            self._take()
+            rest = self.tens()
+            if rest is None:
+                raise self._fail("'and' must be followed by the tens and units",
+                                 "write e.g. 'three hundred and five' or 'three hundred five'")
+            return value + rest
+        rest = self.tens()
+        return value + (rest or 0)
+
+    def tens(self) -> int | None:
+        """tens := unit | teen | tens-word [["-"] unit]  (1–99); ``None`` when no number word comes next."""
+        word = self._peek()
+        if word in UNIT_WORDS or word in TEEN_WORDS:
+            self._take()
+            return NUMBER_WORDS[word]
+        if word not in TENS_WORDS:
+            return None
+        self._take()
+        value = TENS_WORDS[word]
+        if self._peek() == "-":
+            self._take()
+            if self._peek() not in UNIT_WORDS:
+                raise self._fail(f"after '{word}-' comes a unit word (one … nine), got {self._peek() or 'nothing'!r}",
+                                 f"write e.g. '{word}-two'")
+            return value + UNIT_WORDS[self._take()]
+        if self._peek() in UNIT_WORDS:
+            return value + UNIT_WORDS[self._take()]
+        return value
+
+    def _unexpected(self) -> CourseValueError:
+        """The error for the token at ``position``, which no rule accepts there."""
+        word, before = self._peek(), self.tokens[self.position - 1] if self.position else None
+        if word is None:
+            return self._fail(f"it ends after {before!r}", "finish the number")
+        if word in ("hundred", "thousand"):
+            if word in self.tokens[: self.position]:
+                return self._fail(f"'{word}' again where it cannot repeat",
+                                  "one 'hundred' per group of three digits and one 'thousand' in all, as in "
+                                  "'three hundred thousand, four hundred'")
+            if before in (None, "and", ","):
+                return self._fail(f"'{word}' needs a number before it", f"write 'one {word}' or 'a {word}'")
+            return self._fail(f"'{word}' cannot follow {before!r} here", "say the thousands first, then the "
+                              "hundreds: 'two thousand, three hundred'")
+        if word == "and":
+            return self._fail("'and' is out of place", "'and' follows 'hundred' or 'thousand' only, once: "
+                              "'three hundred and five', 'two thousand and five'")
+        if word == ",":
+            return self._fail("a comma that is not right after 'thousand' (a list of numbers?)",
+                              "translate one number at a time; a comma may follow 'thousand' only")
+        if word == "-":
+            return self._fail("a hyphen that does not join tens and units",
+                              "hyphenate only tens and units: 'forty-two'")
+        if word in NUMBER_WORDS or word == "zero":
+            return self._fail(f"two number words in a row ({before!r} then {word!r})",
+                              "say one number: 'seven hundred and seventy-seven', not 'seven seven seven'")
+        return self._fail(f"{word!r} is out of place", "write the number as num2words would")
+
+
+def _check_words(text: str, tokens: list[str], max_digits: int) -> None:
+    """Refuse words that are not number words, naming the closest one or the reason."""
+    import difflib
+
+    known = set(NUMBER_WORDS) | GRAMMAR_WORDS
+    for token in tokens:
+        if token in known or token in ("-", ","):
+            continue
+        if token in _FRACTION_WORDS or token == ".":
+            raise _refuse(text, "a decimal or a fraction", "type a whole number", max_digits)
+        if token in _NEGATIVE_WORDS:
+            raise _refuse(text, "a negative number", "type a number from 0 up", max_digits)
+        if token in _LARGER_SCALES:
+            raise _refuse(text, f"'{token}' is beyond the range", "use a number below a million", max_digits)
+        if token in _ORDINALS or (token.endswith("th") and token[:-2].rstrip("e").rstrip("i") in
+                                  {w.rstrip("ey") for w in known}):
+            raise _refuse(text, f"'{token}' is an ordinal", "type the cardinal number ('four', not 'fourth')",
+                          max_digits)
+        close = difflib.get_close_matches(token, sorted(known), n=1)
+        hint = f"did you mean {close[0]!r}?" if close else "use number words such as 'twenty', 'hundred', 'thousand'"
+        raise _refuse(text, f"unknown word {token!r}", hint, max_digits)
+
+
+def parse_number(text: str, max_digits: int = MAX_DIGITS) -> int:
+    """The number a learner typed, as an int — or a :class:`~course_utils.errors.CourseValueError` saying why not.
+
+    Accepted (any letter case, extra spaces ignored):
+
+    * digits, with or without thousands separators: ``342``, ``12005``, ``12,005``;
+    * English words, by this grammar (a recursive-descent parser, one method per rule)::
+
+          number := "zero" | ["a"] group ["thousand" [","] ["and"] [group]]
+          group  := tens ["hundred" [["and"] tens]]
+          tens   := unit | teen | tens-word [["-"] unit]
+
+      so num2words' own form (``"twelve thousand, three hundred and forty-five"``), the same without "and" or the
+      comma, ``"forty-two"`` or ``"forty two"``, ``"a hundred"``, ``"a thousand and one"``, and "N hundred" for
+      1,100–9,999 on its own (``"twelve hundred"``, ``"nineteen hundred and ninety-nine"``).
+
+    Refused, with the reason and a fix: empty text, decimals and fractions (``3.5``, ``"three point five"``),
+    lists (``1,2,3``, ``"one, two"``), negative numbers, numbers outside ``0 .. 10**max_digits - 1``, repeated or
+    misplaced scale words (``"thousand thousand"``, ``"hundred five"``), misplaced "and", number words in a
+    row (``"seven seven seven"``), mixed digits and words, and unknown words.
+    """
+    if not isinstance(text, str):
+        raise CourseTypeError(f"expected the typed text as a str, got {type(text).__name__} {text!r}; "
+                              "pass str(...) or call english_words(number) for an int")
+    cleaned = " ".join(text.lower().split())
+    top = 10 ** max_digits - 1
+    if not cleaned:
+        raise _refuse(text, "nothing was typed", "type e.g. 342 or 'three hundred and forty-two'", max_digits)
+    has_digits, has_letters = any(c.isdigit() for c in cleaned), any(c.isalpha() for c in cleaned)
+    if has_digits and has_letters:
+        raise _refuse(text, "digits and words mixed", "type only digits (5000) or only words (five thousand)",
+                      max_digits)
+    if has_digits:
+        if cleaned.startswith("-"):
+            raise _refuse(text, "a negative number", "type a number from 0 up", max_digits)
+        if "." in cleaned:
+            raise _refuse(text, "a decimal number", "type a whole number (no decimal point)", max_digits)
+        if cleaned.isdigit() or _GROUPED_DIGITS.fullmatch(cleaned):
+            number = int(cleaned.replace(",", ""))
+        else:
+            raise _refuse(text, "not one number: digits may be grouped by commas in threes only (12,345)",
+                          "type one number, without spaces, e.g. 12345 or 12,345", max_digits)
+    else:
+        tokens = _WORD_TOKEN.findall(cleaned)
+        _check_words(text, tokens, max_digits)
+        number = _NumberParser(text, tokens, max_digits).number()
+    if number > top:
+        raise _refuse(text, f"{number:,} is out of range", f"use a number from 0 to {top:,}", max_digits)
+    return number
+
+
+def english_from_user_text(text: str, source: WordTokenizer | None = None, max_digits: int = MAX_DIGITS) -> str:
+    """What a learner typed → num2words' English, the form the model was trained on.
+
+    ``"12,005"``, ``"twelve thousand five"`` and ``"Twelve Thousand and Five"`` all give
+    ``"twelve thousand and five"``; bad text raises the error of :func:`parse_number`. With a ``source``
+    tokenizer, the English must also consist of words that tokenizer knows (one trained on three-digit numbers
+    has never seen "thousand").
+    """
+    english = english_words(parse_number(text, max_digits))
+    if source is not None:
+        unknown = [word for word in source.tokenize(english) if word not in source.piece_to_id]
+        if unknown:
+            raise CourseValueError(f"expected words the source tokenizer knows, got {unknown} in {english!r}; "
+                                   "train the tokenizers on data that covers this number (a larger max_digits)")
+    return english

@@ -34,6 +34,9 @@ then ``transformer-course/``) — never inside the repository. Later loads take 
 """
 from __future__ import annotations
 
+__all__ = ["Corpus", "build_sentences", "cache_dir", "extract_sentences", "is_prose_sentence", "load_pydoc_corpus",
+           "prose_paragraphs", "read_docstrings", "read_pydoc_corpus", "split_sentences", "stdlib_source_files"]
+
 import ast
 import functools
 import hashlib
@@ -48,6 +51,9 @@ import tempfile
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+
+from ..errors import CourseTypeError, CourseValueError
+from ..validation import check_bool, check_int, check_real, check_str, describe
 
 EXTRACTOR_VERSION = 1  # bump when the cleaning rules change, so old cache files are ignored
 MIN_WORDS, MAX_WORDS = 6, 40
@@ -78,8 +84,15 @@ class Corpus:
 
     def __post_init__(self):
         if isinstance(self.sentences, str):
-            raise TypeError("Corpus.sentences must be a sequence of sentences, not one str; wrap it in a tuple.")
+            raise CourseTypeError("Corpus.sentences must be a sequence of sentences, not one str; wrap it in a tuple.")
+        if not hasattr(self.sentences, "__iter__"):
+            raise CourseTypeError(f"Corpus.sentences must be a sequence of str, got {describe(self.sentences)}")
         object.__setattr__(self, "sentences", tuple(self.sentences))
+        for i, sentence in enumerate(self.sentences):
+            if not isinstance(sentence, str):
+                raise CourseTypeError(f"Corpus.sentences[{i}] is {describe(sentence)}; every sentence must be a str")
+        check_str("python_version", self.python_version)
+        check_str("description", self.description)
 
     def __len__(self) -> int:
         return len(self.sentences)
@@ -104,8 +117,10 @@ class Corpus:
 
     def sample(self, n: int, seed: int = 0) -> "Corpus":
         """``n`` sentences drawn without replacement with ``random.Random(seed)``, kept in corpus order."""
-        if not isinstance(n, int) or not 1 <= n <= len(self):
-            raise ValueError(f"sample needs 1 <= n <= {len(self)} (the corpus size), got n={n!r}.")
+        check_int("n", n)
+        check_int("seed", seed)
+        if not 1 <= n <= len(self):
+            raise CourseValueError(f"sample needs 1 <= n <= {len(self)} (the corpus size), got n={n!r}.")
         chosen = sorted(random.Random(seed).sample(range(len(self)), n))
         return Corpus(tuple(self.sentences[i] for i in chosen), self.python_version, self.description)
 
@@ -114,13 +129,15 @@ class Corpus:
 
         ``round(held_out_fraction * len(self))`` sentences, chosen with ``random.Random(seed)``, are held out.
         """
+        check_real("held_out_fraction", held_out_fraction, hint="; try 0.1")
+        check_int("seed", seed)
         if not 0.0 < held_out_fraction < 1.0:
-            raise ValueError(
+            raise CourseValueError(
                 f"held_out_fraction must be between 0 and 1 (exclusive), got {held_out_fraction!r}; try 0.1."
             )
         n_held_out = round(held_out_fraction * len(self))
         if not 1 <= n_held_out < len(self):
-            raise ValueError(
+            raise CourseValueError(
                 f"held_out_fraction={held_out_fraction} of {len(self)} sentences gives {n_held_out} held-out "
                 "sentences; both parts need at least one. Use a larger corpus or another fraction."
             )
@@ -134,6 +151,7 @@ class Corpus:
 # ---------------------------------------------------------------------------- cleaning
 def prose_paragraphs(text: str) -> list[str]:
     """The paragraphs of ``text`` that are prose, each joined into one line (see the module docstring)."""
+    check_str("text", text)
     paragraphs, current = [], []
     for line in text.splitlines() + [""]:
         if line.strip():
@@ -151,6 +169,7 @@ def prose_paragraphs(text: str) -> list[str]:
 
 def split_sentences(paragraph: str) -> list[str]:
     """Split one paragraph into sentences; an abbreviation such as "e.g." does not end a sentence."""
+    check_str("paragraph", paragraph)
     sentences: list[str] = []
     for piece in _SENTENCE_END.split(paragraph):
         if sentences and _ABBREVIATION_AT_END.search(sentences[-1]):
@@ -162,6 +181,7 @@ def split_sentences(paragraph: str) -> list[str]:
 
 def is_prose_sentence(sentence: str) -> bool:
     """True for a 6–40-word sentence that looks like English prose rather than code or a table row."""
+    check_str("sentence", sentence)
     return (
         MIN_WORDS <= len(sentence.split()) <= MAX_WORDS
         and _STARTS_WITH_CAPITAL.match(sentence) is not None
@@ -173,6 +193,8 @@ def is_prose_sentence(sentence: str) -> bool:
 
 def extract_sentences(documents: list[str]) -> list[str]:
     """All prose sentences of ``documents`` in order, duplicates dropped (first occurrence kept)."""
+    if isinstance(documents, str) or not hasattr(documents, "__iter__"):
+        raise CourseTypeError(f"documents must be a list of str, got {describe(documents)}; wrap one text as [text]")
     seen: dict[str, None] = {}
     for document in documents:
         for paragraph in prose_paragraphs(document):
@@ -203,6 +225,11 @@ def read_docstrings(path: Path) -> list[str]:
 
     A file that does not parse under this Python (or is not UTF-8 / its declared encoding) gives ``[]``.
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise CourseTypeError(f"path must be a str or pathlib.Path, got {describe(path)}")
+    path = Path(path)
+    if not path.is_file():
+        raise CourseValueError(f"no such source file: {path}; pass a path from stdlib_source_files()")
     try:
         tree = ast.parse(path.read_bytes(), filename=str(path))
     except (SyntaxError, ValueError, UnicodeDecodeError):
@@ -270,13 +297,18 @@ def _write_cache(path: Path, key: str, sentences: list[str]) -> None:
         pass
 
 
-@functools.lru_cache(maxsize=None)
 def load_pydoc_corpus(use_cache_file: bool = True) -> Corpus:
     """The documentation corpus of the running Python (cached in memory and, by default, on disk).
 
     Returns a :class:`Corpus`; use ``.split(held_out_fraction, seed)`` for train / held-out sentences and
     ``.sample(n, seed)`` for a smaller, seeded subset.
     """
+    return _read_once(check_bool("use_cache_file", use_cache_file))
+
+
+def read_pydoc_corpus(use_cache_file: bool = True) -> Corpus:
+    """Like :func:`load_pydoc_corpus`, but read now: from the cache file (if allowed and valid), else rebuilt."""
+    check_bool("use_cache_file", use_cache_file)
     sentences = None
     if use_cache_file:
         key = _cache_key()
@@ -292,6 +324,9 @@ def load_pydoc_corpus(use_cache_file: bool = True) -> Corpus:
             "Some minimal Python builds strip them). Use a standard CPython install."
         )
     return Corpus(tuple(sentences), platform.python_version())
+
+
+_read_once = functools.lru_cache(maxsize=None)(read_pydoc_corpus)
 
 
 if __name__ == "__main__":
