@@ -19,14 +19,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from course_utils import TransformerClassifier, TransformerConfig, seed_everything, set_threads
+from course_utils.data.features import char_ngrams
 from course_utils.data.language_id import DEFAULT_LANGUAGES, load_language_id
 from course_utils.tokenization import BPETokenizer, CharTokenizer, WordTokenizer
 from course_utils.training import fit
-
-
-def char_ngrams(text: str) -> list[str]:
-    padded = f" {text} "
-    return [padded[i:i + n] for n in (1, 2, 3) for i in range(len(padded) - n + 1)]
 
 
 def linear_ngram_accuracy(train, test) -> float:

@@ -15,15 +15,18 @@ import torch.nn.functional as F
 
 from .config import check_heads
 from .errors import CourseTypeError, CourseValueError
+from .validation import (check_bool, check_float_input, check_non_empty, check_positive_int, check_probability,
+                         check_rank, check_same_batch, check_tensor)
+
+__all__ = ["MultiHeadAttention", "capture_attention", "check_mask", "scaled_dot_product_attention"]
+
+_SCORE_DIMS = ("batch", "heads", "q_len", "k_len")
 
 
-SCORE_DIMS = ("batch", "heads", "q_len", "k_len")
-
-
-def score_dim_names(n_dims: int) -> tuple[str, ...]:
+def _score_dim_names(n_dims: int) -> tuple[str, ...]:
     """Names of the score dimensions: ``(batch, heads, q_len, k_len)`` for 4-D scores, ``(..., q_len, k_len)`` else."""
-    if n_dims == len(SCORE_DIMS):
-        return SCORE_DIMS
+    if n_dims == len(_SCORE_DIMS):
+        return _SCORE_DIMS
     return tuple(f"dim {i}" for i in range(n_dims - 2)) + ("q_len", "k_len")
 
 
@@ -42,7 +45,7 @@ def check_mask(mask: torch.Tensor, scores_shape: torch.Size) -> None:
         raise CourseTypeError(f"expected a bool attention mask (True = may attend), got {mask.dtype} of shape "
                               f"{tuple(mask.shape)}; attention masks must be bool: for an additive float mask m "
                               "use (m == 0), for 0/1 ints use mask.bool()")
-    names = score_dim_names(len(scores_shape))
+    names = _score_dim_names(len(scores_shape))
     scores = f"{tuple(scores_shape)} = ({', '.join(names)})"
     if mask.dim() != len(scores_shape):
         if mask.dim() == 2 and len(scores_shape) == 4:
@@ -82,6 +85,20 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
         key is masked gets all-zero weights and a zero output — finite, never NaN. float16/bfloat16 inputs are
         computed in float32 (as the fused kernels accumulate), so large inputs do not overflow.
     """
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        check_tensor(name, x)
+        if not x.is_floating_point():
+            raise CourseTypeError(f"{name} must be floating-point vectors, got {x.dtype}; embed token ids first, "
+                                  "and convert a 0/1 tensor with .float()")
+        if x.dim() != query.dim() or x.dim() < 2:
+            raise CourseValueError(f"{name} must have shape (..., seq, features) with as many dimensions as query "
+                                   f"{tuple(query.shape)} (at least 2), got {tuple(x.shape)}")
+        check_non_empty(name, x)
+    if not query.shape[:-2] == key.shape[:-2] == value.shape[:-2]:
+        raise CourseValueError(f"query, key and value need the same leading (batch, heads) dimensions, got "
+                               f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}")
+    if dropout_p != 0.0:
+        check_probability("dropout_p", dropout_p)
     if query.size(-1) != key.size(-1):
         raise CourseValueError(f"query and key need the same last dimension d_k, got {query.size(-1)} and "
                                f"{key.size(-1)}; project both to the same size")
@@ -121,11 +138,12 @@ class MultiHeadAttention(nn.Module):
         self.d_model = d_model
         self.n_heads = n_heads
         self.d_head = d_model // n_heads
-        self.kdim = d_model if kdim is None else kdim
-        self.vdim = d_model if vdim is None else vdim
+        self.kdim = d_model if kdim is None else check_positive_int("kdim", kdim)
+        self.vdim = d_model if vdim is None else check_positive_int("vdim", vdim)
         self.scale = 1.0 / math.sqrt(self.d_head)
-        self.dropout = dropout
-        self.use_fast_path = use_fast_path
+        self.dropout = check_probability("dropout", dropout)
+        self.use_fast_path = check_bool("use_fast_path", use_fast_path)
+        check_bool("bias", bias)
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
         self.w_k = nn.Linear(self.kdim, d_model, bias=bias)
         self.w_v = nn.Linear(self.vdim, d_model, bias=bias)
@@ -135,37 +153,51 @@ class MultiHeadAttention(nn.Module):
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """``(batch, seq, d_model)`` → ``(batch, heads, seq, d_head)``."""
+        self._check_head_input(x, 3, "(batch, seq, d_model)", -1, self.d_model)
         batch, seq, _ = x.shape
         return x.view(batch, seq, self.n_heads, self.d_head).transpose(1, 2)
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
         """``(batch, heads, seq, d_head)`` → ``(batch, seq, d_model)``."""
+        self._check_head_input(x, 4, "(batch, heads, seq, d_head)", -1, self.d_head)
+        if x.size(1) != self.n_heads:
+            raise CourseValueError(f"x must have shape (batch, heads={self.n_heads}, seq, d_head), got "
+                                   f"{tuple(x.shape)}; merge the output of split_heads")
         batch, _, seq, _ = x.shape
         return x.transpose(1, 2).contiguous().view(batch, seq, self.d_model)
 
-    def check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
-        dtype = self.w_q.weight.dtype
+    def _check_head_input(self, x: torch.Tensor, rank: int, shape_doc: str, dim: int, size: int) -> None:
+        """Raise a course error unless ``x`` is a non-empty tensor of this block's dtype, of ``rank`` dimensions and
+        ``size`` features in dimension ``dim``."""
+        check_rank(x, rank, "x", shape_doc)
+        if x.size(dim) != size:
+            raise CourseValueError(f"x must have shape {shape_doc} with {size} in the last dimension, got "
+                                   f"{tuple(x.shape)}")
+        check_float_input(x, self, "x")
+        check_non_empty("x", x)
+
+    def check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                     cache: dict[str, torch.Tensor] | None = None) -> None:
+        """Raise a course error unless query/key/value (and the cache) fit this block; see :meth:`forward`."""
         for name, x, features in (("query", query, "d_model"), ("key", key, "kdim"), ("value", value, "vdim")):
             size = getattr(self, features)
-            if not isinstance(x, torch.Tensor):
-                raise CourseTypeError(f"{name} must be a torch.Tensor (batch, seq, {features}={size}), got "
-                                      f"{type(x).__name__}")
-            if x.dim() != 3 or x.size(-1) != size:
+            check_rank(x, 3, name, f"(batch, seq, {features}={size})")
+            if x.size(-1) != size:
                 raise CourseValueError(f"{name} must have shape (batch, seq, {features}={size}), got "
-                                       f"{tuple(x.shape)}; a single sequence needs x.unsqueeze(0)")
-            if x.dtype != dtype and not torch.is_autocast_enabled(x.device.type):
-                raise CourseTypeError(f"{name} has dtype {x.dtype} but the attention weights are {dtype}; convert "
-                                      f"with {name}.to({dtype}) or the module with .to({x.dtype})")
-        if not query.size(0) == key.size(0) == value.size(0):
-            raise CourseValueError(f"query, key and value need the same batch size, got "
-                                   f"{query.size(0)}, {key.size(0)}, {value.size(0)}; pair each query sequence "
-                                   "with its own keys and values")
+                                       f"{tuple(x.shape)}; project it to {size} features first")
+            check_float_input(x, self, name)
+            check_non_empty(name, x)
+        check_same_batch(("query", query), ("key", key), ("value", value))
         if key.size(1) != value.size(1):
             raise CourseValueError(f"key and value need the same length, got {key.size(1)} and {value.size(1)}; "
                                    "pass one value per key")
-        if query.size(0) == 0 or query.size(1) == 0 or key.size(1) == 0:
-            raise CourseValueError(f"empty batch: query {tuple(query.shape)}, key {tuple(key.shape)}; attention "
-                                   "needs at least one sequence with at least one token")
+        if cache is not None:
+            if not isinstance(cache, dict):
+                raise CourseTypeError(f"cache must be a dict this layer fills (start with {{}}), got "
+                                      f"{type(cache).__name__}; Seq2SeqTransformer.new_cache() builds them all")
+            if "k" in cache and cache["k"].size(0) != query.size(0):
+                raise CourseValueError(f"the cache holds keys for {cache['k'].size(0)} rows but the query has "
+                                       f"{query.size(0)}; start a new cache for a new batch")
 
     def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                 mask: torch.Tensor | None = None, need_weights: bool = False,
@@ -186,7 +218,9 @@ class MultiHeadAttention(nn.Module):
         Returns:
             ``(output (batch, q_len, d_model), weights (batch, heads, q_len, k_len) or None)``.
         """
-        self.check_inputs(query, key, value)
+        self.check_inputs(query, key, value, cache)
+        check_bool("need_weights", need_weights)
+        check_bool("static_kv", static_kv)
         q = self.split_heads(self.w_q(query))
         if cache is not None and static_kv and "k" in cache:
             k, v = cache["k"], cache["v"]
@@ -226,6 +260,8 @@ def capture_attention(model: nn.Module) -> Iterator[dict[str, torch.Tensor]]:
 
     With a KV cache, each entry holds the last call's weights.
     """
+    if not isinstance(model, nn.Module):
+        raise CourseTypeError(f"capture_attention expects the model (an nn.Module), got {type(model).__name__}")
     modules = {name: m for name, m in model.named_modules() if isinstance(m, MultiHeadAttention)}
     maps: dict[str, torch.Tensor] = {}
     for m in modules.values():

@@ -7,6 +7,10 @@ import torch.nn.functional as F
 
 from .attention import MultiHeadAttention
 from .config import ACTIVATIONS, NORM_PLACEMENTS, check_choice
+from .errors import CourseTypeError
+from .validation import check_bool, check_float_input, check_positive_int, check_probability, check_rank
+
+__all__ = ["DecoderLayer", "EncoderLayer", "PositionwiseFeedForward", "ResidualSublayer"]
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -15,6 +19,10 @@ class PositionwiseFeedForward(nn.Module):
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu",
                  bias: bool = True) -> None:
         super().__init__()
+        check_positive_int("d_model", d_model)
+        check_positive_int("d_ff", d_ff)
+        check_probability("dropout", dropout)
+        check_bool("bias", bias)
         check_choice("activation", activation, ACTIVATIONS)
         self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
         self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
@@ -24,6 +32,7 @@ class PositionwiseFeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``(batch, seq, d_model)`` → same shape."""
+        check_float_input(x, self, "x")
         return self.linear2(self.dropout(self.activation(self.linear1(x))))
 
 
@@ -36,12 +45,20 @@ class ResidualSublayer(nn.Module):
 
     def __init__(self, d_model: int, dropout: float, norm: str, bias: bool = True) -> None:
         super().__init__()
+        check_positive_int("d_model", d_model)
+        check_probability("dropout", dropout)
+        check_bool("bias", bias)
         check_choice("norm", norm, NORM_PLACEMENTS)
         self.norm_first = norm == "pre"
         self.norm = nn.LayerNorm(d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, sublayer) -> torch.Tensor:
+        """``x (batch, seq, d_model)`` → same shape; ``sublayer`` maps ``(batch, seq, d_model)`` to the same."""
+        check_float_input(x, self, "x")
+        if not callable(sublayer):
+            raise CourseTypeError(f"sublayer must be a callable (a module or a function of x), got "
+                                  f"{type(sublayer).__name__}; e.g. lambda h: attention(h, h, h)[0]")
         if self.norm_first:
             return x + self.dropout(sublayer(self.norm(x)))
         return self.norm(x + self.dropout(sublayer(x)))
@@ -100,6 +117,11 @@ class DecoderLayer(nn.Module):
         Returns:
             ``(batch, tgt_len, d_model)``.
         """
+        check_rank(y, 3, "y (the target-side vectors)", "(batch, tgt_len, d_model)")
+        check_rank(memory, 3, "memory (the encoder output)", "(batch, src_len, d_model)")
+        if cache is not None and not (isinstance(cache, dict) and {"self", "cross"} <= cache.keys()):
+            raise CourseTypeError(f"a decoder layer's cache must be a dict {{'self': {{}}, 'cross': {{}}}}, got "
+                                  f"{cache!r:.80}; Seq2SeqTransformer.new_cache() builds one per layer")
         self_cache = cache["self"] if cache is not None else None
         cross_cache = cache["cross"] if cache is not None else None
         y = self.self_attn_block(y, lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0])

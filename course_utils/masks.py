@@ -11,6 +11,11 @@ from __future__ import annotations
 
 import torch
 
+from .errors import CourseTypeError, CourseValueError
+from .validation import check_int, check_positive_int, check_tensor
+
+__all__ = ["causal_mask", "combine_masks", "padding_mask", "target_mask"]
+
 
 def padding_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
     """Mask that hides padding keys.
@@ -22,8 +27,13 @@ def padding_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
     Returns:
         bool ``(batch, 1, 1, seq)``: ``True`` at real tokens, ``False`` at padding.
     """
+    check_tensor("ids", ids, " with dtype=torch.long")
+    if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
+        raise CourseTypeError(f"padding_mask expects integer token ids (batch, seq), got {ids.dtype}; pass the ids "
+                              "themselves (ids.long()), not embeddings or an already built mask")
+    check_int("pad_id", pad_id)
     if ids.dim() != 2:
-        raise ValueError(f"padding_mask expects token ids of shape (batch, seq), got {tuple(ids.shape)}; "
+        raise CourseValueError(f"padding_mask expects token ids of shape (batch, seq), got {tuple(ids.shape)}; "
                          "add a batch dimension with ids.unsqueeze(0) for a single sequence")
     return (ids != pad_id)[:, None, None, :]
 
@@ -34,14 +44,21 @@ def causal_mask(seq_len: int, device: torch.device | str | None = None) -> torch
     Returns:
         bool ``(1, 1, seq_len, seq_len)``, lower-triangular ``True``.
     """
-    if seq_len < 1:
-        raise ValueError(f"seq_len must be >= 1, got {seq_len}")
+    check_positive_int("seq_len", seq_len)
+    if device is not None and not isinstance(device, (str, torch.device)):
+        raise CourseTypeError(f"device must be None, a str such as 'cpu' or a torch.device, got "
+                              f"{type(device).__name__}; use ids.device")
     return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()[None, None]
 
 
 def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
     """Logical AND of the given masks (``None`` entries are skipped); a key is allowed only if every mask allows it."""
     present = [m for m in masks if m is not None]
+    for index, mask in enumerate(present):
+        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+            got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+            raise CourseTypeError(f"combine_masks expects bool masks (True = may attend), got {got} for mask "
+                                  f"{index}; build them with padding_mask / causal_mask, or use m.bool()")
     if not present:
         return None
     combined = present[0]

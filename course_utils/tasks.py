@@ -161,8 +161,9 @@ class TranslatorRecipe(Recipe):
     epochs: int = 1
     lr: float = 1e-3
     warmup_steps: int = 60
-    train_per_length: int = 1000
-    test_per_length: int = 100
+    n_train: int = 8000            # numbers drawn by the training sampler (plus the vocabulary numbers)
+    n_test: int = 2000             # the uniform test set that ``evaluate`` scores
+    stress_per_category: int = 150
     max_digits: int = 6
     german_vocab_size: int = 320
     batch_size: int = 16
@@ -189,7 +190,7 @@ RECIPES: dict[str, dict[str, Recipe]] = {
         "large": MLMRecipe(d_model=256, n_heads=8, d_ff=1024, n_layers=4, dropout=0.1, epochs=20, lr=1e-3),
     },
     "translator": {
-        "tiny": TranslatorRecipe(train_per_length=32, test_per_length=8, max_digits=3, german_vocab_size=280,
+        "tiny": TranslatorRecipe(n_train=68, n_test=24, stress_per_category=4, max_digits=3, german_vocab_size=280,
                                  batch_size=8, warmup_steps=2, d_model=16, d_ff=32, n_layers=1, n_heads=2),
         "lesson": TranslatorRecipe(),
         "large": TranslatorRecipe(d_model=256, n_heads=8, d_ff=1024, n_layers=4, dropout=0.1, batch_size=128,
@@ -396,8 +397,8 @@ def build_translator_task(recipe: TranslatorRecipe, seed: int = 0) -> Translator
     """Lesson 07's data, through the public functions of :mod:`course_utils.data.numbers`."""
     from .data.numbers import encode_pairs, make_number_split, train_tokenizers
 
-    split = make_number_split(train_per_length=recipe.train_per_length, test_per_length=recipe.test_per_length,
-                              max_digits=recipe.max_digits, seed=seed)
+    split = make_number_split(n_train=recipe.n_train, n_test=recipe.n_test,
+                              stress_per_category=recipe.stress_per_category, max_digits=recipe.max_digits, seed=seed)
     source, target = train_tokenizers(split.train, german_vocab_size=recipe.german_vocab_size, seed=seed)
     train_ids = encode_pairs(split.train, source, target)
     config = TransformerConfig(vocab_size=source.vocab_size, tgt_vocab_size=target.vocab_size,

@@ -259,3 +259,58 @@ def translator_explorer(translate, text: str = "342") -> None:
     live_explorer(show, text=widgets.Text(value=text, description="number", continuous_update=False,
                                           placeholder="342 or three hundred and forty-two",
                                           layout=widgets.Layout(width="520px")))
+
+
+# --- notebook 08: generation explorer -------------------------------------------------------------------------------
+
+def draw_generation(prompt: str, distribution: list[tuple[str, float]], samples: list[str], title: str = ""):
+    """The next-token distribution after the prompt (bars) and sampled continuations (text). Returns the figure.
+
+    ``distribution``: ``(token, probability)`` pairs, most probable first, as sampling would see them.
+    """
+    import textwrap
+
+    import matplotlib.pyplot as plt
+
+    fig, (bars, text) = plt.subplots(1, 2, figsize=(12, 3.4), constrained_layout=True,
+                                     gridspec_kw={"width_ratios": [1, 1.6]})
+    tokens = [repr(token) for token, _ in distribution][::-1]  # repr shows the leading space BPE tokens carry
+    probabilities = [probability for _, probability in distribution][::-1]
+    bars.barh(tokens, probabilities, color="tab:blue")
+    bars.set(xlabel="probability", xlim=(0, min(1.0, 1.2 * max(probabilities) + 0.01)),
+             title="next token after the prompt")
+    text.axis("off")
+    lines = [f"{i + 1}. " + "\n    ".join(textwrap.wrap(prompt + sample, 70)) for i, sample in enumerate(samples)]
+    text.text(0.0, 1.0, "\n".join(lines), va="top", family="monospace", fontsize=8)
+    text.set_title("sampled continuations", loc="left")
+    fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def generation_explorer(next_token_distribution, sample, prompt: str = "The function returns",
+                        temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0) -> None:
+    """A prompt box and sliders for temperature, top-k (0 = off) and top-p: the filtered next-token distribution and
+    a few sampled continuations.
+
+    Args:
+        next_token_distribution: ``(prompt, temperature, top_k, top_p) -> [(token, probability), ...]``.
+        sample: ``(prompt, temperature, top_k, top_p) -> [continuation, ...]``.
+        Both may raise ``ValueError`` for a prompt they cannot use (the message is shown under the controls).
+    """
+    import matplotlib.pyplot as plt
+    import ipywidgets as widgets
+
+    def show(prompt: str, temperature: float, top_k: int, top_p: float) -> None:
+        settings = (prompt, temperature, top_k or None, top_p)
+        title = f"temperature {temperature:g}, top-k {top_k or 'off'}, top-p {top_p:g}"
+        draw_generation(prompt, next_token_distribution(*settings), sample(*settings), title)
+        plt.show()
+
+    live_explorer(show,
+                  prompt=widgets.Text(value=prompt, description="prompt", continuous_update=False,
+                                      layout=widgets.Layout(width="360px")),
+                  temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.1,
+                                                  description="temperature", continuous_update=False),
+                  top_k=widgets.IntSlider(value=top_k, min=0, max=50, description="top-k", continuous_update=False),
+                  top_p=widgets.FloatSlider(value=top_p, min=0.05, max=1.0, step=0.05, description="top-p",
+                                            continuous_update=False))

@@ -290,3 +290,27 @@ def test_copy_attention_refuses_modules_that_compute_something_else(theirs_kwarg
     ours = MultiHeadAttention(16, 4, **ours_kwargs)
     with pytest.raises(CourseValueError, match=message):
         copy_attention(ours, theirs)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: MultiHeadAttention(16, 4, kdim=0), CourseValueError, "kdim must be an int >= 1"),
+    (lambda: MultiHeadAttention(16, 4, dropout=1.0), CourseValueError, "dropout"),
+    (lambda: MultiHeadAttention(16, 4, use_fast_path="yes"), CourseTypeError, "use_fast_path"),
+    (lambda: scaled_dot_product_attention([[1.0]], torch.ones(1, 1), torch.ones(1, 1)), CourseTypeError, "query"),
+    (lambda: scaled_dot_product_attention(torch.ones(4), torch.ones(4), torch.ones(4)), CourseValueError,
+     r"\(at least 2\)"),
+    (lambda: MultiHeadAttention(16, 4)(torch.randn(2, 3, 16), torch.randn(3, 3, 16), torch.randn(3, 3, 16)),
+     CourseValueError, "batch sizes disagree"),
+    (lambda: MultiHeadAttention(16, 4)(*[torch.randn(1, 3, 16)] * 3, cache=[]), CourseTypeError, "cache must be a dict"),
+])
+def test_attention_arguments_are_checked_with_a_fix(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_a_cache_from_another_batch_is_refused():
+    attention = MultiHeadAttention(16, 4)
+    cache = {}
+    attention(*[torch.randn(2, 1, 16)] * 3, cache=cache)
+    with pytest.raises(CourseValueError, match="holds keys for 2 rows"):
+        attention(*[torch.randn(3, 1, 16)] * 3, cache=cache)

@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 
 from course_utils.config import TransformerConfig, count_parameters
-from course_utils.errors import CourseValueError
+from course_utils.errors import CourseError, CourseTypeError, CourseValueError
 from course_utils.layers import DecoderLayer, EncoderLayer
 from course_utils.masks import causal_mask, padding_mask
 from course_utils.models import (Decoder, Encoder, InputEmbedding, MaskedLanguageModel, Seq2SeqTransformer,
@@ -190,3 +190,23 @@ def test_stack_copy_refuses_another_layer_count_or_a_missing_final_norm():
     decoder_layer = nn.TransformerDecoderLayer(D_MODEL, N_HEADS, D_FF, batch_first=True)
     with pytest.raises(CourseValueError, match="number of layers"):
         copy_decoder(Decoder(config), nn.TransformerDecoder(decoder_layer, 1, norm=nn.LayerNorm(D_MODEL)))
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: EncoderLayer(D_MODEL, N_HEADS, 0), "d_ff must be an int >= 1"),
+    (lambda: EncoderLayer(D_MODEL, N_HEADS, D_FF, dropout=1.5), "dropout"),
+    (lambda: DecoderLayer(D_MODEL, N_HEADS, D_FF, bias="no"), "bias"),
+    (lambda: EncoderLayer(D_MODEL, N_HEADS, D_FF, norm="middle"), "norm must be one of"),
+])
+def test_layer_constructors_name_the_bad_argument(build, message):
+    with pytest.raises(CourseError, match=message):
+        build()
+
+
+def test_decoder_layer_names_a_wrong_cache_and_wrong_memory():
+    layer = DecoderLayer(D_MODEL, N_HEADS, D_FF)
+    y = torch.randn(2, 1, D_MODEL)
+    with pytest.raises(CourseTypeError, match=r"new_cache\(\)"):
+        layer(y, torch.randn(2, 6, D_MODEL), cache={})
+    with pytest.raises(CourseValueError, match="memory"):
+        layer(y, torch.randn(6, D_MODEL))

@@ -41,6 +41,7 @@ import torch
 from num2words import num2words
 
 from ..errors import CourseTypeError, CourseValueError
+from ..validation import check_int, check_positive_int
 from ..tokenization import BPETokenizer, WordTokenizer
 
 MAX_DIGITS = 6
@@ -279,9 +280,10 @@ def make_number_split(n_train: int = 8000, n_test: int = 2000, stress_per_catego
     if not isinstance(max_digits, int) or not 3 <= max_digits <= MAX_DIGITS:
         raise CourseValueError(f"expected max_digits, an int in 3..{MAX_DIGITS}, got {max_digits!r}; "
                                f"the default is {MAX_DIGITS} (the words stop at 'thousand')")
-    if n_train < 1 or n_test < 1 or stress_per_category < 1:
-        raise CourseValueError(f"n_train, n_test and stress_per_category must be >= 1, got {n_train}, {n_test} and "
-                               f"{stress_per_category}; the defaults are 8000, 2000 and {STRESS_PER_CATEGORY}")
+    hint = f"; the defaults are n_train=8000, n_test=2000, stress_per_category={STRESS_PER_CATEGORY}"
+    for name, value in (("n_train", n_train), ("n_test", n_test), ("stress_per_category", stress_per_category)):
+        check_positive_int(name, value, hint=hint)
+    check_int("seed", seed)
     rng = random.Random(seed)
     vocabulary = _round_set(max_digits)
     top = 10 ** max_digits

@@ -28,9 +28,11 @@ def check_shift_targets(ns) -> None:
         if not isinstance(value, torch.Tensor):
             raise ExerciseFailure(f"{name} should be a tensor, got {type(value).__name__}.")
     if torch.equal(decoder_input, tgt) and torch.equal(labels, tgt):
-        raise ExerciseFailure("no shift: with labels equal to the input, position t sees the very token it must "
-                              "predict — the model learns to copy, and the loss drops to ~0 while the model "
-                              "translates nothing. Feed tgt[:, :-1] and score against tgt[:, 1:].")
+        raise ExerciseFailure("no shift: the decoder input and the labels are both the whole target, so position t "
+                              "is scored on the very token it is reading. The decoder learns to copy the token it "
+                              "is fed: the training loss falls far faster than a real translator's, while the model "
+                              "learns nothing usable — when it generates, there is no correct token to copy. Feed "
+                              "decoder_input = tgt[:, :-1] and score against labels = tgt[:, 1:].")
     if torch.equal(decoder_input, tgt[:, 1:]) and torch.equal(labels, tgt[:, :-1]):
         raise ExerciseFailure("shifted the wrong way: the decoder input must start with [BOS] (tgt[:, :-1]) and "
                               "the labels are the next tokens (tgt[:, 1:]).")
