@@ -9,11 +9,11 @@ training sentences (the same held-out split, so the notebook's held-out numbers 
 * ``meta.json`` — the model config, the recipe, the corpus fingerprint and Python version it was trained on, the
   wall time, and the held-out metrics it reached (checked by ``tests/test_mlm_checkpoint.py``).
 
-Make it (seeded; the shipped one trained 5148 steps in 559 s on one thread of a shared 2-core machine)::
+Make it (seeded; the shipped one trained 11440 steps in 1236 s on one thread of a shared 2-core machine)::
 
     python -m course_utils.mlm_checkpoint --threads 1
 
-``--epochs N`` trains longer or shorter than the recipe's 36 epochs (the cosine schedule stretches to fit).
+``--epochs N`` trains longer or shorter than the recipe's 80 epochs (the cosine schedule stretches to fit).
 
 The corpus is read from the Python that runs the course (:mod:`course_utils.data.pydoc_corpus`): on another
 Python its fingerprint differs, the held-out sentences are other sentences, and the stored metrics do not apply —
@@ -53,7 +53,7 @@ class CheckpointRecipe:
     n_layers: int = 2
     dropout: float = 0.0
     batch_size: int = 64
-    epochs: int = 36
+    epochs: int = 80
     lr: float = 2e-3
     warmup_fraction: float = 0.05
     train_select_prob: float = 0.3
