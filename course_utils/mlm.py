@@ -364,3 +364,225 @@ def fill_mask(model: nn.Module, tokenizer, text: str, k: int = 5) -> list[list[t
     top = probabilities[positions].topk(k, dim=-1)
     return [[(tokenizer.token_str(int(i)), float(p)) for p, i in zip(values, indices)]
             for values, indices in zip(top.values, top.indices)]
+
+
+# ---------------------------------------------------------------------------- count baselines (lesson 06)
+class NeighbourCountBaseline:
+    """The strong count baseline: guess a hidden token from the tokens right beside it.
+
+    From the training sequences it counts, for every position, (left, right) → token, left → token and
+    right → token, plus the unigram counts. A hidden position is answered from the most specific table whose
+    context it has seen: its (left, right) pair, else its left neighbour, else its right neighbour, else the
+    unigram. A neighbour that is itself [MASK] is unknown, so that side is skipped. With ``use_right=False`` the
+    baseline only reads the left neighbour: the one-sided bigram.
+
+    It reads the *corrupted* input, exactly as the model does, and it is scored on the positions
+    :func:`evaluate_mlm` scores (:func:`evaluate_at_masks`).
+    """
+
+    def __init__(self, train_ids: Iterable[Sequence[int]] | torch.Tensor, vocab_size: int, use_right: bool = True,
+                 first_real_id: int = N_SPECIAL_TOKENS, mask_id: int = MASK_ID) -> None:
+        from collections import Counter, defaultdict
+
+        self.vocab_size, self.use_right, self.first_real_id, self.mask_id = vocab_size, use_right, first_real_id, mask_id
+        self.both, self.left, self.right = defaultdict(Counter), defaultdict(Counter), defaultdict(Counter)
+        rows = train_ids.tolist() if isinstance(train_ids, torch.Tensor) else train_ids
+        for row in rows:
+            row = [int(t) for t in row]
+            for i in range(1, len(row) - 1):
+                token = row[i]
+                if token < first_real_id:
+                    continue
+                self.left[row[i - 1]][token] += 1
+                if use_right:
+                    self.both[row[i - 1], row[i + 1]][token] += 1
+                    self.right[row[i + 1]][token] += 1
+        self.unigram = UnigramBaseline(rows, vocab_size, first_real_id)
+        self._best: dict = {}
+
+    def counts_for(self, left: int, right: int) -> dict[int, int]:
+        """Counts of the hidden token from the most specific table that has seen this context (``{}`` = unigram)."""
+        known_left, known_right = left != self.mask_id, right != self.mask_id and self.use_right
+        if known_left and known_right and (left, right) in self.both:
+            return self.both[left, right]
+        if known_left and left in self.left:
+            return self.left[left]
+        if known_right and right in self.right:
+            return self.right[right]
+        return {}
+
+    def predict(self, left: int, right: int) -> int:
+        """The most frequent hidden token for the context ``(left, right)`` (ties → the smaller id)."""
+        key = (left, right)
+        if key not in self._best:
+            counts = self.counts_for(left, right)
+            self._best[key] = (min(counts, key=lambda t: (-counts[t], t)) if counts else self.unigram.most_frequent_id)
+        return self._best[key]
+
+    def log_probabilities(self, left: int, right: int) -> torch.Tensor:
+        """``(vocab_size,)`` log-probabilities: the backed-off counts, mixed 99 : 1 with the smoothed unigram so
+        that no token has probability 0 (used to rank whole words in fill-mask)."""
+        counts = self.counts_for(left, right)
+        probabilities = 0.01 * self.unigram.probabilities.clone()
+        if counts:
+            ids = torch.tensor(list(counts))
+            values = torch.tensor([float(counts[t]) for t in counts], dtype=torch.float64)
+            probabilities[ids] += 0.99 * values / values.sum()
+        else:
+            probabilities = self.unigram.probabilities.clone()
+        return probabilities.log()
+
+    def predict_batch(self, inputs: torch.Tensor, selected: torch.Tensor) -> torch.Tensor:
+        """Predicted ids at the ``selected`` positions of the ``(batch, seq)`` corrupted ``inputs``: ``(n_selected,)``."""
+        rows, columns = selected.nonzero(as_tuple=True)
+        padded = F.pad(inputs, (1, 1), value=self.mask_id)               # a missing neighbour counts as unknown
+        lefts, rights = padded[rows, columns].tolist(), padded[rows, columns + 2].tolist()
+        return torch.tensor([self.predict(l, r) for l, r in zip(lefts, rights)], dtype=torch.long)
+
+
+@torch.no_grad()
+def evaluate_at_masks(model: nn.Module | None, batches: Iterable[torch.Tensor], vocab_size: int,
+                      baselines: dict | None = None, seed: int = 1234, **masking) -> dict[str, dict[str, float]]:
+    """Accuracy of ``model`` and of each count baseline on the positions :func:`evaluate_mlm` scores.
+
+    The masks come from the same seeded generator as :func:`evaluate_mlm` (same ``seed`` and ``masking``), so
+    the positions are identical. Returns ``{name: {"accuracy", "mask_accuracy", "n_predictions", "n_mask"}}``
+    for ``"model"`` (when given) and every entry of ``baselines`` (``{name: baseline}``; a
+    :class:`UnigramBaseline` always guesses its most frequent token). ``mask_accuracy`` counts only the
+    positions whose input showed [MASK] — there only the context can help.
+    """
+    baselines = dict(baselines or {})
+    predictors = {}
+    if model is not None:
+        was_training = model.training
+        model.eval()
+        device = next(model.parameters()).device
+        predictors["model"] = lambda inputs, chosen: model(inputs.to(device)).argmax(-1).cpu()[chosen]
+    for name, baseline in baselines.items():
+        if isinstance(baseline, UnigramBaseline):
+            predictors[name] = (lambda b: lambda inputs, chosen: torch.full((int(chosen.sum()),), b.most_frequent_id))(baseline)
+        else:
+            predictors[name] = baseline.predict_batch
+    generator = torch.Generator().manual_seed(seed)
+    hits = {name: [0, 0] for name in predictors}
+    n_predictions = n_mask = 0
+    for ids in batches:
+        inputs, labels = mask_tokens(ids.cpu(), vocab_size, generator, **masking)
+        chosen = labels != IGNORE_INDEX
+        targets, shown_mask = labels[chosen], inputs[chosen] == MASK_ID
+        n_predictions += targets.numel()
+        n_mask += int(shown_mask.sum())
+        for name, predict in predictors.items():
+            correct = predict(inputs, chosen) == targets
+            hits[name][0] += int(correct.sum())
+            hits[name][1] += int((correct & shown_mask).sum())
+    if model is not None:
+        model.train(was_training)
+    if n_mask == 0:
+        raise ValueError("evaluate_at_masks found no [MASK] position; are the batches empty or all padding?")
+    return {name: {"accuracy": h[0] / n_predictions, "mask_accuracy": h[1] / n_mask,
+                   "n_predictions": float(n_predictions), "n_mask": float(n_mask)} for name, h in hits.items()}
+
+
+# ---------------------------------------------------------------------------- whole-word fill-mask (lesson 06)
+class HiddenWord:
+    """One held-out sentence with one whole word hidden: ``ids`` is ``[CLS] … [SEP]`` with the word's pieces
+    replaced by as many [MASK] ids, from ``start`` to ``end`` (exclusive); ``word`` is the hidden text
+    (with its leading space) and ``text`` the sentence with ``[MASK]`` in its place."""
+
+    def __init__(self, ids: list[int], start: int, end: int, word: str, text: str) -> None:
+        self.ids, self.start, self.end, self.word, self.text = ids, start, end, word, text
+
+
+def sample_hidden_words(tokenizer, sentences: Sequence[str], n: int, seed: int = 0,
+                        max_len: int | None = None) -> list[HiddenWord]:
+    """``n`` sentences drawn at random (``random.Random(seed)``), one random word hidden in each.
+
+    A hideable word is made of letters only, is not the sentence's first word, and is hidden as *all* of its BPE
+    pieces. Sentences with no hideable word, or longer than ``max_len`` ids with [CLS] and [SEP], are skipped.
+    """
+    import random
+    import re
+
+    rng = random.Random(seed)
+    order = list(range(len(sentences)))
+    rng.shuffle(order)
+    examples = []
+    for index in order:
+        pieces = tokenizer.encode(sentences[index])
+        if max_len is not None and len(pieces) + 2 > max_len:
+            continue
+        texts = [tokenizer.token_str(t) for t in pieces]
+        starts = [i for i, t in enumerate(texts) if t.startswith(" ")] + [len(pieces)]
+        words = [(a, b) for a, b in zip(starts, starts[1:])
+                 if re.fullmatch(r" [A-Za-z]+", "".join(texts[a:b])) and (b == len(pieces) or
+                                                                          not texts[b][:1].isalpha())]
+        if not words:
+            continue
+        a, b = words[rng.randrange(len(words))]
+        ids = [CLS_ID] + pieces[:a] + [MASK_ID] * (b - a) + pieces[b:] + [SEP_ID]
+        text = tokenizer.decode(pieces[:a]) + " " + MASK_TEXT + tokenizer.decode(pieces[b:])
+        examples.append(HiddenWord(ids, a + 1, b + 1, "".join(texts[a:b]), text))
+        if len(examples) == n:
+            return examples
+    raise ValueError(f"only {len(examples)} of the {len(sentences)} sentences have a hideable word; asked for {n}")
+
+
+def model_scorer(model: nn.Module):
+    """``scorer(inputs, position) -> (rows, vocab_size)`` log-probabilities of ``model`` at one position."""
+    model.eval()
+    device = next(model.parameters()).device
+
+    @torch.no_grad()
+    def scorer(inputs: torch.Tensor, position: int) -> torch.Tensor:
+        return model(inputs.to(device))[:, position].float().log_softmax(-1).cpu()
+
+    return scorer
+
+
+def baseline_scorer(baseline: NeighbourCountBaseline):
+    """The same interface for a count baseline: log-probabilities from the two neighbours of ``position``."""
+    def scorer(inputs: torch.Tensor, position: int) -> torch.Tensor:
+        return torch.stack([baseline.log_probabilities(int(row[position - 1]), int(row[position + 1])).float()
+                            for row in inputs])
+
+    return scorer
+
+
+def fill_word(scorer, tokenizer, example: HiddenWord, k: int = 5, beam: int = 10) -> list[tuple[str, float]]:
+    """Top-``k`` words for the hidden span: a beam search that fills the [MASK]s left to right.
+
+    Each step scores the next hidden position with the pieces chosen so far in place; a word's score is the sum of
+    its pieces' log-probabilities. Only word-shaped fillings are kept: the first piece is a space, alone or
+    followed by letters; the others are letters. Returns ``[(word, log_probability)]``, best first, distinct words.
+    """
+    vocab = [tokenizer.token_str(i) if i >= N_SPECIAL_TOKENS else "" for i in range(tokenizer.vocab_size)]
+    starts_word = torch.tensor([t == " " or (t.startswith(" ") and t[1:].isalpha()) for t in vocab])
+    continues_word = torch.tensor([t.isalpha() for t in vocab])
+    rows, scores = [list(example.ids)], torch.zeros(1)
+    for position in range(example.start, example.end):
+        allowed = starts_word if position == example.start else continues_word
+        log_p = scorer(torch.tensor(rows), position).masked_fill(~allowed, float("-inf"))  # (rows, vocab)
+        total = (scores[:, None] + log_p).flatten()
+        top = total.topk(min(beam, int(torch.isfinite(total).sum())))
+        new_rows = []
+        for flat in top.indices.tolist():
+            row = list(rows[flat // log_p.size(1)])
+            row[position] = flat % log_p.size(1)
+            new_rows.append(row)
+        rows, scores = new_rows, top.values
+    words: dict[str, float] = {}
+    for row, score in zip(rows, scores.tolist()):
+        words.setdefault(tokenizer.decode(row[example.start:example.end]), score)
+    return list(words.items())[:k]
+
+
+def whole_word_accuracy(scorer, tokenizer, examples: Sequence[HiddenWord], k: int = 5,
+                        beam: int = 10) -> dict[str, float]:
+    """Top-1 and top-``k`` accuracy of whole-word fill-mask: a hit needs the whole hidden word."""
+    top1 = topk = 0
+    for example in examples:
+        guesses = [word for word, _ in fill_word(scorer, tokenizer, example, k=k, beam=beam)]
+        top1 += guesses[:1] == [example.word]
+        topk += example.word in guesses
+    return {"top1": top1 / len(examples), f"top{k}": topk / len(examples), "n": float(len(examples))}
