@@ -106,6 +106,14 @@ MUTANTS = (
            MODEL_TESTS),
     Mutant("mean pooling over padding", "models.py",
            "weights = keep.to(hidden.dtype)", "weights = torch.ones_like(keep, dtype=hidden.dtype)", MODEL_TESTS),
+    Mutant("language-model shift off by one", "language_model.py",
+           "return ids[:, :-1], ids[:, 1:]", "return ids[:, :-1], ids[:, :-1]", ("tests/test_gpt.py",)),
+    Mutant("translation target not shifted", "tasks.py",
+           "decoder_input, labels = tgt[:, :-1], tgt[:, 1:]", "decoder_input, labels = tgt[:, :-1], tgt[:, :-1]",
+           ("tests/test_train_command.py",)),
+    Mutant("smoothed loss normalised per sentence, not per target token", "tasks.py",
+           "label_smoothing, pad_id) / translation_target_count(batch, pad_id)",
+           "label_smoothing, pad_id) / batch[1].size(0)", ("tests/test_train_command.py",)),
 )
 
 
