@@ -28,7 +28,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .errors import CourseTypeError, CourseValueError
-from .tokenization import CLS_ID, MASK_ID, N_SPECIAL_TOKENS, SEP_ID, Tokenizer, pad_batch
+from .data.batching import length_bucketed_batches
+from .tokenization import CLS_ID, MASK_ID, N_SPECIAL_TOKENS, SEP_ID, Tokenizer
 from .validation import (check_bool, check_index, check_int, check_module, check_non_negative_int, check_positive_int,
                          check_rank, check_real, check_str, check_tensor, check_token_ids, describe)
 
@@ -210,7 +211,8 @@ def batches_by_length(sequences: Sequence[Sequence[int]], batch_size: int, shuff
     """Padded ``(batch, seq)`` batches of sequences of similar length (little padding, so less wasted compute).
 
     The sequences are sorted by length, cut into batches, and (with ``shuffle``) the batch order is shuffled with a
-    seeded generator. Returns a list, so it can be passed to ``training.fit`` and iterated once per epoch.
+    seeded generator: :func:`course_utils.data.batching.length_bucketed_batches` without labels. Returns a list, so
+    it can be passed to ``training.fit`` and iterated once per epoch.
     """
     if isinstance(sequences, (str, bytes, torch.Tensor)) or not hasattr(sequences, "__len__"):
         raise CourseTypeError(f"sequences must be a list of id lists, got {describe(sequences)}")
@@ -219,13 +221,7 @@ def batches_by_length(sequences: Sequence[Sequence[int]], batch_size: int, shuff
     check_positive_int("batch_size", batch_size)
     check_bool("shuffle", shuffle)
     check_int("seed", seed)
-    order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
-    batches = [pad_batch([sequences[i] for i in order[start:start + batch_size]])
-               for start in range(0, len(order), batch_size)]
-    if shuffle:
-        permutation = torch.randperm(len(batches), generator=torch.Generator().manual_seed(seed)).tolist()
-        batches = [batches[i] for i in permutation]
-    return batches
+    return length_bucketed_batches(sequences, batch_size, shuffle=shuffle, seed=seed)
 
 
 def logits_at(model: nn.Module, inputs: torch.Tensor, selected: torch.Tensor) -> torch.Tensor:
