@@ -129,6 +129,19 @@ def check_rank(x: object, rank: int, name: str, shape_doc: str) -> torch.Tensor:
     return x
 
 
+def check_device(name: str, value: object) -> torch.device:
+    """``value`` as a ``torch.device``: a ``torch.device`` or a device string such as ``'cpu'``, ``'cuda'``,
+    ``'cuda:1'``; refuses other types (an int is no device name here) and strings PyTorch does not parse."""
+    if not isinstance(value, (str, torch.device)):
+        raise CourseTypeError(f"{name} must be a torch.device or a str such as 'cpu' or 'cuda', got {describe(value)}; "
+                              "pass the device of the input, e.g. ids.device")
+    try:
+        return torch.device(value)
+    except RuntimeError:
+        raise CourseValueError(f"{name} must be a device name such as 'cpu', 'cuda' or 'cuda:0', got {value!r}; "
+                               "check the spelling") from None
+
+
 def check_non_empty(name: str, x: torch.Tensor, what: str = "at least one sequence of at least one token") -> None:
     """Refuse a tensor with a zero-size dimension (an empty batch or an empty sequence)."""
     if x.numel() == 0:

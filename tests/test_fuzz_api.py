@@ -74,8 +74,9 @@ VECTOR_MUTATIONS = mutations(
 OTHER_FLOATS = mutations(lambda x: x.double(), lambda x: x.bfloat16())
 MASK_MUTATIONS = mutations(
     lambda m: m.float(), lambda m: m.long(), lambda m: m.reshape(m.size(0), -1) if m.dim() == 4 else m[0],
-    lambda m: m.squeeze(1) if m.dim() == 4 else m[None, None], lambda m: m.repeat(2, *[1] * (m.dim() - 1)),
-    lambda m: torch.cat([m, m[..., :1]], dim=-1), lambda m: m.tolist())
+    lambda m: m.squeeze(1) if m.dim() == 4 else m[None, None], lambda m: torch.cat([m, m[..., :1]], dim=-1),
+    lambda m: m.tolist())
+DOUBLED_BATCH = mutations(lambda m: m.repeat(2, *[1] * (m.dim() - 1)))
 
 KINDS: dict[str, Any] = {
     # numbers and flags
@@ -134,7 +135,8 @@ KINDS: dict[str, Any] = {
     "label_values": (mutations(lambda y: y.float(), lambda y: y.bool(), lambda y: torch.where(y >= 0, y + 10_000, y),
                                lambda y: y.tolist(), lambda y: None)
                      + mutations(lambda y: y[0], lambda y: y[None], must_raise=False), None),
-    "mask": (MASK_MUTATIONS, None),                                           # bool (batch, 1, q or 1, k)
+    "mask": (MASK_MUTATIONS + DOUBLED_BATCH, None),                           # bool (batch, 1, q or 1, k)
+    "combinable_mask": (MASK_MUTATIONS + [(f, False) for f, _ in DOUBLED_BATCH], None),  # broadcasts with the other
     "selected": (mutations(lambda m: m.float(), lambda m: m[0], lambda m: m.tolist(), lambda m: None), None),
     "model_tensor": (mutations(lambda x: x.tolist(), lambda x: None, lambda x: x[0]), None),
 }
@@ -147,7 +149,8 @@ def listed_wrong_values(kind: str, valid: Any) -> list[tuple[Any, bool]]:
 
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
           torch.uint8, torch.bool)
-TENSOR_KINDS = {"ids", "ids_or_empty", "any_ids", "vectors", "any_float", "logits", "labels", "mask"}
+TENSOR_KINDS = {"ids", "ids_or_empty", "any_ids", "vectors", "any_float", "logits", "labels", "mask",
+                "combinable_mask"}
 
 
 def tensor_is_acceptable(kind: str, x: torch.Tensor, valid: torch.Tensor) -> bool:
@@ -155,7 +158,7 @@ def tensor_is_acceptable(kind: str, x: torch.Tensor, valid: torch.Tensor) -> boo
     integer = not x.is_floating_point() and x.dtype != torch.bool
     if kind in ("ids", "ids_or_empty", "any_ids", "labels"):
         return integer and x.dim() == 2 and (x.numel() > 0 or kind != "ids")
-    if kind == "mask":
+    if kind in ("mask", "combinable_mask"):
         return x.dtype == torch.bool and x.dim() == valid.dim()
     same_layout = x.dim() == valid.dim() and x.numel() > 0 and x.size(-1) == valid.size(-1)
     if kind == "vectors":
@@ -172,7 +175,7 @@ def generated_tensor(draw, kind: str, valid: torch.Tensor) -> tuple[torch.Tensor
     dtype = draw(st.sampled_from(DTYPES))
     x = torch.randint(7, 20, shape, generator=generator(draw(st.integers(0, 3)))).to(dtype) if kind != "vectors" \
         else torch.randn(shape, generator=generator()).to(dtype)
-    if kind == "mask":
+    if kind in ("mask", "combinable_mask"):
         x = (torch.rand(shape, generator=generator()) > 0.2).to(dtype)
     return x, not tensor_is_acceptable(kind, x, valid)
 
@@ -372,11 +375,12 @@ def build_registry() -> dict[str, Case | None]:
                                                          x=lambda: torch.randn(2, 2, 5, 4, generator=generator()))
     r["attention:capture_attention"] = case(capture_and_release, {"model": "module"}, model=seq2seq)
     # masks (mask helper)
-    r["masks:padding_mask"] = case(masks.padding_mask, {"ids": "ids", "pad_id": "id"}, ids=ids, pad_id=0)
+    r["masks:padding_mask"] = case(masks.padding_mask, {"ids": "any_ids", "pad_id": "count"}, ids=ids, pad_id=0)
     r["masks:causal_mask"] = case(masks.causal_mask, {"seq_len": "size", "device": "device"}, seq_len=5, device=None)
-    r["masks:target_mask"] = case(masks.target_mask, {"tgt_ids": "ids", "pad_id": "id"}, tgt_ids=ids, pad_id=0)
+    r["masks:target_mask"] = case(masks.target_mask, {"tgt_ids": "any_ids", "pad_id": "count"}, tgt_ids=ids,
+                                  pad_id=0)
     r["masks:combine_masks"] = case(lambda first, second: masks.combine_masks(first, second),
-                                    {"first": "mask", "second": "mask"}, first=padding,
+                                    {"first": "combinable_mask", "second": "combinable_mask"}, first=padding,
                                     second=lambda: masks.causal_mask(5))
     # layers (mask helper)
     r["layers:PositionwiseFeedForward"] = case(layers.PositionwiseFeedForward, {
@@ -667,20 +671,6 @@ KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
         'attention/layers: x=a torch.int64 tensor of shape (2, 5, 8) raised RuntimeError: mat1 and mat2 must…',
     ('layers:ResidualSublayer.forward', 'x', 'both'):
         'attention/layers: x=a torch.int64 tensor of shape (2, 5, 8) raised RuntimeError: mixed dtype (CPU):…',
-    ('masks:causal_mask', 'device', 'listed'):
-        'attention/layers: device=3 (int) raised RuntimeError: Cannot access accelerator device when none is…',
-    ('masks:combine_masks', 'first', 'both'):
-        'attention/layers: first=a torch.float32 tensor of shape (2, 1, 1, 5) raised NotImplementedError: "bi…',
-    ('masks:combine_masks', 'second', 'both'):
-        'attention/layers: second=a torch.float32 tensor of shape (1, 1, 5, 5) raised NotImplementedError: "b…',
-    ('masks:padding_mask', 'ids', 'listed'):
-        'attention/layers: ids=a torch.float32 tensor of shape (2, 5) was accepted silently; it must raise a…',
-    ('masks:padding_mask', 'pad_id', 'generated'):
-        'attention/layers: pad_id=1.5 (float) was accepted silently; it must raise a course error',
-    ('masks:target_mask', 'pad_id', 'generated'):
-        'attention/layers: pad_id=1.5 (float) was accepted silently; it must raise a course error',
-    ('masks:target_mask', 'tgt_ids', 'listed'):
-        'attention/layers: tgt_ids=a torch.float32 tensor of shape (2, 5) was accepted silently; it must rais…',
     ('reference:copy_linear_and_norms', 'pairs', 'listed'):
         "attention/layers: pairs='abc' (str) raised ValueError: not enough values to unpack (expected 2, got…",
     ('tokenization:BPETokenizer.load', 'path', 'listed'):
