@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from .config import check_heads
 from .errors import CourseTypeError, CourseValueError
 from .validation import (check_bool, check_float_input, check_non_empty, check_positive_int, check_probability,
-                         check_rank, check_same_batch, check_tensor)
+                         check_rank, check_same_batch, check_tensor, describe)
 
 __all__ = ["MultiHeadAttention", "capture_attention", "check_mask", "scaled_dot_product_attention"]
 
@@ -192,10 +192,17 @@ class MultiHeadAttention(nn.Module):
             raise CourseValueError(f"key and value need the same length, got {key.size(1)} and {value.size(1)}; "
                                    "pass one value per key")
         if cache is not None:
-            if not isinstance(cache, dict):
-                raise CourseTypeError(f"cache must be a dict this layer fills (start with {{}}), got "
-                                      f"{type(cache).__name__}; Seq2SeqTransformer.new_cache() builds them all")
-            if "k" in cache and cache["k"].size(0) != query.size(0):
+            filled = isinstance(cache, dict) and set(cache) == {"k", "v"} and all(
+                isinstance(t, torch.Tensor) and t.dim() == 4 and t.size(1) == self.n_heads and t.size(3) == self.d_head
+                for t in cache.values())
+            if not (isinstance(cache, dict) and (not cache or filled)):
+                got = ("a dict {" + ", ".join(f"{key!r}: {describe(value)}" for key, value in cache.items()) + "}"
+                       if isinstance(cache, dict) else describe(cache))
+                raise CourseTypeError(f"cache must be a dict this layer fills: {{}} before the first step, then "
+                                      f"{{'k': keys, 'v': values}} of shape (batch, heads={self.n_heads}, len, "
+                                      f"d_head={self.d_head}), got {got}; Seq2SeqTransformer.new_cache() builds them "
+                                      "all")
+            if cache and cache["k"].size(0) != query.size(0):
                 raise CourseValueError(f"the cache holds keys for {cache['k'].size(0)} rows but the query has "
                                        f"{query.size(0)}; start a new cache for a new batch")
 
@@ -211,9 +218,9 @@ class MultiHeadAttention(nn.Module):
                 k_len)``: ``padding_mask(ids)`` (batch, 1, 1, k_len), ``causal_mask(n)`` (1, 1, n, n), or both
                 combined. Anything else — a ``(batch, seq)`` mask, a mask for a bigger batch — raises.
             need_weights: also return the per-head attention weights.
-            cache: a dict this layer owns during incremental decoding. Self-attention (``static_kv=False``)
-                appends the new keys/values to the cached ones; cross-attention (``static_kv=True``) projects the
-                memory once and reuses it.
+            cache: a dict this layer owns during incremental decoding: ``{}`` at the first step, then the
+                ``"k"``/``"v"`` tensors it stores. Self-attention (``static_kv=False``) appends the new keys/values
+                to the cached ones; cross-attention (``static_kv=True``) projects the memory once and reuses it.
 
         Returns:
             ``(output (batch, q_len, d_model), weights (batch, heads, q_len, k_len) or None)``.

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from .attention import MultiHeadAttention
 from .config import ACTIVATIONS, NORM_PLACEMENTS, check_choice
 from .errors import CourseTypeError
-from .validation import check_bool, check_float_input, check_positive_int, check_probability, check_rank
+from .validation import check_bool, check_features, check_positive_int, check_probability, check_rank, check_vectors
 
 __all__ = ["DecoderLayer", "EncoderLayer", "PositionwiseFeedForward", "ResidualSublayer"]
 
@@ -31,8 +31,8 @@ class PositionwiseFeedForward(nn.Module):
         self.activation = F.relu if activation == "relu" else F.gelu
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``(batch, seq, d_model)`` → same shape."""
-        check_float_input(x, self, "x")
+        """``(..., d_model)`` → same shape: ``(batch, seq, d_model)`` in a layer, or one vector ``(d_model,)``."""
+        check_features(x, self, self.linear1.in_features)
         return self.linear2(self.dropout(self.activation(self.linear1(x))))
 
 
@@ -55,7 +55,7 @@ class ResidualSublayer(nn.Module):
 
     def forward(self, x: torch.Tensor, sublayer) -> torch.Tensor:
         """``x (batch, seq, d_model)`` → same shape; ``sublayer`` maps ``(batch, seq, d_model)`` to the same."""
-        check_float_input(x, self, "x")
+        check_vectors(x, self, self.norm.normalized_shape[0])
         if not callable(sublayer):
             raise CourseTypeError(f"sublayer must be a callable (a module or a function of x), got "
                                   f"{type(sublayer).__name__}; e.g. lambda h: attention(h, h, h)[0]")

@@ -86,6 +86,10 @@ def copy_linear_and_norms(pairs) -> None:
     """Copy weight and bias for each ``(ours, theirs)`` pair of ``nn.Linear`` or ``nn.LayerNorm`` modules."""
     if isinstance(pairs, (str, bytes)) or not hasattr(pairs, "__iter__"):
         raise CourseTypeError(f"pairs must be a list of (ours, theirs) module pairs, got {type(pairs).__name__}")
+    pairs = list(pairs)
+    if not pairs:
+        raise CourseValueError("pairs must hold at least one (ours, theirs) pair, got none; copying nothing would "
+                               "prove nothing — pass e.g. [(ours.linear1, theirs.linear1)]")
     for index, pair in enumerate(pairs):
         if not (isinstance(pair, tuple) and len(pair) == 2):
             raise CourseTypeError(f"pairs[{index}] must be a tuple (ours, theirs), got {pair!r:.60}")

@@ -230,6 +230,16 @@ def check_vectors(x: object, module: nn.Module, d_model: int, name: str = "x",
     return check_float_input(x, module, name)
 
 
+def check_features(x: object, module: nn.Module, d_model: int, name: str = "x") -> torch.Tensor:
+    """A floating ``(..., d_model)`` tensor of the module's dtype, with any leading dimensions: the input of a
+    position-wise block, which maps one vector as it maps a whole batch."""
+    check_tensor(name, x)
+    if x.dim() == 0 or x.size(-1) != d_model:
+        raise CourseValueError(f"{name} must have shape (..., d_model={d_model}), got {tuple(x.shape)}; its last "
+                               "dimension must equal the model's d_model")
+    return check_float_input(x, module, name)
+
+
 def check_module(name: str, value: object, kind: type = nn.Module) -> nn.Module:
     """``value`` if it is an instance of ``kind`` (an ``nn.Module`` by default)."""
     if not isinstance(value, kind):
