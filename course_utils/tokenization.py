@@ -741,13 +741,20 @@ class BPETokenizer(Tokenizer):
         """Write the tokenizer as JSON (the merge list is the whole model)."""
         data = {"type": "byte_level_bpe", "format_version": 2, "special_tokens": list(SPECIAL_TOKENS),
                 "word_split_pattern": WORD_SPLIT_PATTERN, "merges": [list(m) for m in self.merges]}
-        _check_path(path, "save").write_text(json.dumps(data), encoding="utf-8")
+        path = _check_path(path, "save")
+        if not path.parent.is_dir():
+            raise CourseValueError(f"save: the folder of {str(path)!r} does not exist; create it first with "
+                                   f"Path({str(path.parent)!r}).mkdir(parents=True), or save elsewhere.")
+        path.write_text(json.dumps(data), encoding="utf-8")
 
     @classmethod
     def load(cls, path: str | Path) -> "BPETokenizer":
         """Read a tokenizer written by :meth:`save`."""
+        path = _check_path(path, "load")
+        if not path.is_file():
+            raise CourseValueError(f"load: no such file: {str(path)!r}; pass the path you gave BPETokenizer.save.")
         try:
-            data = json.loads(_check_path(path, "load").read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError):
             data = None
         if not (isinstance(data, dict) and data.get("type") == "byte_level_bpe"
@@ -783,7 +790,7 @@ def merge_pair(symbols: list[int], pair: tuple[int, int], new_id: int) -> list[i
         raise CourseTypeError(f"merge_pair: pair must be two ids (a, b), got {pair!r}.")
     a = _check_id(pair[0], "pair[0]", where="merge_pair")
     b = _check_id(pair[1], "pair[1]", where="merge_pair")
-    new_id = _check_id(new_id, "new_id", where="merge_pair")
+    new_id = _check_id(new_id, "new_id", minimum=0, where="merge_pair")
     out, i, n = [], 0, len(symbols)
     while i < n:
         if i + 1 < n and symbols[i] == a and symbols[i + 1] == b:
