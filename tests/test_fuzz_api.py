@@ -669,26 +669,7 @@ def build_registry() -> dict[str, Case | None]:
 
 # Failures found by this test in modules other helpers own, keyed (entry, argument, "listed"/"generated"/"both"),
 # with the first wrong outcome. Strict: once the module is fixed the xfail turns into a failure, so remove the line.
-KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
-    ('data.numbers:check_number', 'max_digits', 'listed'):
-        'data.numbers: max_digits=1.5 (float) raised ValueError: the task covers 0 .. 30.6227766016…',
-    ('data.numbers:numbers_of_length', 'length', 'both'):
-        "data.numbers: length=1.5 (float) raised TypeError: 'float' object cannot be interpreted as…",
-    ('data.numbers:round_numbers', 'max_digits', 'both'):
-        "data.numbers: max_digits=1.5 (float) raised TypeError: 'float' object cannot be interprete…",
-    ('data.numbers:encode_pairs', 'pairs', 'listed'):
-        "data.numbers: pairs='abc' (str) raised AttributeError: 'str' object has no attribute 'engl…",
-    ('data.numbers:encode_pairs', 'source', 'listed'):
-        "data.numbers: source=3 (int) raised AttributeError: 'int' object has no attribute 'encode_…",
-    ('data.numbers:encode_pairs', 'target', 'listed'):
-        "data.numbers: target=3 (int) raised AttributeError: 'int' object has no attribute 'encode_…",
-    ('data.numbers:train_tokenizers', 'max_texts', 'both'):
-        "data.numbers: max_texts=1.5 (float) raised TypeError: can't multiply sequence by non-int o…",
-    ('data.numbers:train_tokenizers', 'pairs', 'listed'):
-        "data.numbers: pairs='abc' (str) raised AttributeError: 'str' object has no attribute 'numb…",
-    ('data.numbers:train_tokenizers', 'seed', 'listed'):
-        'data.numbers: seed=1.5 (float) was accepted silently; it must raise a course error',
-}
+KNOWN_FAILURES: dict[tuple[str, str, str], str] = {}
 
 
 REGISTRY = build_registry()

@@ -41,8 +41,8 @@ import torch
 from num2words import num2words
 
 from ..errors import CourseTypeError, CourseValueError
-from ..validation import check_int, check_positive_int
-from ..tokenization import BPETokenizer, WordTokenizer
+from ..validation import check_int, check_positive_int, describe
+from ..tokenization import BPETokenizer, Tokenizer, WordTokenizer
 
 MAX_DIGITS = 6
 GERMAN_VOCAB_SIZE = 320  # 263 (7 special + 256 bytes) + 57 merges: the merges come out as number morphemes
@@ -89,6 +89,7 @@ class NumberSplit:
 
 def check_number(number: int, max_digits: int = MAX_DIGITS) -> int:
     """Return ``number`` if it is an int in ``[0, 10**max_digits)``, else raise an error that says the range."""
+    check_positive_int("max_digits", max_digits)
     if isinstance(number, bool) or not isinstance(number, int):
         raise CourseTypeError(f"expected an int number, got {type(number).__name__} {number!r}; "
                               "convert with int(...), or parse typed text with parse_number(text)")
@@ -125,6 +126,7 @@ def make_pair(number: int) -> NumberPair:
 
 def round_numbers(max_digits: int = MAX_DIGITS) -> list[int]:
     """0–9 and every ``d·10^k`` below ``10**max_digits`` (10, 20, …, 90, 100, …, 900 000), sorted."""
+    check_positive_int("max_digits", max_digits)
     return sorted(set(range(10)) | {d * 10 ** k for d in range(1, 10) for k in range(1, max_digits)})
 
 
@@ -135,6 +137,7 @@ def _round_set(max_digits: int) -> frozenset[int]:
 
 def numbers_of_length(length: int) -> range:
     """All numbers with ``length`` digits (``range(0, 10)`` for length 1)."""
+    check_positive_int("length", length)
     return range(0 if length == 1 else 10 ** (length - 1), 10 ** length)
 
 
@@ -330,14 +333,28 @@ def train_tokenizers(pairs: list[NumberPair], german_vocab_size: int = GERMAN_VO
     the balance between digit lengths) plus the round numbers, so every number word is seen. They share the
     course's special ids (0 = [PAD], 5 = [BOS], 6 = [EOS]), so one ``pad_id`` serves both sides.
     """
-    if not pairs:
-        raise CourseValueError("expected training pairs, got an empty list; pass e.g. split.train")
+    _check_pairs(pairs, "split.train")
+    check_int("german_vocab_size", german_vocab_size, minimum=BPETokenizer.min_vocab_size)
+    check_positive_int("max_texts", max_texts)
+    check_int("seed", seed)
     sample = random.Random(seed).sample(pairs, min(len(pairs), max_texts))
     numbers = {pair.number for pair in pairs}
     texts = sample + [make_pair(n) for n in round_numbers(9) if n in numbers]
     source = WordTokenizer.train([p.english for p in texts], lowercase=True)
     target = BPETokenizer.train([p.german for p in texts], vocab_size=german_vocab_size)
     return source, target
+
+
+def _check_pairs(pairs: object, example: str) -> None:
+    """Refuse anything but a non-empty list (or tuple) of :class:`NumberPair`; ``example`` names a good argument."""
+    if not isinstance(pairs, (list, tuple)):
+        raise CourseTypeError(f"pairs must be a list of NumberPair, got {describe(pairs)}; pass e.g. {example}")
+    for index, pair in enumerate(pairs):
+        if not isinstance(pair, NumberPair):
+            raise CourseTypeError(f"pairs[{index}] must be a NumberPair, got {describe(pair)}; build pairs with "
+                                  f"make_pair(number), or pass e.g. {example}")
+    if not pairs:
+        raise CourseValueError(f"pairs must be a non-empty list of NumberPair, got an empty list; pass e.g. {example}")
 
 
 def encode_pairs(pairs: list[NumberPair], source: WordTokenizer, target: BPETokenizer
@@ -349,8 +366,11 @@ def encode_pairs(pairs: list[NumberPair], source: WordTokenizer, target: BPEToke
         ``tgt_ids (n, tgt_len)`` — ``[BOS] German BPE ids [EOS]``, right-padded with 0. Teacher forcing feeds
         ``tgt_ids[:, :-1]`` to the decoder and scores its predictions against ``tgt_ids[:, 1:]``.
     """
-    if not pairs:
-        raise CourseValueError("expected a non-empty list of pairs, got an empty list; pass e.g. split.test")
+    _check_pairs(pairs, "split.test")
+    for name, tokenizer in (("source", source), ("target", target)):
+        if not isinstance(tokenizer, Tokenizer):
+            raise CourseTypeError(f"{name} must be a course tokenizer, got {describe(tokenizer)}; pass the two "
+                                  "tokenizers train_tokenizers returns: source, target = train_tokenizers(split.train)")
     src_ids = source.encode_batch([p.english for p in pairs])
     tgt_ids = target.encode_batch([p.german for p in pairs], add_bos_eos=True)
     return src_ids, tgt_ids
