@@ -44,6 +44,15 @@ from ..errors import CourseTypeError, CourseValueError
 from ..validation import check_int, check_positive_int, describe
 from ..tokenization import BPETokenizer, Tokenizer, WordTokenizer
 
+__all__ = ["EXPECTED_INPUT", "GERMAN_VOCAB_SIZE", "GRAMMAR_WORDS", "HELD_OUT_FRACTION", "LENGTH_CATEGORIES",
+           "MAX_DIGITS", "NUMBER_WORDS", "NumberPair", "NumberSplit", "STRESS_CATEGORIES", "STRESS_PER_CATEGORY",
+           "STRUCTURAL_TESTS", "TEEN_WORDS", "TENS_WORDS", "TOKENIZER_TEXTS", "TRAIN_LENGTH_WEIGHTS",
+           "TRAIN_TEEN_PROBABILITY", "TRAIN_ZERO_PROBABILITY", "UNIT_WORDS", "category_test", "check_number",
+           "digit_length", "encode_pairs", "english_from_user_text", "english_words", "german_words", "has_inner_zero",
+           "has_repeated_digits", "is_near_round", "is_round", "is_teen_thousands", "make_number_split", "make_pair",
+           "numbers_of_length", "parse_number", "round_numbers", "sample_training_number", "stress_categories",
+           "structure_of", "train_tokenizers"]
+
 MAX_DIGITS = 6
 GERMAN_VOCAB_SIZE = 320  # 263 (7 special + 256 bytes) + 57 merges: the merges come out as number morphemes
 TOKENIZER_TEXTS = 2000  # a sample of the training pairs: BPE learns the same morphemes from it, much faster
@@ -99,6 +108,15 @@ def check_number(number: int, max_digits: int = MAX_DIGITS) -> int:
     return number
 
 
+def _check_max_digits(max_digits: object, fewest: int = 1) -> int:
+    """``max_digits`` as an int in ``fewest .. MAX_DIGITS``: the task's words stop at "thousand"."""
+    check_int("max_digits", max_digits)
+    if not fewest <= max_digits <= MAX_DIGITS:
+        raise CourseValueError(f"max_digits must be an int in {fewest}..{MAX_DIGITS}, got {max_digits}; the default "
+                               f"is {MAX_DIGITS} (the words stop at 'thousand')")
+    return max_digits
+
+
 def english_words(number: int) -> str:
     """``342`` → ``"three hundred and forty-two"`` (British English, as ``num2words`` writes it)."""
     return num2words(check_number(number, max_digits=12), lang="en")
@@ -142,6 +160,7 @@ def numbers_of_length(length: int) -> range:
 
 
 # --- what makes a number hard: the structural categories of the stress set ---------------------------------------
+# Each test takes a number of the task's range 0 .. 999 999 and refuses anything else (check_number).
 
 def _groups(number: int) -> tuple[int, int]:
     """``435_012`` → ``(435, 12)``: the thousands group and the units group."""
@@ -150,27 +169,27 @@ def _groups(number: int) -> tuple[int, int]:
 
 def is_teen_thousands(number: int) -> bool:
     """The thousands group ends in 11–19: 11,000 (*elftausend*), 16,512, 417,373."""
-    return number >= 11_000 and 11 <= _groups(number)[0] % 100 <= 19
+    return check_number(number) >= 11_000 and 11 <= _groups(number)[0] % 100 <= 19
 
 
 def has_inner_zero(number: int) -> bool:
     """A zero before the last non-zero digit: 305, 4,012, 800,232, 435,012 (a part of the number goes unsaid)."""
-    return "0" in str(number).rstrip("0")
+    return "0" in str(check_number(number)).rstrip("0")
 
 
 def is_round(number: int) -> bool:
     """At least 1,000 with exactly two non-zero digits: 11,000, 430,000, 7,050, 900,800 (one would be vocabulary)."""
-    return number >= 1000 and sum(digit != "0" for digit in str(number)) == 2
+    return check_number(number) >= 1000 and sum(digit != "0" for digit in str(number)) == 2
 
 
 def is_near_round(number: int) -> bool:
     """One to nine away from a multiple of 1,000: 100,001, 45,003, 299,999, 7,998."""
-    return number >= 1000 and 1 <= min(number % 1000, 1000 - number % 1000) <= 9
+    return check_number(number) >= 1000 and 1 <= min(number % 1000, 1000 - number % 1000) <= 9
 
 
 def has_repeated_digits(number: int) -> bool:
     """One digit throughout (444, 7,777) or the same three-digit group twice (323,323, 999,999)."""
-    text = str(number)
+    text = str(check_number(number))
     return (len(text) >= 3 and len(set(text)) == 1) or (number >= 100_000 and _groups(number)[0] == _groups(number)[1])
 
 
@@ -185,6 +204,7 @@ _FEWEST_DIGITS = {"teen thousands": 5, "inner zero": 3, "round": 4, "near round"
 
 def stress_categories(max_digits: int = MAX_DIGITS) -> tuple[str, ...]:
     """The stress categories that exist below ``10**max_digits`` (all of :data:`STRESS_CATEGORIES` for 6 digits)."""
+    _check_max_digits(max_digits)
     return (tuple(name for name in STRUCTURAL_TESTS if _FEWEST_DIGITS[name] <= max_digits)
             + tuple(f"{length} digits" for length in range(2, max_digits + 1)))
 
@@ -204,11 +224,12 @@ def _stress_quota(category: str, wanted: int, max_digits: int) -> int:
 
 def category_test(category: str):
     """The test ``number -> bool`` of a stress category (a structure, or a digit length)."""
+    if not isinstance(category, str) or category not in STRESS_CATEGORIES:
+        raise CourseValueError(f"category must be a stress category, one of {STRESS_CATEGORIES}, got "
+                               f"{describe(category)}; check the spelling")
     if category in LENGTH_CATEGORIES:
         return lambda number: digit_length(number) == LENGTH_CATEGORIES[category]
-    if category in STRUCTURAL_TESTS:
-        return STRUCTURAL_TESTS[category]
-    raise CourseValueError(f"expected a stress category, one of {STRESS_CATEGORIES}, got {category!r}")
+    return STRUCTURAL_TESTS[category]
 
 
 def structure_of(number: int) -> list[str]:
@@ -251,6 +272,9 @@ def sample_training_number(rng: random.Random, max_digits: int = MAX_DIGITS) -> 
     most of the numbers in range); each digit after the first is 0 with probability 0.3 (inner zeros, round
     and near-round numbers), and the tens digit of each three-digit group is 1 with probability 0.2 (teens).
     """
+    if not isinstance(rng, random.Random):
+        raise CourseTypeError(f"rng must be a random.Random, got {describe(rng)}; pass random.Random(seed)")
+    _check_max_digits(max_digits)
     length = rng.choices(range(1, max_digits + 1), weights=TRAIN_LENGTH_WEIGHTS[:max_digits])[0]
     if length == 1:
         return rng.randrange(10)
@@ -280,9 +304,7 @@ def make_number_split(n_train: int = 8000, n_test: int = 2000, stress_per_catego
     Returns:
         a :class:`NumberSplit`; ``train`` is shuffled, ``test`` and each stress list are sorted by number.
     """
-    if not isinstance(max_digits, int) or not 3 <= max_digits <= MAX_DIGITS:
-        raise CourseValueError(f"expected max_digits, an int in 3..{MAX_DIGITS}, got {max_digits!r}; "
-                               f"the default is {MAX_DIGITS} (the words stop at 'thousand')")
+    _check_max_digits(max_digits, fewest=3)
     hint = f"; the defaults are n_train=8000, n_test=2000, stress_per_category={STRESS_PER_CATEGORY}"
     for name, value in (("n_train", n_train), ("n_test", n_test), ("stress_per_category", stress_per_category)):
         check_positive_int(name, value, hint=hint)
@@ -577,11 +599,12 @@ def parse_number(text: str, max_digits: int = MAX_DIGITS) -> int:
     Refused, with the reason and a fix: empty text, decimals and fractions (``3.5``, ``"three point five"``),
     lists (``1,2,3``, ``"one, two"``), negative numbers, numbers outside ``0 .. 10**max_digits - 1``, repeated or
     misplaced scale words (``"thousand thousand"``, ``"hundred five"``), misplaced "and", number words in a
-    row (``"seven seven seven"``), mixed digits and words, and unknown words.
+    row (``"seven seven seven"``), mixed digits and words, and unknown words. ``max_digits`` is 1..6.
     """
     if not isinstance(text, str):
         raise CourseTypeError(f"expected the typed text as a str, got {type(text).__name__} {text!r}; "
                               "pass str(...) or call english_words(number) for an int")
+    _check_max_digits(max_digits)
     cleaned = " ".join(text.lower().split())
     top = 10 ** max_digits - 1
     if not cleaned:
@@ -617,6 +640,9 @@ def english_from_user_text(text: str, source: WordTokenizer | None = None, max_d
     tokenizer, the English must also consist of words that tokenizer knows (one trained on three-digit numbers
     has never seen "thousand").
     """
+    if source is not None and not isinstance(source, WordTokenizer):
+        raise CourseTypeError(f"source must be None or a WordTokenizer, got {describe(source)}; pass the first "
+                              "tokenizer train_tokenizers returns")
     english = english_words(parse_number(text, max_digits))
     if source is not None:
         unknown = [word for word in source.tokenize(english) if word not in source.piece_to_id]
