@@ -475,7 +475,7 @@ def evaluate_at_masks(model: nn.Module | None, batches: Iterable[torch.Tensor], 
     if model is not None:
         model.train(was_training)
     if n_mask == 0:
-        raise ValueError("evaluate_at_masks found no [MASK] position; are the batches empty or all padding?")
+        raise CourseValueError("evaluate_at_masks found no [MASK] position; are the batches empty or all padding?")
     return {name: {"accuracy": h[0] / n_predictions, "mask_accuracy": h[1] / n_mask,
                    "n_predictions": float(n_predictions), "n_mask": float(n_mask)} for name, h in hits.items()}
 
@@ -521,7 +521,7 @@ def sample_hidden_words(tokenizer, sentences: Sequence[str], n: int, seed: int =
         examples.append(HiddenWord(ids, a + 1, b + 1, "".join(texts[a:b]), text))
         if len(examples) == n:
             return examples
-    raise ValueError(f"only {len(examples)} of the {len(sentences)} sentences have a hideable word; asked for {n}")
+    raise CourseValueError(f"only {len(examples)} of the {len(sentences)} sentences have a hideable word; asked for {n}")
 
 
 def model_scorer(model: nn.Module):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from .errors import CourseValueError
 from .models import TransformerClassifier
 from .runtime import seed_everything
 from .tokenization import pad_batch
@@ -42,7 +43,7 @@ class SourceTask:
         texts, labels = [], []
         for label, name in enumerate(self.classes):
             if n_per_class > len(self.pool[name]):
-                raise ValueError(f"class {name!r} has only {len(self.pool[name])} labelled sentences to draw "
+                raise CourseValueError(f"class {name!r} has only {len(self.pool[name])} labelled sentences to draw "
                                  f"from, asked for {n_per_class}; lower the label count")
             chosen = rng.sample(self.pool[name], n_per_class)
             texts += chosen

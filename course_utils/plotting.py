@@ -12,6 +12,7 @@ import torch
 
 from .diagrams import (ARCHITECTURE_PARTS, ARCHITECTURE_VARIANTS, architecture_parts, draw_architecture,  # noqa: F401
                        draw_encoder_decoder_masks, draw_multihead_split, draw_residual_stream)
+from .errors import CourseValueError
 
 
 def show_heatmaps(matrices, row_labels: Sequence[str] | None = None, col_labels: Sequence[str] | None = None,
@@ -42,14 +43,14 @@ def show_heatmaps(matrices, row_labels: Sequence[str] | None = None, col_labels:
         panels = list(matrices) if not hasattr(matrices, "ndim") or matrices.ndim == 3 else [matrices]
     panels = [torch.as_tensor(p).detach().float().cpu() for p in panels]
     if not panels:
-        raise ValueError("show_heatmaps got no matrices to draw; pass a 2-D matrix or a list/stack of them")
+        raise CourseValueError("show_heatmaps got no matrices to draw; pass a 2-D matrix or a list/stack of them")
     if any(p.dim() != 2 for p in panels):
-        raise ValueError(f"show_heatmaps draws 2-D matrices, got panels of shapes {[tuple(p.shape) for p in panels]}")
+        raise CourseValueError(f"show_heatmaps draws 2-D matrices, got panels of shapes {[tuple(p.shape) for p in panels]}")
     if titles is not None and len(titles) != len(panels):
-        raise ValueError(f"got {len(titles)} titles for {len(panels)} panels")
+        raise CourseValueError(f"got {len(titles)} titles for {len(panels)} panels")
     for labels, axis, size in ((row_labels, "row", panels[0].shape[0]), (col_labels, "col", panels[0].shape[1])):
         if labels is not None and len(labels) != size:
-            raise ValueError(f"got {len(labels)} {axis}_labels for matrices with {size} {axis}s of shape "
+            raise CourseValueError(f"got {len(labels)} {axis}_labels for matrices with {size} {axis}s of shape "
                              f"{tuple(panels[0].shape)}; pass one label per {axis} (e.g. the tokens)")
     ncols = ncols or min(len(panels), 4)
     nrows = -(-len(panels) // ncols)

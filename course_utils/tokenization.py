@@ -264,6 +264,9 @@ def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = PAD_ID, max_len:
             "Example: pad_batch([[12, 40, 7], [12, 9]])."
         )
     pad_id = check_non_negative_int("pad_id", pad_id)
+    if pad_id >= 2**63:
+        raise CourseValueError(f"pad_id={pad_id} does not fit the int64 ids of a batch; pad with a small id that "
+                               "is in your vocabulary (the course uses PAD_ID = 0)")
     if max_len is not None:
         max_len = check_int("max_len", max_len)
         if max_len < 1:

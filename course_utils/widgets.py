@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+from .errors import CourseValueError
+
 
 def live_explorer(show: Callable[..., None], **controls) -> None:
     """Show ``show(**values)`` for the controls' initial values, then the controls; every change redraws below them.
@@ -45,11 +47,11 @@ def parse_dimensions(text: str, d_model: int) -> list[int]:
     try:
         dims = [int(part) for part in text.replace(" ", "").split(",") if part]
     except ValueError:
-        raise ValueError(f"dimensions must be whole numbers separated by commas, e.g. '0, 1, 10', "
+        raise CourseValueError(f"dimensions must be whole numbers separated by commas, e.g. '0, 1, 10', "
                          f"got {text!r}") from None
     bad = [d for d in dims if not 0 <= d < d_model]
     if bad or not dims:
-        raise ValueError(f"dimensions must lie in [0, {d_model - 1}] for d_model={d_model}, got {text!r}")
+        raise CourseValueError(f"dimensions must lie in [0, {d_model - 1}] for d_model={d_model}, got {text!r}")
     return dims
 
 
@@ -116,9 +118,9 @@ def attention_for_tokens(tokens: list[str], encode, attention, mask_kind: str = 
     from .masks import causal_mask, combine_masks
 
     if mask_kind not in MASK_KINDS:
-        raise ValueError(f"mask_kind must be one of {MASK_KINDS}, got {mask_kind!r}")
+        raise CourseValueError(f"mask_kind must be one of {MASK_KINDS}, got {mask_kind!r}")
     if not tokens:
-        raise ValueError("the sentence is empty; type at least one word")
+        raise CourseValueError("the sentence is empty; type at least one word")
     if "padding" in mask_kind:
         tokens = list(tokens) + [PAD_TOKEN] * n_pad
     real = torch.tensor([token != PAD_TOKEN for token in tokens])

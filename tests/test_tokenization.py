@@ -291,6 +291,8 @@ def test_pad_batch_errors():
         pad_batch([torch.tensor([9.0, 8.0])])
     with pytest.raises(CourseTypeError, match="expected an int id"):
         pad_batch([[True, False]])  # a mask, not ids
+    with pytest.raises(CourseValueError, match="does not fit the int64 ids"):
+        pad_batch([[9, 8]], pad_id=2**63)  # torch's own error would be an overflow deep in tensor creation
     with pytest.raises(CourseValueError, match="max_len must be >= 1"):
         pad_batch([[9, 8, 7]], max_len=-1)  # would have dropped the last token
     with pytest.raises(CourseValueError, match="max_len must be >= 1"):
