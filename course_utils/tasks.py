@@ -138,7 +138,7 @@ class ClassifierRecipe(Recipe):
 class MLMRecipe(Recipe):
     """Lesson 06: BERT-style masked language modelling on Python-documentation prose."""
 
-    epochs: int = 5
+    epochs: int = 7
     lr: float = 3e-3
     warmup_fraction: float = 0.1
     vocab_size: int = 500
@@ -146,11 +146,12 @@ class MLMRecipe(Recipe):
     batch_size: int = 32
     eval_batch_size: int = 256
     train_select_prob: float = 0.4
-    d_model: int = 64
+    d_model: int = 96
     n_heads: int = 4
-    d_ff: int = 256
-    n_layers: int = 2
+    d_ff: int = 192
+    n_layers: int = 1
     dropout: float = 0.0
+    positional: str = "sinusoidal"
     max_sentences: int | None = None
 
 
@@ -291,10 +292,13 @@ class MLMTask(Task):
         return mlm_loss_sum(model, batch)
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
-        metrics = mlm.evaluate_mlm(model, self.extras["held_out_batches"], self.model_config.vocab_size,
-                                   baseline=self.extras["unigram"])
+        held_out, vocab_size = self.extras["held_out_batches"], self.model_config.vocab_size
+        metrics = mlm.evaluate_mlm(model, held_out, vocab_size, baseline=self.extras["unigram"])
+        at_masks = mlm.evaluate_at_masks(model, held_out, vocab_size, {"bigram": self.extras["bigram"]})
         return {"accuracy %": 100 * metrics["accuracy"], "perplexity": metrics["perplexity"],
-                "unigram accuracy %": 100 * metrics["unigram_accuracy"]}
+                "unigram accuracy %": 100 * metrics["unigram_accuracy"],
+                "accuracy at [MASK] %": 100 * at_masks["model"]["mask_accuracy"],
+                "one-sided bigram at [MASK] %": 100 * at_masks["bigram"]["mask_accuracy"]}
 
 
 class TranslatorTask(Task):
@@ -386,9 +390,10 @@ def build_mlm_task(recipe: MLMRecipe, seed: int = 0) -> MLMTask:
     train_ids = encode(train_corpus.sentences)
     config = TransformerConfig(vocab_size=tokenizer.vocab_size, d_model=recipe.d_model, n_heads=recipe.n_heads,
                                d_ff=recipe.d_ff, n_layers=recipe.n_layers, max_len=recipe.max_len,
-                               dropout=recipe.dropout, activation="gelu", norm="pre")
+                               dropout=recipe.dropout, activation="gelu", norm="pre", positional=recipe.positional)
     return MLMTask("mlm", recipe, config, mlm.batches_by_length(train_ids, recipe.batch_size, shuffle=False),
                    "accuracy %", {"tokenizer": tokenizer, "unigram": mlm.UnigramBaseline(train_ids, config.vocab_size),
+                                  "bigram": mlm.NeighbourCountBaseline(train_ids, config.vocab_size, use_right=False),
                                   "held_out_batches": mlm.batches_by_length(encode(held_out_corpus.sentences),
                                                                             recipe.eval_batch_size, shuffle=False)})
 

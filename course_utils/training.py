@@ -15,7 +15,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from tqdm.auto import tqdm
 
 from .errors import CourseTypeError, CourseValueError
-from .validation import (check_bool, check_choice, check_int, check_module, check_non_negative_int,
+from .validation import (check_bool, check_choice, check_device, check_int, check_module, check_non_negative_int,
                          check_positive_int, check_real, check_str, describe)
 
 
@@ -69,12 +69,7 @@ class History:
 
 def to_device(batch, device: torch.device):
     """Move a tensor, or a tuple/list/dict of tensors, to ``device``."""
-    if not isinstance(device, (torch.device, str)):
-        raise CourseTypeError(f"device must be a torch.device or a string such as 'cpu', got {describe(device)}")
-    try:
-        device = torch.device(device)
-    except RuntimeError:
-        raise CourseValueError(f"device={device!r} is not a device name; use 'cpu' or 'cuda'") from None
+    device = check_device("device", device)
     if isinstance(batch, torch.Tensor):
         return batch.to(device)
     if isinstance(batch, dict):
@@ -183,13 +178,8 @@ def check_fit_arguments(model: nn.Module, train_batches: Iterable, loss_fn: Call
         raise CourseTypeError(f"eval_fn must be a function eval_fn(model) -> dict of metrics, got {describe(eval_fn)}")
     if eval_every is not None:
         check_positive_int("eval_every", eval_every)
-    if device is not None and not isinstance(device, (torch.device, str)):
-        raise CourseTypeError(f"device must be a torch.device or a string such as 'cpu', got {describe(device)}")
-    if isinstance(device, str):
-        try:
-            torch.device(device)
-        except RuntimeError:
-            raise CourseValueError(f"device={device!r} is not a device name; use 'cpu' or 'cuda'") from None
+    if device is not None:
+        check_device("device", device)
     check_bool("amp", amp)
     check_bool("progress", progress)
 
@@ -265,8 +255,6 @@ def fit(model: nn.Module, train_batches: Iterable, loss_fn: Callable[[nn.Module,
 
 
 # --- helpers the lessons share (plumbing: each lives here once, the notebooks import it) ---------------------
-
-from .errors import CourseValueError  # noqa: E402  (kept with the helpers appended below)
 
 
 def classification_loss(model: nn.Module, batch) -> torch.Tensor:

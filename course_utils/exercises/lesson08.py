@@ -93,7 +93,7 @@ def check_filter(got: torch.Tensor, expected: torch.Tensor, name: str, setting: 
         raise ExerciseFailure(f"with {setting} expected to keep tokens {expected_sets} (per row), kept {got_sets}.")
     keep = torch.isfinite(expected)
     if not close(got[keep], expected[keep]):
-        raise ExerciseFailure(f"the kept tokens' logits changed; leave them as they are (only the removed ones "
+        raise ExerciseFailure("the kept tokens' logits changed; leave them as they are (only the removed ones "
                               "become -inf), so their relative probabilities stay the same.")
 
 
