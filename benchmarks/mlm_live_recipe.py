@@ -17,7 +17,7 @@ import statistics
 
 import torch
 
-from course_utils import MaskedLanguageModel, TransformerConfig, mlm, seed_everything
+from course_utils import MaskedLanguageModel, mlm, seed_everything
 from course_utils.mlm_checkpoint import prepare_data
 from course_utils.tasks import MLMRecipe, recipe_for
 from course_utils.training import fit
@@ -44,11 +44,8 @@ def run(recipe: MLMRecipe, seed: int) -> dict[str, float]:
     """Train one model as lesson 06 does; accuracy at held-out [MASK] positions, the bigram's, and seconds."""
     train_ids, held_out_batches = data(recipe.vocab_size, recipe.max_len)
     batches = mlm.batches_by_length(train_ids, recipe.batch_size, shuffle=True, seed=seed)
-    config = TransformerConfig(vocab_size=recipe.vocab_size, d_model=recipe.d_model, n_heads=recipe.n_heads,
-                               d_ff=recipe.d_ff, n_layers=recipe.n_layers, max_len=recipe.max_len,
-                               dropout=recipe.dropout, activation="gelu", norm="pre", positional=recipe.positional)
     seed_everything(seed)
-    model = MaskedLanguageModel(config, tie_weights=True)
+    model = MaskedLanguageModel(recipe.model_config(recipe.vocab_size), tie_weights=True)
     total_steps = recipe.epochs * len(batches)
     history = fit(model, batches, mlm.make_mlm_loss_fn(recipe.vocab_size, seed=seed,
                                                        select_prob=recipe.train_select_prob),

@@ -154,6 +154,12 @@ class MLMRecipe(Recipe):
     positional: str = "sinusoidal"
     max_sentences: int | None = None
 
+    def model_config(self, vocab_size: int) -> TransformerConfig:
+        """The encoder + MLM head of this recipe for a tokenizer of ``vocab_size`` ids."""
+        return TransformerConfig(vocab_size=vocab_size, d_model=self.d_model, n_heads=self.n_heads, d_ff=self.d_ff,
+                                 n_layers=self.n_layers, max_len=self.max_len, dropout=self.dropout,
+                                 activation="gelu", norm="pre", positional=self.positional)
+
 
 @dataclass
 class TranslatorRecipe(Recipe):
@@ -388,9 +394,7 @@ def build_mlm_task(recipe: MLMRecipe, seed: int = 0) -> MLMTask:
                 for s in sentences]
 
     train_ids = encode(train_corpus.sentences)
-    config = TransformerConfig(vocab_size=tokenizer.vocab_size, d_model=recipe.d_model, n_heads=recipe.n_heads,
-                               d_ff=recipe.d_ff, n_layers=recipe.n_layers, max_len=recipe.max_len,
-                               dropout=recipe.dropout, activation="gelu", norm="pre", positional=recipe.positional)
+    config = recipe.model_config(tokenizer.vocab_size)
     return MLMTask("mlm", recipe, config, mlm.batches_by_length(train_ids, recipe.batch_size, shuffle=False),
                    "accuracy %", {"tokenizer": tokenizer, "unigram": mlm.UnigramBaseline(train_ids, config.vocab_size),
                                   "bigram": mlm.NeighbourCountBaseline(train_ids, config.vocab_size, use_right=False),
