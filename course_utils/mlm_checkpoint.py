@@ -1,6 +1,6 @@
 """Lesson 06's longer-trained masked language model: the script that makes it, and the loader.
 
-Lesson 06 trains a small MLM live, in about a minute. This module trains a bigger one for longer on the same
+Lesson 06 trains a small MLM live, in well under a minute. This module trains a bigger one for longer on the same
 training sentences (the same held-out split, so the notebook's held-out numbers stay honest) and ships it in
 ``course_utils/checkpoints/mlm/``:
 
