@@ -287,7 +287,7 @@ def randomise_norms(module: nn.Module) -> None:
                 m.bias.copy_(0.5 * torch.randn(m.bias.shape, generator=generator))
 
 
-ENCODER_LAYER_SOLUTION = (
+SUBLAYER_SOLUTION = (  # the FeedForward and Residual of the capstone solutions here and in lesson 07
     "import torch.nn as nn\n"
     "import torch.nn.functional as F\n"
     "\n"
@@ -316,6 +316,10 @@ ENCODER_LAYER_SOLUTION = (
     "        if self.pre:\n"
     "            return x + self.dropout(sublayer(self.norm(x)))   # Pre-LN\n"
     "        return self.norm(x + self.dropout(sublayer(x)))        # Post-LN\n"
+)
+
+ENCODER_LAYER_SOLUTION = (
+    SUBLAYER_SOLUTION +
     "\n"
     "\n"
     "class EncoderLayer(nn.Module):\n"

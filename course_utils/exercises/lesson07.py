@@ -5,7 +5,7 @@ import torch
 import torch.nn as nn
 
 from ..masks import padding_mask
-from .lesson04 import SUBLAYER_STARTER
+from .lesson04 import SUBLAYER_SOLUTION, SUBLAYER_STARTER
 from .asserts import as_tensor, close, compare_block, copy_weights, instantiate, own_function, own_module_class
 from .core import Exercise, ExerciseFailure
 
@@ -249,34 +249,7 @@ def check_decoder_layer(ns) -> None:
 
 
 DECODER_LAYER_SOLUTION = (
-    "import torch.nn as nn\n"
-    "import torch.nn.functional as F\n"
-    "\n"
-    "from course_utils.attention import MultiHeadAttention  # or yours, from lesson 03's capstone\n"
-    "\n"
-    "\n"
-    "class FeedForward(nn.Module):\n"
-    "    def __init__(self, d_model, d_ff, dropout):\n"
-    "        super().__init__()\n"
-    "        self.linear1 = nn.Linear(d_model, d_ff)\n"
-    "        self.linear2 = nn.Linear(d_ff, d_model)\n"
-    "        self.dropout = nn.Dropout(dropout)\n"
-    "\n"
-    "    def forward(self, x):\n"
-    "        return self.linear2(self.dropout(F.relu(self.linear1(x))))\n"
-    "\n"
-    "\n"
-    "class Residual(nn.Module):\n"
-    "    def __init__(self, d_model, dropout, norm):\n"
-    "        super().__init__()\n"
-    "        self.pre = norm == \"pre\"\n"
-    "        self.norm = nn.LayerNorm(d_model)\n"
-    "        self.dropout = nn.Dropout(dropout)\n"
-    "\n"
-    "    def forward(self, x, sublayer):\n"
-    "        if self.pre:\n"
-    "            return x + self.dropout(sublayer(self.norm(x)))\n"
-    "        return self.norm(x + self.dropout(sublayer(x)))\n"
+    SUBLAYER_SOLUTION +
     "\n"
     "\n"
     "class DecoderLayer(nn.Module):\n"
