@@ -14,7 +14,7 @@ from .errors import CourseTypeError, CourseValueError
 from .layers import DecoderLayer, EncoderLayer
 from .masks import padding_mask
 from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
-from .validation import (check_bool, check_choice, check_float_input, check_int, check_module, check_positive_int,
+from .validation import (check_bool, check_choice, check_features, check_int, check_module, check_positive_int,
                          check_probability, check_same_batch, check_token_ids, check_vectors, describe)
 
 POOLINGS = ("cls", "mean")
@@ -202,10 +202,7 @@ class MaskedLanguageModel(nn.Module):
 
     def head(self, hidden: torch.Tensor) -> torch.Tensor:
         """The MLM head alone: vectors ``(..., d_model)`` → vocabulary logits ``(..., vocab_size)``."""
-        d_model = self.text_encoder.config.d_model
-        if not isinstance(hidden, torch.Tensor) or hidden.dim() < 1 or hidden.size(-1) != d_model:
-            raise CourseValueError(f"head expects vectors (..., d_model={d_model}), got {describe(hidden)}")
-        check_float_input(hidden, self, "hidden")
+        check_features(hidden, self, self.text_encoder.config.d_model, "hidden")
         return self.output(self.transform_norm(F.gelu(self.transform(hidden))))
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:

@@ -34,7 +34,7 @@ from .attention import check_mask, scaled_dot_product_attention
 from .config import check_heads, count_parameters
 from .errors import CourseTypeError, CourseValueError
 from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
-from .validation import (check_choice, check_float_input, check_positive_int, check_probability, check_rank,
+from .validation import (check_choice, check_features, check_positive_int, check_probability, check_rank,
                          check_real, check_tensor, check_token_ids, check_vectors, describe)
 
 POSITIONS = ("learned", "sinusoidal", "rope")
@@ -131,9 +131,7 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``(..., d_model)`` → same shape and dtype."""
-        check_float_input(x, self)
-        if x.dim() < 1 or x.size(-1) != self.d_model:
-            raise CourseValueError(f"RMSNorm expects (..., d_model={self.d_model}), got {tuple(x.shape)}")
+        check_features(x, self, self.d_model)
         compute = torch.promote_types(x.dtype, torch.float32)
         eps = torch.finfo(compute).eps if self.eps is None else self.eps
         h = x.to(compute)
