@@ -258,18 +258,26 @@ def example_encoder_inputs(seed: int = 0) -> list[tuple[str, torch.Tensor, torch
             (f"x {tuple(x.shape)}, combined mask {tuple(combined.shape)}", x, combined)]
 
 
+def paired_layers(package_class: type, learner_class: type, name: str, norm: str, layout: str,
+                  final_norm_hint: str = ""):
+    """``(package, learner)``: the package's layer (seeded, LayerNorms randomised, dropout 0) and the learner's,
+    built with the capstone's sizes and carrying the package's weights — ready for ``compare_block``."""
+    torch.manual_seed(0)
+    package = package_class(D_MODEL, N_HEADS, D_FF, dropout=0.0, norm=norm)
+    randomise_norms(package)
+    learner = instantiate(learner_class, name, LAYER_SIGNATURE, D_MODEL, N_HEADS, D_FF, dropout=0.0, norm=norm)
+    copy_weights(package, learner, name, layout, final_norm_hint)
+    return package, learner
+
+
 def check_encoder_layer(ns) -> None:
     from ..layers import EncoderLayer as PackageLayer
     from .lesson03 import check_dropout
 
     learner_class = own_module_class(ns["EncoderLayer"], "EncoderLayer", "course_utils.layers.EncoderLayer")
     for norm in ("post", "pre"):
-        torch.manual_seed(0)
-        package = PackageLayer(D_MODEL, N_HEADS, D_FF, dropout=0.0, norm=norm)
-        randomise_norms(package)
-        learner = instantiate(learner_class, "EncoderLayer", LAYER_SIGNATURE, D_MODEL, N_HEADS, D_FF, dropout=0.0,
-                              norm=norm)
-        copy_weights(package, learner, "EncoderLayer", ENCODER_LAYER_LAYOUT, FINAL_NORM_HINT)
+        package, learner = paired_layers(PackageLayer, learner_class, "EncoderLayer", norm, ENCODER_LAYER_LAYOUT,
+                                         FINAL_NORM_HINT)
         for case, x, mask in example_encoder_inputs():
             compare_block(package, learner, "EncoderLayer", f"norm={norm!r}, {case}", {"x": x, "mask": mask},
                           lambda got: diagnose_encoder_layer(package, x, mask, norm, got))

@@ -6,7 +6,7 @@ import torch.nn as nn
 
 from ..masks import padding_mask
 from .lesson04 import SUBLAYER_SOLUTION, SUBLAYER_STARTER
-from .asserts import as_tensor, close, compare_block, copy_weights, instantiate, own_function, own_module_class
+from .asserts import as_tensor, close, compare_block, own_function, own_module_class
 from .core import Exercise, ExerciseFailure
 
 PAD, BOS, EOS = 0, 5, 6
@@ -228,16 +228,11 @@ def decoder_error_hint(message: str) -> str | None:
 def check_decoder_layer(ns) -> None:
     from ..layers import DecoderLayer as PackageLayer
     from .lesson03 import check_dropout
-    from .lesson04 import D_FF, D_MODEL, LAYER_SIGNATURE, N_HEADS, randomise_norms
+    from .lesson04 import D_FF, D_MODEL, LAYER_SIGNATURE, N_HEADS, paired_layers
 
     learner_class = own_module_class(ns["DecoderLayer"], "DecoderLayer", "course_utils.layers.DecoderLayer")
     for norm in ("post", "pre"):
-        torch.manual_seed(0)
-        package = PackageLayer(D_MODEL, N_HEADS, D_FF, dropout=0.0, norm=norm)
-        randomise_norms(package)
-        learner = instantiate(learner_class, "DecoderLayer", LAYER_SIGNATURE, D_MODEL, N_HEADS, D_FF, dropout=0.0,
-                              norm=norm)
-        copy_weights(package, learner, "DecoderLayer", DECODER_LAYER_LAYOUT)
+        package, learner = paired_layers(PackageLayer, learner_class, "DecoderLayer", norm, DECODER_LAYER_LAYOUT)
         for case, y, memory, tgt_mask, memory_mask in example_decoder_inputs():
             compare_block(package, learner, "DecoderLayer", f"norm={norm!r}, {case}",
                           {"y": y, "memory": memory, "tgt_mask": tgt_mask, "memory_mask": memory_mask},
