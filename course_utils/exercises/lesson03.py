@@ -318,6 +318,9 @@ def attention_mistake(block, query, key, mask, *, scale="d_head", softmax_dim=-1
     return block.w_o(merged), weights
 
 
+ZERO_FILL_HINT = ("setting a blocked score to 0 does not block it (exp(0) = 1 still takes a share of the softmax): "
+                  "fill with torch.finfo(scores.dtype).min.")
+
 WEIGHT_MISTAKES = (
     ({"scale": "none"}, "the √d_head scale is missing: divide the scores by math.sqrt(d_head), d_head = d_model // "
                         "n_heads, before the softmax."),
@@ -337,10 +340,8 @@ WEIGHT_MISTAKES = (
     ({"mask_mode": "query_axis"}, "the mask hides queries instead of keys (broadcast on the wrong axis): a mask is "
                                   "(batch, 1, q_len | 1, k_len), its last axis runs over the keys — use it as it "
                                   "comes, without transposing or re-shaping."),
-    ({"mask_mode": "zero_fill"}, "setting a blocked score to 0 does not block it (exp(0) = 1 still takes a share "
-                                 "of the softmax): fill with torch.finfo(scores.dtype).min."),
-    ({"mask_mode": "zero_fill_only"}, "setting a blocked score to 0 does not block it (exp(0) = 1 still gets "
-                                      "weight): fill with torch.finfo(scores.dtype).min."),
+    ({"mask_mode": "zero_fill"}, ZERO_FILL_HINT),
+    ({"mask_mode": "zero_fill_only"}, ZERO_FILL_HINT),
     ({"mask_mode": "after_softmax"}, "you masked after the softmax without renormalising: the remaining weights "
                                      "no longer sum to 1. Fill the blocked *scores* before the softmax."),
     ({"mask_mode": "no_zero_after"}, "a query whose every key is masked gets a uniform row of weights (an average "
