@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 from .config import check_heads
 from .errors import CourseTypeError, CourseValueError
+from .kv_cache import LayerCache
 from .validation import (check_bool, check_float_input, check_non_empty, check_positive_int, check_probability,
                          check_rank, check_same_batch, check_tensor, describe)
 
@@ -177,7 +178,7 @@ class MultiHeadAttention(nn.Module):
         check_non_empty("x", x)
 
     def check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                     cache: dict[str, torch.Tensor] | None = None) -> None:
+                     cache: LayerCache | None = None) -> None:
         """Raise a course error unless query/key/value (and the cache) fit this block; see :meth:`forward`."""
         for name, x, features in (("query", query, "d_model"), ("key", key, "kdim"), ("value", value, "vdim")):
             size = getattr(self, features)
@@ -192,23 +193,17 @@ class MultiHeadAttention(nn.Module):
             raise CourseValueError(f"key and value need the same length, got {key.size(1)} and {value.size(1)}; "
                                    "pass one value per key")
         if cache is not None:
-            filled = isinstance(cache, dict) and set(cache) == {"k", "v"} and all(
-                isinstance(t, torch.Tensor) and t.dim() == 4 and t.size(1) == self.n_heads and t.size(3) == self.d_head
-                for t in cache.values())
-            if not (isinstance(cache, dict) and (not cache or filled)):
-                got = ("a dict {" + ", ".join(f"{key!r}: {describe(value)}" for key, value in cache.items()) + "}"
-                       if isinstance(cache, dict) else describe(cache))
-                raise CourseTypeError(f"cache must be a dict this layer fills: {{}} before the first step, then "
-                                      f"{{'k': keys, 'v': values}} of shape (batch, heads={self.n_heads}, len, "
-                                      f"d_head={self.d_head}), got {got}; Seq2SeqTransformer.new_cache() builds them "
-                                      "all")
-            if cache and cache["k"].size(0) != query.size(0):
-                raise CourseValueError(f"the cache holds keys for {cache['k'].size(0)} rows but the query has "
+            if not isinstance(cache, LayerCache):
+                raise CourseTypeError(f"cache must be a LayerCache (one entry of model.new_cache()), got "
+                                      f"{describe(cache)}; build the model's cache with model.new_cache() and let "
+                                      "the model hand each layer its entry")
+            if cache.batch_size is not None and cache.batch_size != query.size(0):
+                raise CourseValueError(f"the cache holds keys for {cache.batch_size} rows but the query has "
                                        f"{query.size(0)}; start a new cache for a new batch")
 
     def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                 mask: torch.Tensor | None = None, need_weights: bool = False,
-                cache: dict[str, torch.Tensor] | None = None,
+                cache: LayerCache | None = None,
                 static_kv: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attend from ``query`` to ``key``/``value``.
 
@@ -218,9 +213,9 @@ class MultiHeadAttention(nn.Module):
                 k_len)``: ``padding_mask(ids)`` (batch, 1, 1, k_len), ``causal_mask(n)`` (1, 1, n, n), or both
                 combined. Anything else — a ``(batch, seq)`` mask, a mask for a bigger batch — raises.
             need_weights: also return the per-head attention weights.
-            cache: a dict this layer owns during incremental decoding: ``{}`` at the first step, then the
-                ``"k"``/``"v"`` tensors it stores. Self-attention (``static_kv=False``) appends the new keys/values
-                to the cached ones; cross-attention (``static_kv=True``) projects the memory once and reuses it.
+            cache: the :class:`~course_utils.kv_cache.LayerCache` this layer owns during incremental decoding.
+                Self-attention (``static_kv=False``) appends the new keys/values to the cached ones;
+                cross-attention (``static_kv=True``) projects the memory once, at the first step, and reuses it.
 
         Returns:
             ``(output (batch, q_len, d_model), weights (batch, heads, q_len, k_len) or None)``.
@@ -229,16 +224,13 @@ class MultiHeadAttention(nn.Module):
         check_bool("need_weights", need_weights)
         check_bool("static_kv", static_kv)
         q = self.split_heads(self.w_q(query))
-        if cache is not None and static_kv and "k" in cache:
-            k, v = cache["k"], cache["v"]
+        if cache is not None and static_kv and cache.length:
+            k, v = cache.keys, cache.values
         else:
             k = self.split_heads(self.w_k(key))
             v = self.split_heads(self.w_v(value))
             if cache is not None:
-                if not static_kv and "k" in cache:
-                    k = torch.cat([cache["k"], k], dim=2)
-                    v = torch.cat([cache["v"], v], dim=2)
-                cache["k"], cache["v"] = k, v
+                k, v = cache.append(k, v)
         if mask is not None:  # one check for both paths: the same bad mask gives the same error
             check_mask(mask, torch.Size((q.size(0), self.n_heads, q.size(2), k.size(2))))
         dropout_p = self.dropout if self.training else 0.0

@@ -227,10 +227,7 @@ def beam_search(model: nn.Module, src_ids: torch.Tensor, bos_id: int, eos_id: in
         prefix = torch.cat([prefix[parent], token[:, None]], dim=1)
         lengths = lengths[parent] + (~finished[parent]).long()
         finished = finished[parent] | (token == eos_id)
-        for layer_cache in cache:  # each hypothesis inherits its parent's keys and values
-            for kind in ("self", "cross"):
-                for name in list(layer_cache[kind]):
-                    layer_cache[kind][name] = layer_cache[kind][name][parent]
+        cache.reorder(parent)  # each hypothesis inherits its parent's keys and values
         if finished.all():
             break
     scores = log_probs / length_penalty(lengths.view(batch, beam_size), alpha)

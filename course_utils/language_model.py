@@ -11,7 +11,7 @@ The task: every sequence is ``[BOS] tokens… [EOS]`` (padded on the right with 
 """
 from __future__ import annotations
 
-__all__ = ["DecoderOnlyBlock", "DecoderOnlyLM", "KVCache", "LMData", "LMHistory", "NeuralBigramLM",
+__all__ = ["DecoderOnlyBlock", "DecoderOnlyLM", "LMData", "LMHistory", "NeuralBigramLM",
            "apply_repetition_penalty", "apply_temperature", "distinct_ngram_ratio", "encode_documents",
            "evaluate_lm", "generate", "lm_batches", "lm_loss", "next_token_logits", "pydoc_lm_data",
            "sample_perplexity", "shift_for_lm", "split_documents", "top_k_filter", "top_p_filter", "train_lm"]
@@ -29,31 +29,12 @@ from .attention import MultiHeadAttention
 from .config import TransformerConfig
 from .errors import CourseTypeError, CourseValueError
 from .layers import PositionwiseFeedForward, ResidualSublayer
-from .masks import padding_mask
+from .kv_cache import KVCache, LayerCache
+from .masks import causal_mask, padding_mask
 from .models import InputEmbedding, check_config, init_weights
 from .tokenization import BOS_ID, EOS_ID, PAD_ID
 from .validation import (check_bool, check_int, check_module, check_positive_int, check_real, check_token_ids,
                          describe)
-
-
-class KVCache:
-    """The keys and values every block has computed so far, for generation one token at a time.
-
-    ``layers[i]`` is the dict block ``i``'s self-attention fills (``"k"``, ``"v"``: ``(batch, heads, length,
-    d_head)``). Make one per batch of prompts with :meth:`DecoderOnlyLM.new_cache`.
-    """
-
-    def __init__(self, n_layers: int) -> None:
-        self.layers: list[dict[str, torch.Tensor]] = [{} for _ in range(check_int("n_layers", n_layers, 0))]
-
-    @property
-    def length(self) -> int:
-        """How many positions are cached (0 before the first call)."""
-        return self.layers[0]["k"].size(2) if self.layers and "k" in self.layers[0] else 0
-
-    @property
-    def batch_size(self) -> int | None:
-        return self.layers[0]["k"].size(0) if self.length else None
 
 
 class DecoderOnlyBlock(nn.Module):
@@ -78,9 +59,9 @@ class DecoderOnlyBlock(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                cache: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
+                cache: LayerCache | None = None) -> torch.Tensor:
         """``x (batch, seq, d_model)`` → same shape; ``mask`` 4-D bool (causal, maybe AND padding);
-        ``cache``: this block's entry of a :class:`KVCache` (new keys/values are appended)."""
+        ``cache``: this block's entry of a :class:`~course_utils.kv_cache.KVCache` (new keys/values are appended)."""
         def attend(h: torch.Tensor) -> torch.Tensor:
             return self.self_attn(h, h, h, mask, cache=cache)[0]
 
@@ -123,7 +104,7 @@ class DecoderOnlyLM(nn.Module):
                                 config.norm, self.residual, self.feed_forward)
 
     def new_cache(self) -> KVCache:
-        """An empty :class:`KVCache` for one batch of prompts."""
+        """An empty :class:`~course_utils.kv_cache.KVCache` for one batch of prompts."""
         return KVCache(len(self.blocks))
 
     def forward(self, ids: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
@@ -150,14 +131,12 @@ class DecoderOnlyLM(nn.Module):
             raise CourseValueError(f"positions {offset}..{offset + ids.size(1) - 1} exceed the context of "
                                    f"max_len={config.max_len}; keep only the last {config.max_len} tokens or build "
                                    "the model with a larger max_len")
-        new_len = ids.size(1)
-        # query i (absolute position offset + i) may see keys 0 .. offset + i: (1, 1, new_len, offset + new_len)
-        mask = torch.ones(new_len, offset + new_len, dtype=torch.bool, device=ids.device).tril(offset)[None, None]
+        mask = causal_mask(ids.size(1), past=offset, device=ids.device)  # (1, 1, new, offset + new)
         if cache is None:
             mask = mask & padding_mask(ids, config.pad_id)
         x = self.embedding(ids, offset)
         for i, block in enumerate(self.blocks):
-            x = block(x, mask, cache.layers[i] if cache is not None else None)
+            x = block(x, mask, cache.self_attention[i] if cache is not None else None)
         return self.lm_head(self.norm(x))
 
 

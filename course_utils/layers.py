@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from .attention import MultiHeadAttention
 from .config import ACTIVATIONS, NORM_PLACEMENTS, check_choice
 from .errors import CourseTypeError
+from .kv_cache import LayerCache
 from .validation import check_bool, check_features, check_positive_int, check_probability, check_rank, check_vectors
 
 __all__ = ["DecoderLayer", "EncoderLayer", "PositionwiseFeedForward", "ResidualSublayer"]
@@ -101,8 +102,8 @@ class DecoderLayer(nn.Module):
         self.ff_block = ResidualSublayer(d_model, dropout, norm, bias)
 
     def forward(self, y: torch.Tensor, memory: torch.Tensor, tgt_mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None,
-                cache: dict[str, dict[str, torch.Tensor]] | None = None) -> torch.Tensor:
+                memory_mask: torch.Tensor | None = None, self_cache: LayerCache | None = None,
+                cross_cache: LayerCache | None = None) -> torch.Tensor:
         """Decoder step.
 
         Args:
@@ -112,18 +113,14 @@ class DecoderLayer(nn.Module):
                 target padding, e.g. ``target_mask(tgt_ids)`` (batch, 1, tgt_len, tgt_len).
             memory_mask: 4-D bool for (batch, heads, tgt_len, src_len): hides source padding, e.g.
                 ``padding_mask(src_ids)`` (batch, 1, 1, src_len).
-            cache: during incremental decoding, ``{"self": {}, "cross": {}}`` owned by this layer.
+            self_cache, cross_cache: during incremental decoding, this layer's two entries of a
+                :class:`~course_utils.kv_cache.KVCache` (``cache.self_attention[i]``, ``cache.cross_attention[i]``).
 
         Returns:
             ``(batch, tgt_len, d_model)``.
         """
         check_rank(y, 3, "y (the target-side vectors)", "(batch, tgt_len, d_model)")
         check_rank(memory, 3, "memory (the encoder output)", "(batch, src_len, d_model)")
-        if cache is not None and not (isinstance(cache, dict) and {"self", "cross"} <= cache.keys()):
-            raise CourseTypeError(f"a decoder layer's cache must be a dict {{'self': {{}}, 'cross': {{}}}}, got "
-                                  f"{cache!r:.80}; Seq2SeqTransformer.new_cache() builds one per layer")
-        self_cache = cache["self"] if cache is not None else None
-        cross_cache = cache["cross"] if cache is not None else None
         y = self.self_attn_block(y, lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0])
         y = self.cross_attn_block(
             y, lambda h: self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache, static_kv=True)[0])

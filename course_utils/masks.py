@@ -41,18 +41,20 @@ def padding_mask(ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
     return (ids != pad_id)[:, None, None, :]
 
 
-def causal_mask(seq_len: int, device: torch.device | str | None = None) -> torch.Tensor:
-    """Mask that hides the future: position ``i`` may attend to positions ``0..i``.
+def causal_mask(q_len: int, past: int = 0, device: torch.device | str | None = None) -> torch.Tensor:
+    """Mask that hides the future: the query at position ``past + i`` may attend to keys ``0 .. past + i``.
 
+    ``past`` is the number of positions already in a KV cache (0 without one: then query ``i`` sees ``0..i``).
     ``device`` is ``None`` (the CPU), a ``torch.device`` or a device string such as ``'cuda'``.
 
     Returns:
-        bool ``(1, 1, seq_len, seq_len)``, lower-triangular ``True``.
+        bool ``(1, 1, q_len, past + q_len)``: lower-triangular ``True``, shifted right by ``past``.
     """
-    check_positive_int("seq_len", seq_len)
+    check_positive_int("q_len", q_len)
+    check_non_negative_int("past", past)
     if device is not None:
         device = check_device("device", device)
-    return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()[None, None]
+    return torch.ones(q_len, past + q_len, dtype=torch.bool, device=device).tril(diagonal=past)[None, None]
 
 
 def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
@@ -90,4 +92,4 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
 
 def target_mask(tgt_ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
     """Decoder self-attention mask: causal AND target padding, bool ``(batch, 1, seq, seq)``."""
-    return combine_masks(padding_mask(tgt_ids, pad_id), causal_mask(tgt_ids.size(1), tgt_ids.device))
+    return combine_masks(padding_mask(tgt_ids, pad_id), causal_mask(tgt_ids.size(1), device=tgt_ids.device))

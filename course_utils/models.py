@@ -12,13 +12,13 @@ from .config import POSITIONAL_KINDS, TransformerConfig
 from .embedding import TokenEmbedding
 from .errors import CourseTypeError, CourseValueError
 from .layers import DecoderLayer, EncoderLayer
-from .masks import padding_mask
+from .kv_cache import KVCache
+from .masks import causal_mask, padding_mask
 from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
 from .validation import (check_bool, check_choice, check_features, check_int, check_module, check_positive_int,
                          check_probability, check_same_batch, check_token_ids, check_vectors, describe)
 
 POOLINGS = ("cls", "mean")
-DecoderCache = list  # one {"self": {...}, "cross": {...}} dict per decoder layer
 
 
 def check_config(config: object) -> TransformerConfig:
@@ -30,24 +30,21 @@ def check_config(config: object) -> TransformerConfig:
     return config
 
 
-def check_cache(cache: object, n_layers: int, batch: int) -> None:
-    """Raise a clear error unless ``cache`` is ``None`` or a KV cache from ``new_cache()`` that fits ``batch`` rows.
-
-    The cache is a list with one ``{"self": {...}, "cross": {...}}`` dict per decoder layer.
-    """
+def check_cache(cache: object, n_layers: int, batch: int, cross_attention: bool = False) -> None:
+    """Raise a clear error unless ``cache`` is ``None`` or a :class:`~course_utils.kv_cache.KVCache` from
+    ``model.new_cache()`` with ``n_layers`` layers (and cross-attention entries when asked) that fits ``batch`` rows."""
     check_positive_int("n_layers", n_layers)
     check_positive_int("batch", batch)
+    check_bool("cross_attention", cross_attention)
     if cache is None:
         return
-    fix = "create it with model.new_cache() (one per batch of sentences) and pass the same object at every step"
-    if (not isinstance(cache, list) or len(cache) != n_layers
-            or not all(isinstance(c, dict) and isinstance(c.get("self"), dict) and isinstance(c.get("cross"), dict)
-                       for c in cache)):
-        raise CourseTypeError(f"cache must be a list of {n_layers} {{'self': {{}}, 'cross': {{}}}} dicts (one per "
-                              f"decoder layer), got {describe(cache)}; {fix}")
-    cached = cache[0]["self"].get("k")
-    if cached is not None and cached.size(0) != batch:
-        raise CourseValueError(f"the cache holds keys for {cached.size(0)} rows but this call has {batch}; {fix}")
+    fix = "create it with model.new_cache() (one per batch of prompts) and pass the same object at every step"
+    if (not isinstance(cache, KVCache) or len(cache.self_attention) != n_layers
+            or (cross_attention and cache.cross_attention is None)):
+        kind = "with cross-attention entries " if cross_attention else ""
+        raise CourseTypeError(f"cache must be a KVCache {kind}for {n_layers} layers, got {describe(cache)}; {fix}")
+    if cache.batch_size is not None and cache.batch_size != batch:
+        raise CourseValueError(f"the cache holds keys for {cache.batch_size} rows but this call has {batch}; {fix}")
 
 
 def init_weights(module: nn.Module) -> None:
@@ -108,14 +105,17 @@ class Decoder(nn.Module):
         self.norm = nn.LayerNorm(config.d_model)
 
     def forward(self, y: torch.Tensor, memory: torch.Tensor, tgt_mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None, cache: DecoderCache | None = None) -> torch.Tensor:
+                memory_mask: torch.Tensor | None = None, cache: KVCache | None = None) -> torch.Tensor:
         """``y (batch, tgt_len, d_model)``, ``memory (batch, src_len, d_model)`` → ``(batch, tgt_len, d_model)``."""
         check_vectors(y, self, self.config.d_model, "y", "(batch, tgt_len, d_model)")
         check_vectors(memory, self, self.config.d_model, "memory", "(batch, src_len, d_model)")
         check_same_batch(("y", y), ("memory", memory))
-        check_cache(cache, len(self.layers), y.size(0))
+        check_cache(cache, len(self.layers), y.size(0), cross_attention=True)
         for i, layer in enumerate(self.layers):
-            y = layer(y, memory, tgt_mask, memory_mask, cache[i] if cache is not None else None)
+            if cache is None:
+                y = layer(y, memory, tgt_mask, memory_mask)
+            else:
+                y = layer(y, memory, tgt_mask, memory_mask, cache.self_attention[i], cache.cross_attention[i])
         return self.norm(y)
 
 
@@ -230,12 +230,12 @@ class Seq2SeqTransformer(nn.Module):
         src_ids = check_token_ids(src_ids, self.config.vocab_size, self.config.max_len, name="src_ids")
         return self.encoder(self.src_embedding(src_ids), padding_mask(src_ids, self.config.pad_id))
 
-    def new_cache(self) -> DecoderCache:
-        """An empty KV cache for :meth:`decode` (one dict per decoder layer)."""
-        return [{"self": {}, "cross": {}} for _ in self.decoder.layers]
+    def new_cache(self) -> KVCache:
+        """An empty KV cache for :meth:`decode`: self- and cross-attention keys/values of every decoder layer."""
+        return KVCache(len(self.decoder.layers), cross_attention=True)
 
     def decode(self, tgt_in_ids: torch.Tensor, memory: torch.Tensor, src_ids: torch.Tensor,
-               cache: DecoderCache | None = None) -> torch.Tensor:
+               cache: KVCache | None = None) -> torch.Tensor:
         """Next-token logits ``(batch, tgt_len, tgt_vocab_size)``.
 
         Args:
@@ -254,17 +254,14 @@ class Seq2SeqTransformer(nn.Module):
         if memory.size(1) != src_ids.size(1):
             raise CourseValueError(f"memory covers {memory.size(1)} source positions but src_ids has "
                                    f"{src_ids.size(1)}; pass the src_ids that produced memory = model.encode(src_ids)")
-        check_cache(cache, len(self.decoder.layers), tgt_in_ids.size(0))
+        check_cache(cache, len(self.decoder.layers), tgt_in_ids.size(0), cross_attention=True)
         pad_id = config.pad_id
-        offset = cache[0]["self"]["k"].size(2) if cache is not None and cache[0]["self"] else 0
+        offset = cache.length if cache is not None else 0
         if offset + tgt_in_ids.size(1) > config.max_len:
             raise CourseValueError(f"target positions {offset}..{offset + tgt_in_ids.size(1) - 1} exceed "
                                    f"max_len={config.max_len}; generate fewer tokens or build the model with a "
                                    "larger max_len")
-        new_len = tgt_in_ids.size(1)
-        # query i (absolute position offset + i) may see keys 0 .. offset + i
-        tgt_mask = torch.ones(new_len, offset + new_len, dtype=torch.bool, device=tgt_in_ids.device)
-        tgt_mask = tgt_mask.tril(diagonal=offset)[None, None]
+        tgt_mask = causal_mask(tgt_in_ids.size(1), past=offset, device=tgt_in_ids.device)
         if cache is None:
             tgt_mask = tgt_mask & padding_mask(tgt_in_ids, pad_id)
         y = self.decoder(self.tgt_embedding(tgt_in_ids, offset), memory, tgt_mask,

@@ -33,6 +33,8 @@ import torch.nn.functional as F
 from .attention import check_mask, scaled_dot_product_attention
 from .config import check_heads, count_parameters
 from .errors import CourseTypeError, CourseValueError
+from .kv_cache import KVCache, LayerCache
+from .masks import causal_mask
 from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
 from .validation import (check_choice, check_features, check_positive_int, check_probability, check_rank,
                          check_real, check_tensor, check_token_ids, check_vectors, describe)
@@ -208,46 +210,6 @@ def repeat_kv(x: torch.Tensor, n_repeats: int) -> torch.Tensor:
     return x if n_repeats == 1 else x.repeat_interleave(n_repeats, dim=1)
 
 
-class LayerKVCache:
-    """The keys and values one attention layer has seen so far, ``(batch, kv_heads, length, d_head)`` each."""
-
-    def __init__(self) -> None:
-        self.keys: torch.Tensor | None = None
-        self.values: torch.Tensor | None = None
-
-    @property
-    def length(self) -> int:
-        """How many positions are cached (0 before the first call)."""
-        return 0 if self.keys is None else self.keys.size(2)
-
-    def append(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Add the new steps' keys/values (dim 2 = positions) and return everything cached."""
-        if self.keys is not None:
-            keys, values = torch.cat([self.keys, keys], dim=2), torch.cat([self.values, values], dim=2)
-        self.keys, self.values = keys, values
-        return keys, values
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes held by the cached tensors."""
-        return sum(t.numel() * t.element_size() for t in (self.keys, self.values) if t is not None)
-
-
-class KVCache:
-    """One :class:`LayerKVCache` per block of a :class:`ModernDecoderLM`; pass it to every forward call."""
-
-    def __init__(self, n_layers: int) -> None:
-        self.layers = [LayerKVCache() for _ in range(check_positive_int("n_layers", n_layers))]
-
-    @property
-    def length(self) -> int:
-        return self.layers[0].length
-
-    @property
-    def nbytes(self) -> int:
-        return sum(layer.nbytes for layer in self.layers)
-
-
 class GroupedQueryAttention(nn.Module):
     """Causal-ready self-attention with ``n_heads`` query heads sharing ``n_kv_heads`` key/value heads.
 
@@ -281,14 +243,14 @@ class GroupedQueryAttention(nn.Module):
         return x.view(batch, seq, heads, self.d_head).transpose(1, 2)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                cache: LayerKVCache | None = None) -> torch.Tensor:
+                cache: LayerCache | None = None) -> torch.Tensor:
         """Attend from every position of ``x`` to the cached and new positions.
 
         Args:
             x: ``(batch, seq, d_model)``, the new tokens (all of them, or one step with a cache).
             mask: bool, ``True`` = may attend, 4-D, each dimension 1 or the size of ``(batch, heads, seq,
                 cached + seq)``, e.g. ``causal_mask(seq)`` without a cache.
-            cache: the layer's :class:`LayerKVCache`; new keys/values (after RoPE) are appended to it.
+            cache: the layer's :class:`LayerCache`; new keys/values (after RoPE) are appended to it.
 
         Returns:
             ``(batch, seq, d_model)``.
@@ -384,15 +346,10 @@ class ModernBlock(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                cache: LayerKVCache | None = None) -> torch.Tensor:
+                cache: LayerCache | None = None) -> torch.Tensor:
         """``x (batch, seq, d_model)`` → same shape; ``mask`` as in :meth:`GroupedQueryAttention.forward`."""
         x = x + self.dropout(self.attn(self.attn_norm(x), mask, cache))
         return x + self.dropout(self.feed_forward(self.ff_norm(x)))
-
-
-def causal_mask_with_cache(seq: int, past: int, device: torch.device | str | None = None) -> torch.Tensor:
-    """bool ``(1, 1, seq, past + seq)``: new token ``i`` (at position ``past + i``) sees keys ``0 .. past + i``."""
-    return torch.ones(seq, past + seq, dtype=torch.bool, device=device).tril(diagonal=past)[None, None]
 
 
 class ModernDecoderLM(nn.Module):
@@ -430,9 +387,9 @@ class ModernDecoderLM(nn.Module):
         x = self.token_embedding(ids)                               # (batch, seq, d_model)
         if self.positional is not None:
             x = self.positional(x, offset=past)
-        mask = causal_mask_with_cache(ids.size(1), past, ids.device)
+        mask = causal_mask(ids.size(1), past=past, device=ids.device)
         for i, block in enumerate(self.blocks):
-            x = block(x, mask, None if cache is None else cache.layers[i])
+            x = block(x, mask, None if cache is None else cache.self_attention[i])
         return self.lm_head(self.final_norm(x))
 
 

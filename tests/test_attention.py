@@ -6,6 +6,7 @@ import torch.nn.functional as F
 
 from course_utils.errors import CourseError, CourseTypeError, CourseValueError
 from course_utils.attention import MultiHeadAttention, capture_attention, scaled_dot_product_attention
+from course_utils.kv_cache import LayerCache
 from course_utils.masks import causal_mask, combine_masks, padding_mask
 from course_utils.reference import copy_attention
 
@@ -125,8 +126,9 @@ def test_kv_cache_self_attention_matches_full_computation():
     ours, _ = torch_attention()
     x = torch.randn(2, 5, 16)
     full, _ = ours(x, x, x, causal_mask(5))
-    cache = {}
+    cache = LayerCache()
     steps = [ours(x[:, t:t + 1], x[:, t:t + 1], x[:, t:t + 1], None, cache=cache)[0] for t in range(5)]
+    assert cache.length == 5 and cache.batch_size == 2
     torch.testing.assert_close(torch.cat(steps, dim=1), full)
 
 
@@ -301,7 +303,8 @@ def test_copy_attention_refuses_modules_that_compute_something_else(theirs_kwarg
      r"\(at least 2\)"),
     (lambda: MultiHeadAttention(16, 4)(torch.randn(2, 3, 16), torch.randn(3, 3, 16), torch.randn(3, 3, 16)),
      CourseValueError, "batch sizes disagree"),
-    (lambda: MultiHeadAttention(16, 4)(*[torch.randn(1, 3, 16)] * 3, cache=[]), CourseTypeError, "cache must be a dict"),
+    (lambda: MultiHeadAttention(16, 4)(*[torch.randn(1, 3, 16)] * 3, cache=[]), CourseTypeError,
+     "cache must be a LayerCache"),
 ])
 def test_attention_arguments_are_checked_with_a_fix(call, error, message):
     with pytest.raises(error, match=message):
@@ -310,7 +313,7 @@ def test_attention_arguments_are_checked_with_a_fix(call, error, message):
 
 def test_a_cache_from_another_batch_is_refused():
     attention = MultiHeadAttention(16, 4)
-    cache = {}
+    cache = LayerCache()
     attention(*[torch.randn(2, 1, 16)] * 3, cache=cache)
     with pytest.raises(CourseValueError, match="holds keys for 2 rows"):
         attention(*[torch.randn(3, 1, 16)] * 3, cache=cache)

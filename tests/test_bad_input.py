@@ -5,6 +5,7 @@ import torch.nn as nn
 
 from course_utils.attention import MultiHeadAttention, scaled_dot_product_attention
 from course_utils.config import TransformerConfig
+from course_utils.kv_cache import KVCache
 from course_utils.embedding import TokenEmbedding
 from course_utils.errors import CourseError, CourseTypeError, CourseValueError
 from course_utils.layers import DecoderLayer, EncoderLayer
@@ -142,15 +143,16 @@ BAD_CALLS = {  # case: (call, expected error class, message pattern)
     "src/tgt batch mismatch": (lambda: seq2seq()(ids(2, 5), ids(3, 4)), CourseValueError,
                                "batch sizes disagree: src_ids has 2, tgt_in_ids has 3"),
     "wrong cache object": (lambda: seq2seq().decode(ids(2, 1), torch.zeros(2, 5, 16), ids(2, 5), cache={}),
-                           CourseTypeError, r"cache must be a list of 1.*new_cache\(\)"),
+                           CourseTypeError,
+                           r"cache must be a KVCache with cross-attention entries for 1 layers.*new_cache\(\)"),
     "cache of another batch": (lambda: cache_of_another_batch(), CourseValueError, "holds keys for 2 rows but"),
     "positions past max_len in decode": (lambda: seq2seq().decode(ids(1, 9), torch.zeros(1, 5, 16), ids(1, 5)),
                                          CourseValueError, "exceed max_len=8"),
     "negative positional offset": (lambda: SinusoidalPositionalEncoding(16, 8)(torch.zeros(1, 3, 16), offset=-1),
                                    CourseValueError, "offset must be an int >= 0"),
-    "cache of wrong dicts (was KeyError: 'self')": (
-        lambda: seq2seq().decode(ids(2, 1), torch.zeros(2, 5, 16), ids(2, 5), cache=[{"k": None}]),
-        CourseTypeError, r"cache must be a list of 1 \{'self': \{\}, 'cross': \{\}\} dicts"),
+    "a decoder-only cache handed to the translator": (
+        lambda: seq2seq().decode(ids(2, 1), torch.zeros(2, 5, 16), ids(2, 5), cache=KVCache(1)),
+        CourseTypeError, r"cache must be a KVCache with cross-attention entries"),
     "float max_new_tokens": (lambda: greedy_decode(seq2seq(), ids(2, 5), BOS_ID, EOS_ID, 5.0), CourseTypeError,
                              "max_new_tokens must be an int, got 5.0"),
     "float beam_size": (lambda: beam_search(seq2seq(), ids(2, 5), BOS_ID, EOS_ID, 5, beam_size=2.0), CourseTypeError,

@@ -31,6 +31,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from course_utils.errors import CourseError
+from course_utils.kv_cache import KVCache, LayerCache
 from course_utils.validation import describe
 
 MODULES = ("config", "embedding", "positional", "attention", "masks", "layers", "models", "reference", "mlm",
@@ -53,6 +54,20 @@ def fixed(*values: Any, must_raise: bool = True) -> list[tuple[Callable[[Any], A
 def mutations(*functions: Callable[[Any], Any], must_raise: bool = True) -> list[tuple[Callable[[Any], Any], bool]]:
     """Wrong values made from the valid one (e.g. the valid ids as floats)."""
     return [(f, must_raise) for f in functions]
+
+
+def filled_layer_cache(rows: int, heads: int = 2, d_head: int = 4) -> LayerCache:
+    """A layer cache holding one step of keys/values for ``rows`` rows (the fuzz models have batch 2)."""
+    cache = LayerCache()
+    cache.append(torch.zeros(rows, heads, 1, d_head), torch.zeros(rows, heads, 1, d_head))
+    return cache
+
+
+def filled_kv_cache(rows: int) -> KVCache:
+    """A one-layer encoder–decoder cache that already holds ``rows`` rows."""
+    cache = KVCache(1, cross_attention=True)
+    cache.self_attention[0] = filled_layer_cache(rows)
+    return cache
 
 
 def with_extra_column(x: torch.Tensor) -> torch.Tensor:
@@ -108,10 +123,12 @@ KINDS: dict[str, Any] = {
     "module": (fixed(3, "model", None, {"a": 1}), None),
     "optional_module": (fixed(3, "model", {"a": 1}), None),
     "config": (fixed(None, {"vocab_size": 20}, 3, "config"), None),
-    "cache": (fixed({}, [], [{}], "cache", [{"self": {}}], 3), None),
-    "attention_cache": (fixed([], [{}], "cache", {"self": {}, "cross": {}}, {"k": torch.zeros(2, 2, 1, 4)},
-                              {"k": torch.zeros(3, 2, 1, 4), "v": torch.zeros(3, 2, 1, 4)}, 3)
-                        + mutations(lambda cache: {}, must_raise=False), None),  # one block's: {} starts it
+    "cache": (fixed({}, [], [{}], "cache", [{"self": {}, "cross": {}}], 3)
+              + mutations(lambda cache: KVCache(1), lambda cache: KVCache(3, cross_attention=True),
+                          lambda cache: filled_kv_cache(rows=3)), None),
+    "attention_cache": (fixed([], [{}], "cache", {"k": torch.zeros(2, 2, 1, 4)}, 3)
+                        + mutations(lambda cache: KVCache(1), lambda cache: filled_layer_cache(rows=3))
+                        + mutations(lambda cache: LayerCache(), must_raise=False), None),  # a fresh one starts
     "id_lists": (fixed("text", [[1.5, 2.0]], [[-1, 8]], [], 3, None), None),
     "vocab_id_lists": (fixed("text", [[1.5, 2.0]], [[-1, 8]], [], 3, None, [[8, 10_000]]), None),
     "path": (fixed(3, None, "/nonexistent/file.po", Path("/nonexistent/file")), None),
@@ -388,7 +405,7 @@ def build_registry() -> dict[str, Case | None]:
     r["attention:capture_attention"] = case(capture_and_release, {"model": "module"}, model=seq2seq)
     # masks (mask helper)
     r["masks:padding_mask"] = case(masks.padding_mask, {"ids": "any_ids", "pad_id": "count"}, ids=ids, pad_id=0)
-    r["masks:causal_mask"] = case(masks.causal_mask, {"seq_len": "size", "device": "device"}, seq_len=5, device=None)
+    r["masks:causal_mask"] = case(masks.causal_mask, {"q_len": "size", "past": "count", "device": "device"}, q_len=5, past=0, device=None)
     r["masks:target_mask"] = case(masks.target_mask, {"tgt_ids": "any_ids", "pad_id": "count"}, tgt_ids=ids,
                                   pad_id=0)
     r["masks:combine_masks"] = case(lambda first, second: masks.combine_masks(first, second),
@@ -413,8 +430,10 @@ def build_registry() -> dict[str, Case | None]:
                                             {"x": "vectors", "mask": "mask"}, x=vectors, mask=padding)
     r["layers:DecoderLayer.forward"] = case(
         method(lambda: layers.DecoderLayer(8, 2, 16, 0.0).eval(), "forward"),
-        {"y": "vectors", "memory": "vectors", "tgt_mask": "mask", "memory_mask": "mask", "cache": "cache"},
-        y=vectors, memory=vectors, tgt_mask=lambda: masks.target_mask(ids()), memory_mask=padding, cache=None)
+        {"y": "vectors", "memory": "vectors", "tgt_mask": "mask", "memory_mask": "mask",
+         "self_cache": "attention_cache", "cross_cache": "attention_cache"},
+        y=vectors, memory=vectors, tgt_mask=lambda: masks.target_mask(ids()), memory_mask=padding, self_cache=None,
+        cross_cache=None)
     # reference (mask helper)
     r["reference:copy_attention"] = case(reference.copy_attention, {"ours": "module", "theirs": "module"},
                                          ours=mha, theirs=lambda: nn.MultiheadAttention(8, 2, batch_first=True))
@@ -438,8 +457,9 @@ def build_registry() -> dict[str, Case | None]:
                                              norm=nn.LayerNorm(8)))
     # models
     r["models:init_weights"] = case(models.init_weights, {"module": "module"}, module=tiny_linear)
-    r["models:check_cache"] = case(models.check_cache, {"cache": "cache", "n_layers": "size", "batch": "size"},
-                                   cache=lambda: seq2seq().new_cache(), n_layers=1, batch=2)
+    r["models:check_cache"] = case(models.check_cache, {"cache": "cache", "n_layers": "size", "batch": "size",
+                                                        "cross_attention": "bool"},
+                                   cache=lambda: seq2seq().new_cache(), n_layers=1, batch=2, cross_attention=True)
     r["models:InputEmbedding"] = case(models.InputEmbedding, {
         "vocab_size": "size", "d_model": "size", "max_len": "size", "positional": "choice", "dropout": "prob",
         "pad_id": "optional_id"}, vocab_size=20, d_model=8, max_len=8, positional="sinusoidal", dropout=0.0, pad_id=0)

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from course_utils.config import TransformerConfig
 from course_utils.errors import CourseTypeError, CourseValueError
-from course_utils.language_model import (DecoderOnlyBlock, DecoderOnlyLM, KVCache, NeuralBigramLM,
+from course_utils.kv_cache import KVCache
+from course_utils.language_model import (DecoderOnlyBlock, DecoderOnlyLM, NeuralBigramLM,
                                          encode_documents, evaluate_lm, lm_batches, lm_loss, shift_for_lm,
                                          split_documents, train_lm, distinct_ngram_ratio,
                                          sample_perplexity)

@@ -207,6 +207,6 @@ def test_decoder_layer_names_a_wrong_cache_and_wrong_memory():
     layer = DecoderLayer(D_MODEL, N_HEADS, D_FF)
     y = torch.randn(2, 1, D_MODEL)
     with pytest.raises(CourseTypeError, match=r"new_cache\(\)"):
-        layer(y, torch.randn(2, 6, D_MODEL), cache={})
+        layer(y, torch.randn(2, 6, D_MODEL), self_cache={})
     with pytest.raises(CourseValueError, match="memory"):
         layer(y, torch.randn(6, D_MODEL))
