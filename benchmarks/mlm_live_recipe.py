@@ -18,6 +18,7 @@ import statistics
 import torch
 
 from course_utils import MaskedLanguageModel, mlm, seed_everything
+from course_utils.data.batching import length_bucketed_batches
 from course_utils.mlm_checkpoint import prepare_data
 from course_utils.tasks import MLMRecipe, recipe_for
 from course_utils.training import fit
@@ -37,23 +38,24 @@ VARIANTS = {
 def data(vocab_size: int, max_len: int):
     """``(train_ids, held_out_batches)`` with lesson 06's split and a BPE of ``vocab_size`` ids."""
     _, _, train_ids, held_out_ids = prepare_data(vocab_size, max_len)
-    return train_ids, mlm.batches_by_length(held_out_ids, 256, shuffle=False)
+    return train_ids, length_bucketed_batches(held_out_ids, 256, shuffle=False)
 
 
 def run(recipe: MLMRecipe, seed: int) -> dict[str, float]:
     """Train one model as lesson 06 does; accuracy at held-out [MASK] positions, the bigram's, and seconds."""
-    train_ids, held_out_batches = data(recipe.vocab_size, recipe.max_len)
-    batches = mlm.batches_by_length(train_ids, recipe.batch_size, shuffle=True, seed=seed)
+    vocab_size = recipe.model.vocab_size
+    train_ids, held_out_batches = data(vocab_size, recipe.model.max_len)
+    batches = length_bucketed_batches(train_ids, recipe.batch_size, shuffle=True, seed=seed)
     seed_everything(seed)
-    model = MaskedLanguageModel(recipe.model_config(recipe.vocab_size), tie_weights=True)
+    model = MaskedLanguageModel(recipe.model_config(vocab_size), tie_weights=True)
     total_steps = recipe.epochs * len(batches)
-    history = fit(model, batches, mlm.make_mlm_loss_fn(recipe.vocab_size, seed=seed,
+    history = fit(model, batches, mlm.make_mlm_loss_fn(vocab_size, seed=seed,
                                                        select_prob=recipe.train_select_prob),
                   epochs=recipe.epochs, lr=recipe.lr, warmup_steps=recipe.warmup_for(total_steps),
                   schedule=recipe.schedule, weight_decay=recipe.weight_decay, clip_norm=recipe.clip_norm,
                   progress=False)
-    bigram = mlm.NeighbourCountBaseline(train_ids, recipe.vocab_size, use_right=False)
-    scores = mlm.evaluate_at_masks(model, held_out_batches, recipe.vocab_size, {"bigram": bigram})
+    bigram = mlm.NeighbourCountBaseline(train_ids, vocab_size, use_right=False)
+    scores = mlm.evaluate_at_masks(model, held_out_batches, vocab_size, {"bigram": bigram})
     return {"model": scores["model"]["mask_accuracy"], "bigram": scores["bigram"]["mask_accuracy"],
             "seconds": history.seconds}
 

@@ -1,8 +1,16 @@
 """course_utils — the finished building blocks of *Transformer from Scratch*.
 
 Read it like the course's table of contents: ``masks`` → ``embedding`` → ``positional`` → ``attention`` →
-``layers`` → ``models`` → ``training``; plus ``tokenization``, ``data``, ``mlm``, ``decoding``, ``runtime`` (seeds,
-device, threads), ``plotting``, ``widgets`` and ``exercises``.
+``layers`` → ``models`` → ``losses`` → ``training`` → ``decoding`` → ``language_model`` (lesson 08) → ``modern``
+(lesson 09's switches); plus ``kv_cache``, ``tokenization``, ``data``, ``mlm``, ``ngram``, ``runtime`` (seeds,
+device, threads), ``plotting``, ``widgets``, ``exercises`` and the commands (``train``, ``ablation``, ``classroom``).
+
+Its floors, each importing only from the floors below: the ground (``errors``, ``validation``, ``masks``,
+``kv_cache``, ``config``, ``runtime``); blocks (``embedding``, ``positional``, ``modern``, ``attention``, ``layers``,
+``memory``); models (``models``, ``language_model``, ``reference``); text and data (``tokenization``, ``data``); the
+loop (``losses``, ``training``, ``decoding``, ``mlm``, ``ngram``, ``distributed``, ``mlm_transfer``); recipes and
+commands (``tasks``, ``train``, ``ablation``, ``mlm_checkpoint``); pictures (``plotting``, ``diagrams``,
+``widgets``); teaching (``exercises``); the classroom (``classroom``).
 """
 from .attention import MultiHeadAttention, capture_attention, scaled_dot_product_attention
 from .config import TransformerConfig, count_parameters
@@ -10,14 +18,39 @@ from .data.pydoc_corpus import load_pydoc_corpus
 from .embedding import TokenEmbedding, check_token_ids
 from .layers import DecoderLayer, EncoderLayer, PositionwiseFeedForward
 from .masks import causal_mask, combine_masks, padding_mask, target_mask
-from .models import (Decoder, Encoder, InputEmbedding, MaskedLanguageModel, Seq2SeqTransformer, TextEncoder,
-                     TransformerClassifier)
-from .plotting import (ARCHITECTURE_PARTS, draw_architecture, draw_encoder_decoder_masks, draw_multihead_split,
-                       draw_residual_stream, plot_history, show_heatmaps)
+from .models import (
+    Decoder,
+    Encoder,
+    InputEmbedding,
+    MaskedLanguageModel,
+    Seq2SeqTransformer,
+    TextEncoder,
+    TransformerClassifier,
+)
+from .plotting import (
+    ARCHITECTURE_PARTS,
+    draw_architecture,
+    draw_encoder_decoder_masks,
+    draw_multihead_split,
+    draw_residual_stream,
+    plot_history,
+    show_heatmaps,
+)
 from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding, sinusoidal_table
 from .runtime import environment_report, pick_device, seed_everything, set_threads
-from .tokenization import (BOS_ID, CLS_ID, EOS_ID, MASK_ID, PAD_ID, SEP_ID, SPECIAL_TOKENS, BPETokenizer,
-                           CharTokenizer, WordTokenizer, pad_batch)
+from .tokenization import (
+    BOS_ID,
+    CLS_ID,
+    EOS_ID,
+    MASK_ID,
+    PAD_ID,
+    SEP_ID,
+    SPECIAL_TOKENS,
+    BPETokenizer,
+    CharTokenizer,
+    WordTokenizer,
+    pad_batch,
+)
 from .training import fit, make_loader
 
 __version__ = "0.1.0"

@@ -13,13 +13,26 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .config import check_heads
+from .config import check_heads, check_kv_heads
 from .errors import CourseTypeError, CourseValueError
 from .kv_cache import LayerCache
-from .validation import (check_bool, check_float_input, check_non_empty, check_positive_int, check_probability,
-                         check_rank, check_same_batch, check_tensor, describe)
+from .modern import _rotary_tables, _rotate, repeat_kv, rope_frequencies
+from .validation import (
+    check_bool,
+    check_float_input,
+    check_non_empty,
+    check_positive_int,
+    check_probability,
+    check_rank,
+    check_real,
+    check_same_batch,
+    check_tensor,
+    checked_by,
+    describe,
+)
 
-__all__ = ["MultiHeadAttention", "capture_attention", "check_mask", "scaled_dot_product_attention"]
+__all__ = ["MultiHeadAttention", "capture_attention", "check_attention_inputs", "check_mask",
+           "scaled_dot_product_attention"]
 
 _SCORE_DIMS = ("batch", "heads", "q_len", "k_len")
 
@@ -69,23 +82,9 @@ def check_mask(mask: torch.Tensor, scores_shape: torch.Size) -> None:
                 "padding_mask(ids) → (batch, 1, 1, seq), causal_mask(seq_len) → (1, 1, seq, seq)")
 
 
-def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                                 mask: torch.Tensor | None = None, dropout_p: float = 0.0,
-                                 scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """``softmax(Q Kᵀ / √d_k) V``, written out step by step (lesson 03).
-
-    Args:
-        query: ``(..., q_len, d_k)``; key: ``(..., k_len, d_k)``; value: ``(..., k_len, d_v)``.
-        mask: optional bool, ``True`` = may attend, with as many dimensions as the scores ``(..., q_len, k_len)``,
-            each of size 1 or the scores' size (see :func:`check_mask`).
-        dropout_p: dropout on the attention weights (use 0 in evaluation).
-        scale: the factor on the scores; default ``1 / √d_k``.
-
-    Returns:
-        ``(output (..., q_len, d_v), weights (..., q_len, k_len))`` in the dtype of ``query``. A query whose every
-        key is masked gets all-zero weights and a zero output — finite, never NaN. float16/bfloat16 inputs are
-        computed in float32 (as the fused kernels accumulate), so large inputs do not overflow.
-    """
+def check_attention_inputs(query: object, key: object, value: object, mask: torch.Tensor | None = None,
+                           dropout_p: float = 0.0, scale: float | None = None) -> None:
+    """Raise a course error unless the arguments fit :func:`scaled_dot_product_attention` (see its docstring)."""
     for name, x in (("query", query), ("key", key), ("value", value)):
         check_tensor(name, x)
         if not x.is_floating_point():
@@ -95,23 +94,61 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
             raise CourseValueError(f"{name} must have shape (..., seq, features) with as many dimensions as query "
                                    f"{tuple(query.shape)} (at least 2), got {tuple(x.shape)}")
         check_non_empty(name, x)
+    if not query.dtype == key.dtype == value.dtype:
+        raise CourseTypeError(f"query, key and value must have one dtype, got {query.dtype}, {key.dtype} and "
+                              f"{value.dtype}; convert them with .to(query.dtype) (mixing would silently promote)")
     if not query.shape[:-2] == key.shape[:-2] == value.shape[:-2]:
         raise CourseValueError(f"query, key and value need the same leading (batch, heads) dimensions, got "
                                f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}")
     if dropout_p != 0.0:
         check_probability("dropout_p", dropout_p)
+    if scale is not None:
+        check_real("scale", scale, 0.0, low_inclusive=False, hint="; None uses 1 / sqrt(d_k)")
     if query.size(-1) != key.size(-1):
         raise CourseValueError(f"query and key need the same last dimension d_k, got {query.size(-1)} and "
                                f"{key.size(-1)}; project both to the same size")
     if key.size(-2) != value.size(-2):
         raise CourseValueError(f"key and value need the same length, got {key.size(-2)} and {value.size(-2)}; "
                                "pass one value per key")
+    if mask is not None:
+        check_mask(mask, torch.Size((*query.shape[:-1], key.size(-2))))
+
+
+def _hide_unseen_keys(mask: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Zero the keys and values that no query may see (padding), so a NaN/inf stored there cannot reach a real
+    output through ``0 × NaN``. ``mask`` broadcasts to ``(..., q_len, k_len)``; key/value are ``(..., k_len, d)``."""
+    seen = mask.any(dim=-2)[..., None]                                   # (..., k_len, 1)
+    if seen.dim() == 4 and seen.size(1) not in (1, key.size(1)):         # per-query-head mask, fewer K/V heads
+        seen = seen.any(dim=1, keepdim=True)
+    return key.masked_fill(~seen, 0.0), value.masked_fill(~seen, 0.0)
+
+
+@checked_by(check_attention_inputs)
+def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                                 mask: torch.Tensor | None = None, dropout_p: float = 0.0,
+                                 scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``softmax(Q Kᵀ / √d_k) V``, written out step by step (lesson 03).
+
+    Args:
+        query: ``(..., q_len, d_k)``; key: ``(..., k_len, d_k)``; value: ``(..., k_len, d_v)``, one dtype.
+        mask: optional bool, ``True`` = may attend, with as many dimensions as the scores ``(..., q_len, k_len)``,
+            each of size 1 or the scores' size (see :func:`check_mask`).
+        dropout_p: dropout on the attention weights (use 0 in evaluation).
+        scale: the factor on the scores; default ``1 / √d_k``.
+
+    Returns:
+        ``(output (..., q_len, d_v), weights (..., q_len, k_len))`` in the dtype of ``query``. A query whose every
+        key is masked gets all-zero weights and a zero output — finite, never NaN; a key no query may see
+        contributes nothing, even if it holds NaN. float16/bfloat16 inputs are computed in float32 (as the fused
+        kernels accumulate), so large inputs do not overflow.
+    """
     scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
     compute_dtype = torch.promote_types(query.dtype, torch.float32)  # float16/bfloat16 → float32
+    if mask is not None:
+        key, value = _hide_unseen_keys(mask, key, value)
     # scale the queries *before* the product: Q Kᵀ alone can exceed the float16 range where Q Kᵀ / √d_k does not
     scores = (query.to(compute_dtype) * scale) @ key.to(compute_dtype).transpose(-2, -1)
     if mask is not None:
-        check_mask(mask, scores.shape)
         # a finite "minus infinity": a fully masked row becomes a uniform softmax instead of 0/0 = NaN, ...
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)
@@ -130,40 +167,61 @@ class MultiHeadAttention(nn.Module):
     ``use_fast_path=True`` computes the same result through ``F.scaled_dot_product_attention`` (fused kernels)
     whenever the weights are not requested. ``kdim``/``vdim`` (default ``d_model``) are the feature sizes of the
     keys and values when they differ from the queries', as in ``nn.MultiheadAttention``.
+
+    Lesson 09's switches: ``n_kv_heads`` (default ``n_heads``) key/value heads shared by groups of query heads
+    (grouped-query attention; 1 = multi-query), and ``rope_base`` (default ``None``): rotate queries and keys by
+    their positions (RoPE, self-attention only; with a cache the new tokens continue after the cached ones).
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True,
-                 use_fast_path: bool = True, kdim: int | None = None, vdim: int | None = None) -> None:
+                 use_fast_path: bool = True, kdim: int | None = None, vdim: int | None = None,
+                 n_kv_heads: int | None = None, rope_base: float | None = None) -> None:
         super().__init__()
         check_heads(d_model, n_heads)
         self.d_model = d_model
         self.n_heads = n_heads
         self.d_head = d_model // n_heads
+        self.n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        check_kv_heads(n_heads, self.n_kv_heads)
         self.kdim = d_model if kdim is None else check_positive_int("kdim", kdim)
         self.vdim = d_model if vdim is None else check_positive_int("vdim", vdim)
         self.scale = 1.0 / math.sqrt(self.d_head)
         self.dropout = check_probability("dropout", dropout)
         self.use_fast_path = check_bool("use_fast_path", use_fast_path)
+        self.rope_base = None if rope_base is None else check_real("rope_base", rope_base, 1.0, low_inclusive=False)
+        if self.rope_base is not None:
+            rope_frequencies(self.d_head, self.rope_base)  # refuses an odd d_head now, not at the first forward
         check_bool("bias", bias)
+        kv_features = self.n_kv_heads * self.d_head
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
-        self.w_k = nn.Linear(self.kdim, d_model, bias=bias)
-        self.w_v = nn.Linear(self.vdim, d_model, bias=bias)
+        self.w_k = nn.Linear(self.kdim, kv_features, bias=bias)
+        self.w_v = nn.Linear(self.vdim, kv_features, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
         self.capture = False  # set by capture_attention()
         self.captured_weights: torch.Tensor | None = None
 
-    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """``(batch, seq, d_model)`` → ``(batch, heads, seq, d_head)``."""
-        self._check_head_input(x, 3, "(batch, seq, d_model)", -1, self.d_model)
-        batch, seq, _ = x.shape
-        return x.view(batch, seq, self.n_heads, self.d_head).transpose(1, 2)
+    def check_split_input(self, x: torch.Tensor, n_heads: int | None = None) -> None:
+        """Raise a course error unless ``x`` fits :meth:`split_heads`."""
+        heads = self.n_heads if n_heads is None else check_positive_int("n_heads", n_heads)
+        self._check_head_input(x, 3, "(batch, seq, heads · d_head)", -1, heads * self.d_head)
 
-    def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """``(batch, heads, seq, d_head)`` → ``(batch, seq, d_model)``."""
+    @checked_by(check_split_input)
+    def split_heads(self, x: torch.Tensor, n_heads: int | None = None) -> torch.Tensor:
+        """``(batch, seq, heads · d_head)`` → ``(batch, heads, seq, d_head)``; ``heads`` is ``n_heads`` unless given
+        (the keys and values of grouped-query attention have ``n_kv_heads``)."""
+        batch, seq, _ = x.shape
+        return x.view(batch, seq, self.n_heads if n_heads is None else n_heads, self.d_head).transpose(1, 2)
+
+    def check_merge_input(self, x: torch.Tensor) -> None:
+        """Raise a course error unless ``x`` fits :meth:`merge_heads`."""
         self._check_head_input(x, 4, "(batch, heads, seq, d_head)", -1, self.d_head)
         if x.size(1) != self.n_heads:
             raise CourseValueError(f"x must have shape (batch, heads={self.n_heads}, seq, d_head), got "
                                    f"{tuple(x.shape)}; merge the output of split_heads")
+
+    @checked_by(check_merge_input)
+    def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """``(batch, heads, seq, d_head)`` → ``(batch, seq, d_model)``."""
         batch, _, seq, _ = x.shape
         return x.transpose(1, 2).contiguous().view(batch, seq, self.d_model)
 
@@ -178,8 +236,9 @@ class MultiHeadAttention(nn.Module):
         check_non_empty("x", x)
 
     def check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                     cache: LayerCache | None = None) -> None:
-        """Raise a course error unless query/key/value (and the cache) fit this block; see :meth:`forward`."""
+                     mask: torch.Tensor | None = None, need_weights: bool = False, cache: LayerCache | None = None,
+                     static_kv: bool = False) -> None:
+        """Raise a course error unless the arguments fit this block; see :meth:`forward`."""
         for name, x, features in (("query", query, "d_model"), ("key", key, "kdim"), ("value", value, "vdim")):
             size = getattr(self, features)
             check_rank(x, 3, name, f"(batch, seq, {features}={size})")
@@ -192,6 +251,13 @@ class MultiHeadAttention(nn.Module):
         if key.size(1) != value.size(1):
             raise CourseValueError(f"key and value need the same length, got {key.size(1)} and {value.size(1)}; "
                                    "pass one value per key")
+        check_bool("need_weights", need_weights)
+        check_bool("static_kv", static_kv)
+        if self.rope_base is not None and (static_kv or query.size(1) != key.size(1)):
+            raise CourseValueError("RoPE rotates queries and keys of the same tokens: this block (rope_base="
+                                   f"{self.rope_base}) does self-attention only, got query {tuple(query.shape)} and "
+                                   f"key {tuple(key.shape)}{' with static_kv=True' if static_kv else ''}")
+        past = 0
         if cache is not None:
             if not isinstance(cache, LayerCache):
                 raise CourseTypeError(f"cache must be a LayerCache (one entry of model.new_cache()), got "
@@ -200,7 +266,12 @@ class MultiHeadAttention(nn.Module):
             if cache.batch_size is not None and cache.batch_size != query.size(0):
                 raise CourseValueError(f"the cache holds keys for {cache.batch_size} rows but the query has "
                                        f"{query.size(0)}; start a new cache for a new batch")
+            past = cache.length
+        if mask is not None:  # one check for both paths: the same bad mask gives the same error
+            k_len = past if static_kv and past else past + key.size(1)
+            check_mask(mask, torch.Size((query.size(0), self.n_heads, query.size(1), k_len)))
 
+    @checked_by(check_inputs)
     def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                 mask: torch.Tensor | None = None, need_weights: bool = False,
                 cache: LayerCache | None = None,
@@ -220,31 +291,39 @@ class MultiHeadAttention(nn.Module):
         Returns:
             ``(output (batch, q_len, d_model), weights (batch, heads, q_len, k_len) or None)``.
         """
-        self.check_inputs(query, key, value, cache)
-        check_bool("need_weights", need_weights)
-        check_bool("static_kv", static_kv)
-        q = self.split_heads(self.w_q(query))
+        q = self.split_heads(self.w_q(query))                              # (batch, heads, q_len, d_head)
         if cache is not None and static_kv and cache.length:
             k, v = cache.keys, cache.values
         else:
-            k = self.split_heads(self.w_k(key))
-            v = self.split_heads(self.w_v(value))
+            k = self.split_heads(self.w_k(key), self.n_kv_heads)           # (batch, kv_heads, k_len, d_head)
+            v = self.split_heads(self.w_v(value), self.n_kv_heads)
+            if self.rope_base is not None:                                 # lesson 09: rotate by position
+                q, k = self._rotate_by_position(q, k, past=0 if cache is None else cache.length)
             if cache is not None:
                 k, v = cache.append(k, v)
-        if mask is not None:  # one check for both paths: the same bad mask gives the same error
-            check_mask(mask, torch.Size((q.size(0), self.n_heads, q.size(2), k.size(2))))
         dropout_p = self.dropout if self.training else 0.0
         need_weights = need_weights or self.capture
         if need_weights or not self.use_fast_path:
-            out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p, self.scale)
+            groups = self.n_heads // self.n_kv_heads
+            out, weights = scaled_dot_product_attention(q, repeat_kv(k, groups), repeat_kv(v, groups), mask,
+                                                        dropout_p, self.scale)
         else:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=self.scale)
+            if mask is not None:
+                k, v = _hide_unseen_keys(mask, k, v)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=self.scale,
+                                                 enable_gqa=self.n_kv_heads != self.n_heads)
             if mask is not None:  # the fused kernels may leave NaN where a query can see no key: make it 0
                 out = out.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
             weights = None
         if self.capture:
             self.captured_weights = weights.detach()
         return self.w_o(self.merge_heads(out)), (weights if need_weights else None)
+
+    def _rotate_by_position(self, q: torch.Tensor, k: torch.Tensor, past: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """RoPE on ``q``/``k`` ``(batch, heads, seq, d_head)`` of the tokens at positions ``past .. past + seq - 1``."""
+        positions = torch.arange(past, past + q.size(2), device=q.device)
+        cos, sin = _rotary_tables(positions, rope_frequencies(self.d_head, self.rope_base))
+        return _rotate(q, cos, sin), _rotate(k, cos, sin)
 
 
 @contextmanager

@@ -1,8 +1,9 @@
 """Model configuration and parameter counting."""
 from __future__ import annotations
 
-__all__ = ["ACTIVATIONS", "NORM_PLACEMENTS", "POSITIONAL_KINDS", "TransformerConfig", "attention_parameter_count",
-           "check_heads", "count_parameters", "decoder_layer_parameter_count", "encoder_layer_parameter_count",
+__all__ = ["ACTIVATIONS", "NORMALIZATIONS", "NORM_PLACEMENTS", "POSITIONAL_KINDS", "TransformerConfig",
+           "attention_parameter_count", "check_heads", "check_kv_heads", "count_parameters",
+           "decoder_layer_parameter_count", "encoder_layer_parameter_count",
            "feed_forward_parameter_count", "layer_norm_parameter_count"]
 
 from dataclasses import dataclass
@@ -10,12 +11,20 @@ from dataclasses import dataclass
 import torch.nn as nn
 
 from .errors import CourseValueError
-from .validation import (check_bool, check_choice, check_index, check_module, check_positive_int,
-                         check_probability)
+from .validation import (
+    check_bool,
+    check_choice,
+    check_index,
+    check_module,
+    check_positive_int,
+    check_probability,
+    check_real,
+)
 
-ACTIVATIONS = ("relu", "gelu")
+ACTIVATIONS = ("relu", "gelu", "swiglu")       # swiglu: the gated feed-forward of lesson 09
 NORM_PLACEMENTS = ("post", "pre")
-POSITIONAL_KINDS = ("sinusoidal", "learned")
+NORMALIZATIONS = ("layernorm", "rmsnorm")
+POSITIONAL_KINDS = ("sinusoidal", "learned", "rope")  # rope: no table added, queries and keys rotated (lesson 09)
 
 
 @dataclass
@@ -23,10 +32,17 @@ class TransformerConfig:
     """Hyper-parameters shared by every model in the course.
 
     ``d_model`` must be divisible by ``n_heads`` (each head gets ``d_model // n_heads`` dimensions).
-    ``norm="post"`` is the original paper's Add & Norm (``x = norm(x + sublayer(x))``); ``"pre"`` normalises first
-    (``x = x + sublayer(norm(x))``). ``tgt_vocab_size`` is only used by the encoder–decoder (defaults to
-    ``vocab_size``). Every field is checked when the config is built: sizes are positive ints, ``dropout`` lies
-    in [0, 1), ``pad_id`` is a valid id of both vocabularies.
+    ``norm`` is where the normalisation sits: ``"post"`` is the original paper's Add & Norm
+    (``x = norm(x + sublayer(x))``), ``"pre"`` normalises first (``x = x + sublayer(norm(x))``).
+    ``tgt_vocab_size`` is only used by the encoder–decoder (defaults to ``vocab_size``).
+
+    Lesson 09's switches, each changing one thing: ``positional="rope"`` (rotate queries and keys by
+    ``rope_base``), ``normalization="rmsnorm"``, ``activation="swiglu"`` (a gated feed-forward whose hidden size is
+    ``d_ff``), ``n_kv_heads`` < ``n_heads`` (grouped-query attention; ``None`` = ``n_heads``, 1 = multi-query), and
+    ``bias=False`` (no bias in any linear layer or LayerNorm).
+
+    Every field is checked when the config is built: sizes are positive ints, ``dropout`` lies in [0, 1),
+    ``pad_id`` is a valid id of both vocabularies, ``n_kv_heads`` divides ``n_heads``, RoPE has an even ``d_head``.
     """
 
     vocab_size: int
@@ -41,6 +57,10 @@ class TransformerConfig:
     positional: str = "sinusoidal"
     pad_id: int = 0
     tgt_vocab_size: int | None = None
+    normalization: str = "layernorm"
+    n_kv_heads: int | None = None
+    rope_base: float = 10000.0
+    bias: bool = True
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
@@ -52,6 +72,14 @@ class TransformerConfig:
         check_choice("activation", self.activation, ACTIVATIONS)
         check_choice("norm", self.norm, NORM_PLACEMENTS)
         check_choice("positional", self.positional, POSITIONAL_KINDS)
+        check_choice("normalization", self.normalization, NORMALIZATIONS)
+        check_bool("bias", self.bias)
+        if self.n_kv_heads is not None:  # None: as many as n_heads (kept None, so replace(n_heads=...) still works)
+            check_kv_heads(self.n_heads, self.n_kv_heads)
+        check_real("rope_base", self.rope_base, low=1.0, low_inclusive=False, hint="; 10000.0 is the usual value")
+        if self.positional == "rope" and self.d_head % 2:
+            raise CourseValueError(f"RoPE rotates pairs of dimensions, so d_head = d_model // n_heads must be even, "
+                                   f"got {self.d_head}; pick d_model and n_heads with an even quotient")
         check_index("pad_id", self.pad_id, self.vocab_size, f"the vocabulary (vocab_size={self.vocab_size})")
         if self.tgt_vocab_size is None:
             self.tgt_vocab_size = self.vocab_size
@@ -61,6 +89,18 @@ class TransformerConfig:
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads per attention layer: ``n_kv_heads``, or ``n_heads`` when it is ``None``."""
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
+
+    def layer_options(self) -> dict:
+        """The settings every layer of a model built from this config takes (see :mod:`course_utils.layers`)."""
+        return {"d_model": self.d_model, "n_heads": self.n_heads, "d_ff": self.d_ff, "dropout": self.dropout,
+                "activation": self.activation, "norm": self.norm, "bias": self.bias,
+                "normalization": self.normalization, "n_kv_heads": self.n_kv_heads,
+                "rope_base": self.rope_base if self.positional == "rope" else None}
 
 
 def check_heads(d_model: int, n_heads: int) -> None:
@@ -72,6 +112,17 @@ def check_heads(d_model: int, n_heads: int) -> None:
         divisors = [h for h in range(1, min(d_model, 32) + 1) if d_model % h == 0]
         raise CourseValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}; each head needs "
                                f"d_model // n_heads dimensions. Pick n_heads from {divisors} or change d_model.")
+
+
+def check_kv_heads(n_heads: int, n_kv_heads: int) -> None:
+    """``n_kv_heads`` must be a positive int that divides ``n_heads`` (each K/V head serves a whole group)."""
+    check_positive_int("n_heads", n_heads)
+    check_positive_int("n_kv_heads", n_kv_heads)
+    if n_heads % n_kv_heads:
+        divisors = [h for h in range(1, n_heads + 1) if n_heads % h == 0]
+        raise CourseValueError(f"n_kv_heads={n_kv_heads} does not divide n_heads={n_heads}: every key/value head "
+                               f"serves a group of n_heads // n_kv_heads query heads. Pick one of {divisors} "
+                               f"({n_heads} = multi-head, 1 = multi-query)")
 
 
 def count_parameters(module: nn.Module, trainable_only: bool = True) -> int:

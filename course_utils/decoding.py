@@ -1,7 +1,10 @@
-"""Turning a trained encoder–decoder into a translator: greedy decoding, beam search, the KV cache.
+"""Turning a trained model into text: greedy decoding and beam search for the translator (lesson 07), sampling for
+the GPT (lesson 08: temperature, top-k, top-p, repetition penalty, :func:`generate`).
 
-All functions work on batches of token ids and on any model with the :class:`~course_utils.models.Seq2SeqTransformer`
-interface: ``encode(src_ids)``, ``decode(tgt_in_ids, memory, src_ids, cache=None)`` and ``new_cache()``.
+The translator's functions work on batches of token ids and on any model with the
+:class:`~course_utils.models.Seq2SeqTransformer` interface: ``encode(src_ids)``, ``decode(tgt_in_ids, memory,
+src_ids, cache=None)`` and ``new_cache()``. Every decoding function checks its arguments once, before the first
+step; the model calls inside the loop are not checked again.
 
 Outputs are ``(batch, steps)`` long tensors of *generated* ids (no [BOS]); a row ends with its [EOS] and is padded
 with ``pad_id`` after it. :func:`strip_after_eos` turns them into plain id lists. [PAD] and [BOS] are never
@@ -9,9 +12,13 @@ generated: they are not words, and a [PAD] inside a prefix would be hidden by th
 """
 from __future__ import annotations
 
-__all__ = ["BeamSearchOutput", "beam_search", "check_decoding_inputs", "cross_attention_weights",
-           "forbid_special_tokens", "greedy_decode", "length_penalty", "repeated_ngram_tokens", "strip_after_eos"]
+__all__ = ["BeamSearchOutput", "apply_repetition_penalty", "apply_temperature", "beam_search", "check_decoding_inputs",
+           "cross_attention_weights", "distinct_ngram_ratio", "forbid_special_tokens", "generate", "greedy_decode",
+           "length_penalty", "next_token_logits", "repeated_ngram_tokens", "sample_perplexity", "strip_after_eos",
+           "top_k_filter", "top_p_filter"]
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -19,17 +26,37 @@ import torch.nn as nn
 
 from .attention import capture_attention
 from .errors import CourseTypeError, CourseValueError
-from .validation import (check_bool, check_index, check_int, check_non_negative_int, check_rank,
-                         check_real, check_same_batch, check_tensor, check_token_ids, describe)
+from .language_model import DecoderOnlyLM
+from .tokenization import PAD_ID
+from .validation import (
+    check_bool,
+    check_id_lists,
+    check_index,
+    check_int,
+    check_module,
+    check_non_negative_int,
+    check_positive_int,
+    check_rank,
+    check_real,
+    check_same_batch,
+    check_tensor,
+    check_token_ids,
+    checked_by,
+    describe,
+)
 
 
-def forbid_special_tokens(logits: torch.Tensor, bos_id: int, pad_id: int) -> torch.Tensor:
-    """``logits (rows, vocab)`` with the [BOS] and [PAD] entries set to ``-inf`` (never valid outputs)."""
+def check_special_tokens(logits: object, bos_id: object, pad_id: object) -> None:
     check_rank(logits, 2, "logits", "(rows, vocab)")
     if not logits.is_floating_point():
         raise CourseTypeError(f"logits must be floating point, got {logits.dtype}; pass the model's output scores")
     check_index("bos_id", bos_id, logits.size(-1), f"the {logits.size(-1)} logits")
     check_index("pad_id", pad_id, logits.size(-1), f"the {logits.size(-1)} logits")
+
+
+@checked_by(check_special_tokens)
+def forbid_special_tokens(logits: torch.Tensor, bos_id: int, pad_id: int) -> torch.Tensor:
+    """``logits (rows, vocab)`` with the [BOS] and [PAD] entries set to ``-inf`` (never valid outputs)."""
     logits = logits.clone()
     logits[:, [bos_id, pad_id]] = float("-inf")
     return logits
@@ -102,7 +129,18 @@ def repeated_ngram_tokens(generated: list[int], n: int) -> list[int]:
     return [generated[i + n - 1] for i in range(len(generated) - n + 1) if tuple(generated[i:i + n - 1]) == context]
 
 
+def check_greedy_arguments(model: object, src_ids: object, bos_id: object, eos_id: object, max_new_tokens: object,
+                           pad_id: object = 0, use_cache: object = True, no_repeat_ngram_size: object = 0) -> None:
+    """Raise a course error unless the arguments fit :func:`greedy_decode`."""
+    check_encoder_decoder(model)
+    check_decoding_inputs(src_ids, max_new_tokens, model=model,
+                          special_ids={"bos_id": bos_id, "eos_id": eos_id, "pad_id": pad_id})
+    check_bool("use_cache", use_cache)
+    check_non_negative_int("no_repeat_ngram_size", no_repeat_ngram_size)
+
+
 @torch.no_grad()
+@checked_by(check_greedy_arguments)
 def greedy_decode(model: nn.Module, src_ids: torch.Tensor, bos_id: int, eos_id: int, max_new_tokens: int,
                   pad_id: int = 0, use_cache: bool = True, no_repeat_ngram_size: int = 0) -> torch.Tensor:
     """Pick the most probable next token at every step until every row has produced [EOS].
@@ -120,11 +158,7 @@ def greedy_decode(model: nn.Module, src_ids: torch.Tensor, bos_id: int, eos_id: 
     Returns:
         generated ids ``(batch, steps)``, ``steps <= max_new_tokens``; ``pad_id`` after each row's [EOS].
     """
-    check_encoder_decoder(model)
-    src_ids = check_decoding_inputs(src_ids, max_new_tokens, model=model,
-                                    special_ids={"bos_id": bos_id, "eos_id": eos_id, "pad_id": pad_id})
-    check_bool("use_cache", use_cache)
-    check_non_negative_int("no_repeat_ngram_size", no_repeat_ngram_size)
+    src_ids = src_ids.long()
     memory = model.encode(src_ids)  # (batch, src_len, d_model), computed once
     batch = src_ids.size(0)
     prefix = torch.full((batch, 1), bos_id, dtype=torch.long, device=src_ids.device)  # (batch, 1 + t)
@@ -179,7 +213,17 @@ class BeamSearchOutput:
         return self.sequences[:, 0]
 
 
+def check_beam_arguments(model: object, src_ids: object, bos_id: object, eos_id: object, max_new_tokens: object,
+                         beam_size: object = 4, alpha: object = 0.6, pad_id: object = 0) -> None:
+    """Raise a course error unless the arguments fit :func:`beam_search`."""
+    check_encoder_decoder(model)
+    check_decoding_inputs(src_ids, max_new_tokens, beam_size, model=model,
+                          special_ids={"bos_id": bos_id, "eos_id": eos_id, "pad_id": pad_id})
+    check_real("alpha", alpha)
+
+
 @torch.no_grad()
+@checked_by(check_beam_arguments)
 def beam_search(model: nn.Module, src_ids: torch.Tensor, bos_id: int, eos_id: int, max_new_tokens: int,
                 beam_size: int = 4, alpha: float = 0.6, pad_id: int = 0) -> BeamSearchOutput:
     """Keep the ``beam_size`` most probable prefixes of every source sentence at each step (batched, KV-cached).
@@ -197,10 +241,7 @@ def beam_search(model: nn.Module, src_ids: torch.Tensor, bos_id: int, eos_id: in
     Returns:
         a :class:`BeamSearchOutput`; ``.best`` has the same layout as :func:`greedy_decode`'s result.
     """
-    check_encoder_decoder(model)
-    src_ids = check_decoding_inputs(src_ids, max_new_tokens, beam_size, model=model,
-                                    special_ids={"bos_id": bos_id, "eos_id": eos_id, "pad_id": pad_id})
-    check_real("alpha", alpha)
+    src_ids = src_ids.long()
     batch, device = src_ids.size(0), src_ids.device
     src = src_ids.repeat_interleave(beam_size, dim=0)  # (batch·beam, src_len)
     memory = model.encode(src)  # (batch·beam, src_len, d_model)
@@ -269,3 +310,225 @@ def cross_attention_weights(model: nn.Module, src_ids: torch.Tensor, generated: 
     with capture_attention(model) as maps:
         model(src_ids, tgt_in)
     return {name: weights for name, weights in maps.items() if name.endswith("cross_attn")}
+
+
+# ------------------------------------------------------------------------------------- sampling (lesson 08)
+def check_logits(logits: object) -> torch.Tensor:
+    """``logits`` if it is a floating ``(rows, vocab)`` tensor."""
+    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point() or logits.dim() != 2:
+        raise CourseValueError(f"expected next-token logits as a float tensor (rows, vocab), got {describe(logits)}; "
+                               "take the last position: model(ids)[:, -1]")
+    return logits
+
+
+def check_top_k(top_k: object) -> int | None:
+    if top_k is None:
+        return None
+    return check_positive_int("top_k", top_k, hint="; None keeps every token")
+
+
+def check_top_p(top_p: object) -> float | None:
+    if top_p is None:
+        return None
+    return check_real("top_p", top_p, 0.0, 1.0, low_inclusive=False, hint="; 1.0 (or None) keeps every token")
+
+
+def check_temperature(logits: object, temperature: object) -> None:
+    check_logits(logits)
+    check_real("temperature", temperature, 0.0, low_inclusive=False,
+               hint="; temperature 0 means greedy decoding: use generate(..., temperature=0)")
+
+
+@checked_by(check_temperature)
+def apply_temperature(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """``logits / temperature`` (``temperature > 0``): below 1 sharpens the distribution, above 1 flattens it."""
+    return logits / temperature
+
+
+@checked_by(lambda logits, top_k: (check_logits(logits), check_top_k(top_k)))
+def top_k_filter(logits: torch.Tensor, top_k: int) -> torch.Tensor:
+    """Keep the ``top_k`` largest logits of every row (exactly ``top_k``, ties broken by index); the others
+    become ``-inf``."""
+    top_k = min(top_k, logits.size(-1))
+    keep = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, logits.topk(top_k, dim=-1).indices, True)
+    return logits.masked_fill(~keep, float("-inf"))
+
+
+@checked_by(lambda logits, top_p: (check_logits(logits), check_top_p(top_p)))
+def top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Nucleus filter: keep the smallest set of most probable tokens whose probabilities sum to at least
+    ``top_p``; the others become ``-inf``. The most probable token is always kept, and ``top_p = 1`` keeps every
+    token (even those whose probability is below float32 resolution)."""
+    if top_p >= 1.0:
+        return logits
+    probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)
+    mass_before = probs.cumsum(dim=-1) - probs  # probability of the tokens ranked above each one
+    keep_sorted = mass_before < top_p
+    keep_sorted[:, 0] = True
+    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+    return logits.masked_fill(~keep, float("-inf"))
+
+
+def check_repetition_penalty(logits: object, previous_ids: object, penalty: object) -> None:
+    check_logits(logits)
+    previous_ids = check_token_ids(previous_ids, logits.size(-1), name="previous_ids")
+    if previous_ids.size(0) != logits.size(0):
+        raise CourseValueError(f"previous_ids has {previous_ids.size(0)} rows but logits has {logits.size(0)}; pass "
+                               "the ids generated so far for the same rows")
+    check_real("repetition_penalty", penalty, 1.0, hint="; 1.0 switches the penalty off")
+
+
+@checked_by(check_repetition_penalty)
+def apply_repetition_penalty(logits: torch.Tensor, previous_ids: torch.Tensor, penalty: float) -> torch.Tensor:
+    """Make every token already in ``previous_ids (rows, seq)`` less likely: its logit is divided by ``penalty``
+    if positive, multiplied if negative (``penalty = 1`` changes nothing)."""
+    seen = torch.zeros_like(logits, dtype=torch.bool).scatter(-1, previous_ids.long(), True)
+    penalised = torch.where(logits > 0, logits / penalty, logits * penalty)
+    return torch.where(seen, penalised, logits)
+
+
+def check_sampling(logits: object, previous_ids: object, temperature: object = 1.0, top_k: object = None,
+                   top_p: object = None, repetition_penalty: object = 1.0) -> None:
+    """Raise a course error unless the arguments fit :func:`next_token_logits`."""
+    check_repetition_penalty(logits, previous_ids, repetition_penalty)
+    check_real("temperature", temperature, 0.0, hint="; 0 is greedy, 1 samples from the model's distribution")
+    check_top_k(top_k)
+    check_top_p(top_p)
+
+
+@checked_by(check_sampling)
+def next_token_logits(logits: torch.Tensor, previous_ids: torch.Tensor, temperature: float = 1.0,
+                      top_k: int | None = None, top_p: float | None = None,
+                      repetition_penalty: float = 1.0) -> torch.Tensor:
+    """The logits :func:`generate` samples from: repetition penalty → temperature → top-k → top-p.
+
+    ``temperature == 0`` returns the penalised logits unchanged (greedy decoding takes their argmax).
+    """
+    logits = apply_repetition_penalty(logits, previous_ids, repetition_penalty)
+    if temperature == 0:
+        return logits
+    logits = apply_temperature(logits, temperature)
+    if top_k is not None:
+        logits = top_k_filter(logits, top_k)
+    if top_p is not None and top_p < 1.0:
+        logits = top_p_filter(logits, top_p)
+    return logits
+
+
+def distinct_ngram_ratio(sequences: Sequence[Sequence[int]], n: int = 2) -> float:
+    """Distinct ``n``-grams / all ``n``-grams over ``sequences`` (1.0 = no ``n``-gram repeats; low = loops)."""
+    sequences = check_id_lists("sequences", sequences)
+    check_positive_int("n", n)
+    grams = [tuple(seq[i:i + n]) for seq in sequences for i in range(len(seq) - n + 1)]
+    if not grams:
+        raise CourseValueError(f"no {n}-grams: every sequence is shorter than {n} tokens")
+    return len(set(grams)) / len(grams)
+
+
+def check_sample_perplexity(model: object, ids: object, prompt_len: object, pad_id: object = PAD_ID) -> None:
+    """Raise a course error unless the arguments fit :func:`sample_perplexity`: ids of the model's vocabulary (when it
+    has a ``config``), a prompt shorter than the rows, a valid ``pad_id``, and a generated token that is not padding."""
+    check_module("model", model)
+    vocab_size = getattr(getattr(model, "config", None), "vocab_size", None)
+    ids = check_token_ids(ids, vocab_size or torch.iinfo(torch.long).max, name="ids")
+    check_int("prompt_len", prompt_len, 1)
+    if prompt_len >= ids.size(1):
+        raise CourseValueError(f"prompt_len={prompt_len} leaves no generated token to score in ids of shape "
+                               f"{tuple(ids.shape)}; pass the prompt's length, below the sequence length")
+    if vocab_size is None:
+        check_non_negative_int("pad_id", pad_id)
+    else:
+        check_index("pad_id", pad_id, vocab_size, f"the vocabulary (vocab_size={vocab_size})")
+    if not bool((ids[:, prompt_len:] != pad_id).any()):
+        raise CourseValueError(f"every generated position of ids is padding (pad_id={pad_id}): nothing to score; "
+                               "pass the output of generate, whose rows hold the new tokens after the prompt")
+
+
+@torch.no_grad()
+@checked_by(check_sample_perplexity, trusts_callees=False)  # your model checks its own input
+def sample_perplexity(model: nn.Module, ids: torch.Tensor, prompt_len: int, pad_id: int = PAD_ID) -> float:
+    """Perplexity the model itself (temperature 1, no filter) assigns to the generated part of ``ids (batch, seq)``
+    — every position from ``prompt_len`` on that is not padding. Low = the model finds its samples predictable."""
+    ids = ids.long()
+    was_training = model.training
+    model.eval()
+    log_probs = torch.log_softmax(model(ids[:, :-1]).float(), dim=-1)
+    targets = ids[:, 1:]
+    chosen = log_probs.gather(-1, targets[..., None]).squeeze(-1)[:, prompt_len - 1:]
+    keep = targets[:, prompt_len - 1:] != pad_id
+    model.train(was_training)
+    return math.exp(-chosen[keep].mean().item())
+
+
+def check_generate_arguments(model: object, prompt_ids: object, max_new_tokens: object, temperature: object = 1.0,
+                             top_k: object = None, top_p: object = None, repetition_penalty: object = 1.0,
+                             generator: object = None, use_cache: object = True, eos_id: object = None) -> None:
+    """Raise a course error unless the arguments fit :func:`generate` — all of it before the first step."""
+    check_module("model", model, DecoderOnlyLM)
+    config = model.config
+    prompt_ids = check_token_ids(prompt_ids, config.vocab_size, config.max_len, name="prompt_ids")
+    if bool((prompt_ids == config.pad_id).any()):
+        raise CourseValueError(f"prompt_ids contain the padding id {config.pad_id}; generate from prompts of equal "
+                               "length without padding (one prompt per call, or prompts cut to the same length)")
+    check_positive_int("max_new_tokens", max_new_tokens)
+    check_real("temperature", temperature, 0.0, hint="; 0 is greedy, 1 samples from the model's distribution")
+    check_top_k(top_k)
+    check_top_p(top_p)
+    check_real("repetition_penalty", repetition_penalty, 1.0, hint="; 1.0 switches the penalty off")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise CourseTypeError(f"generator must be a torch.Generator, got {describe(generator)}; "
+                              "use torch.Generator().manual_seed(0)")
+    check_bool("use_cache", use_cache)
+    if eos_id is not None:
+        check_index("eos_id", eos_id, config.vocab_size, f"the vocabulary (vocab_size={config.vocab_size})")
+    if prompt_ids.size(1) + max_new_tokens > config.max_len:
+        raise CourseValueError(f"prompt of {prompt_ids.size(1)} tokens + max_new_tokens={max_new_tokens} exceeds "
+                               f"the context max_len={config.max_len}; ask for at most "
+                               f"{config.max_len - prompt_ids.size(1)} new tokens")
+
+
+@torch.no_grad()
+@checked_by(check_generate_arguments)
+def generate(model: DecoderOnlyLM, prompt_ids: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
+             top_k: int | None = None, top_p: float | None = None, repetition_penalty: float = 1.0,
+             generator: torch.Generator | None = None, use_cache: bool = True,
+             eos_id: int | None = None) -> torch.Tensor:
+    """Continue ``prompt_ids (batch, prompt_len)`` by up to ``max_new_tokens`` tokens (lesson 08).
+
+    Args:
+        temperature: ``0`` = greedy (always the most probable token); otherwise sample from
+            ``softmax(logits / temperature)``.
+        top_k: sample only among the ``top_k`` most probable tokens. top_p: only from the nucleus (smallest set
+            with probability ≥ ``top_p``). repetition_penalty: ``≥ 1``; > 1 discourages tokens already present.
+        generator: a seeded ``torch.Generator`` makes sampling reproducible.
+        use_cache: feed only the newest token and reuse the cached keys/values (same tokens, less work).
+        eos_id: stop a row once it has produced this id; later positions are filled with the model's ``pad_id``.
+
+    Every argument is checked once, before the first step; the steps themselves run unchecked (their inputs are
+    the model's own outputs), so validation adds no host synchronisation per generated token.
+
+    Returns:
+        ``(batch, prompt_len + steps)``: the prompt followed by the new tokens, ``steps <= max_new_tokens``.
+    """
+    was_training = model.training
+    model.eval()
+    ids = prompt_ids.long()
+    finished = torch.zeros(ids.size(0), dtype=torch.bool, device=ids.device)
+    cache = model.new_cache() if use_cache else None
+    step_input = ids
+    for _ in range(max_new_tokens):
+        logits = model(step_input if use_cache else ids, cache)[:, -1].float()  # (batch, vocab)
+        logits = next_token_logits(logits, ids, temperature, top_k, top_p, repetition_penalty)
+        if temperature == 0:
+            token = logits.argmax(dim=-1)
+        else:
+            token = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator).squeeze(1)
+        token = token.masked_fill(finished, model.config.pad_id)
+        ids = torch.cat([ids, token[:, None]], dim=1)
+        step_input = token[:, None]
+        if eos_id is not None:
+            finished |= token == eos_id
+            if finished.all():
+                break
+    model.train(was_training)
+    return ids

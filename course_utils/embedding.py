@@ -8,7 +8,7 @@ import math
 import torch
 import torch.nn as nn
 
-from .validation import check_index, check_positive_int, check_token_ids
+from .validation import check_index, check_positive_int, check_token_ids, checked_by
 
 
 class TokenEmbedding(nn.Module):
@@ -30,7 +30,10 @@ class TokenEmbedding(nn.Module):
     def weight(self) -> nn.Parameter:
         return self.lookup.weight
 
+    def check_ids(self, ids: torch.Tensor) -> None:
+        check_token_ids(ids, self.vocab_size)
+
+    @checked_by(check_ids)
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """``(batch, seq)`` integer ids (any integer dtype) → ``(batch, seq, d_model)``."""
-        ids = check_token_ids(ids, self.vocab_size)
-        return self.lookup(ids) * math.sqrt(self.d_model)
+        return self.lookup(ids.long()) * math.sqrt(self.d_model)

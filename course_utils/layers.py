@@ -1,4 +1,9 @@
-"""The position-wise feed-forward network and the encoder/decoder layers (Post-LN or Pre-LN)."""
+"""The position-wise feed-forward network and the encoder/decoder layers (Post-LN or Pre-LN).
+
+Every layer takes lesson 09's switches as keyword arguments (``normalization``, ``n_kv_heads``, ``rope_base``;
+``activation="swiglu"``): :meth:`~course_utils.config.TransformerConfig.layer_options` hands a config's settings
+to them, so one config builds every layer of a model the same way.
+"""
 from __future__ import annotations
 
 import torch
@@ -9,9 +14,18 @@ from .attention import MultiHeadAttention
 from .config import ACTIVATIONS, NORM_PLACEMENTS, check_choice
 from .errors import CourseTypeError
 from .kv_cache import LayerCache
-from .validation import check_bool, check_features, check_positive_int, check_probability, check_rank, check_vectors
+from .modern import SwiGLUFeedForward, make_norm
+from .validation import (
+    check_bool,
+    check_features,
+    check_positive_int,
+    check_probability,
+    check_rank,
+    check_vectors,
+    checked_by,
+)
 
-__all__ = ["DecoderLayer", "EncoderLayer", "PositionwiseFeedForward", "ResidualSublayer"]
+__all__ = ["DecoderLayer", "EncoderLayer", "PositionwiseFeedForward", "ResidualSublayer", "make_feed_forward"]
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -24,83 +38,126 @@ class PositionwiseFeedForward(nn.Module):
         check_positive_int("d_ff", d_ff)
         check_probability("dropout", dropout)
         check_bool("bias", bias)
-        check_choice("activation", activation, ACTIVATIONS)
+        check_choice("activation", activation, ("relu", "gelu"))
         self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
         self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
         self.activation_name = activation
         self.activation = F.relu if activation == "relu" else F.gelu
 
+    def check_input(self, x: torch.Tensor) -> None:
+        check_features(x, self, self.linear1.in_features)
+
+    @checked_by(check_input)
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``(..., d_model)`` → same shape: ``(batch, seq, d_model)`` in a layer, or one vector ``(d_model,)``."""
-        check_features(x, self, self.linear1.in_features)
         return self.linear2(self.dropout(self.activation(self.linear1(x))))
 
 
+def make_feed_forward(d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu",
+                      bias: bool = True) -> nn.Module:
+    """The feed-forward sublayer an ``activation`` names: :class:`PositionwiseFeedForward` for ``"relu"`` and
+    ``"gelu"``, :class:`~course_utils.modern.SwiGLUFeedForward` (hidden size ``d_ff``) for ``"swiglu"``."""
+    check_choice("activation", activation, ACTIVATIONS)
+    check_positive_int("d_ff", d_ff)  # SwiGLUFeedForward alone would read None as its default width
+    if activation == "swiglu":
+        return SwiGLUFeedForward(d_model, d_ff, dropout, bias)
+    return PositionwiseFeedForward(d_model, d_ff, dropout, activation, bias)
+
+
 class ResidualSublayer(nn.Module):
-    """Residual connection around a sublayer with its LayerNorm, placed after (Post-LN) or before (Pre-LN).
+    """Residual connection around a sublayer with its normalisation, placed after (Post-LN) or before (Pre-LN).
 
     post: ``norm(x + dropout(sublayer(x)))`` — the original paper.
     pre:  ``x + dropout(sublayer(norm(x)))`` — the residual path stays an identity, easier to train deep.
+
+    ``normalization`` is ``"layernorm"`` (lessons 04–08) or ``"rmsnorm"`` (lesson 09).
     """
 
-    def __init__(self, d_model: int, dropout: float, norm: str, bias: bool = True) -> None:
+    def __init__(self, d_model: int, dropout: float, norm: str, bias: bool = True,
+                 normalization: str = "layernorm") -> None:
         super().__init__()
-        check_positive_int("d_model", d_model)
+        self.d_model = check_positive_int("d_model", d_model)
         check_probability("dropout", dropout)
         check_bool("bias", bias)
         check_choice("norm", norm, NORM_PLACEMENTS)
         self.norm_first = norm == "pre"
-        self.norm = nn.LayerNorm(d_model, bias=bias)
+        self.norm = make_norm(normalization, d_model, bias)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, sublayer) -> torch.Tensor:
-        """``x (batch, seq, d_model)`` → same shape; ``sublayer`` maps ``(batch, seq, d_model)`` to the same."""
-        check_vectors(x, self, self.norm.normalized_shape[0])
+    def check_inputs(self, x: torch.Tensor, sublayer) -> None:
+        check_vectors(x, self, self.d_model)
         if not callable(sublayer):
             raise CourseTypeError(f"sublayer must be a callable (a module or a function of x), got "
                                   f"{type(sublayer).__name__}; e.g. lambda h: attention(h, h, h)[0]")
+
+    @checked_by(check_inputs, trusts_callees=False)  # your sublayer checks its own inputs
+    def forward(self, x: torch.Tensor, sublayer) -> torch.Tensor:
+        """``x (batch, seq, d_model)`` → same shape; ``sublayer`` maps ``(batch, seq, d_model)`` to the same."""
         if self.norm_first:
             return x + self.dropout(sublayer(self.norm(x)))
         return self.norm(x + self.dropout(sublayer(x)))
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention then feed-forward, each wrapped in a residual + LayerNorm.
+    """Self-attention then feed-forward, each wrapped in a residual + normalisation.
 
     ``bias=False`` drops every bias (projections, feed-forward, LayerNorm), like ``nn.TransformerEncoderLayer``'s.
+    The keyword-only switches are lesson 09's (see :class:`~course_utils.config.TransformerConfig`).
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 activation: str = "relu", norm: str = "post", bias: bool = True) -> None:
+                 activation: str = "relu", norm: str = "post", bias: bool = True, *,
+                 normalization: str = "layernorm", n_kv_heads: int | None = None,
+                 rope_base: float | None = None) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, bias=bias)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation, bias)
-        self.attn_block = ResidualSublayer(d_model, dropout, norm, bias)
-        self.ff_block = ResidualSublayer(d_model, dropout, norm, bias)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, bias=bias, n_kv_heads=n_kv_heads,
+                                            rope_base=rope_base)
+        self.feed_forward = make_feed_forward(d_model, d_ff, dropout, activation, bias)
+        self.attn_block = ResidualSublayer(d_model, dropout, norm, bias, normalization)
+        self.ff_block = ResidualSublayer(d_model, dropout, norm, bias, normalization)
 
+    def check_inputs(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> None:
+        check_vectors(x, self, self.attn_block.d_model)
+        self.self_attn.check_inputs(x, x, x, mask)
+
+    @checked_by(check_inputs)
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """``x (batch, seq, d_model)`` → same shape; ``mask`` 4-D bool, e.g. ``padding_mask(ids)`` (batch, 1, 1, seq)."""
+        """``x (batch, seq, d_model)`` → same shape; ``mask`` 4-D bool, e.g. ``padding_mask(ids)``
+        (batch, 1, 1, seq)."""
         x = self.attn_block(x, lambda h: self.self_attn(h, h, h, mask)[0])
         return self.ff_block(x, self.feed_forward)
 
 
 class DecoderLayer(nn.Module):
-    """Masked self-attention, cross-attention to the encoder memory, feed-forward; each residual + LayerNorm.
+    """Masked self-attention, cross-attention to the encoder memory, feed-forward; each residual + normalisation.
 
     ``bias=False`` drops every bias (projections, feed-forward, LayerNorm), like ``nn.TransformerDecoderLayer``'s.
+    The keyword-only switches are lesson 09's; RoPE (``rope_base``) rotates the self-attention only.
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 activation: str = "relu", norm: str = "post", bias: bool = True) -> None:
+                 activation: str = "relu", norm: str = "post", bias: bool = True, *,
+                 normalization: str = "layernorm", n_kv_heads: int | None = None,
+                 rope_base: float | None = None) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, bias=bias)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, bias=bias)
-        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout, activation, bias)
-        self.self_attn_block = ResidualSublayer(d_model, dropout, norm, bias)
-        self.cross_attn_block = ResidualSublayer(d_model, dropout, norm, bias)
-        self.ff_block = ResidualSublayer(d_model, dropout, norm, bias)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, bias=bias, n_kv_heads=n_kv_heads,
+                                            rope_base=rope_base)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, bias=bias, n_kv_heads=n_kv_heads)
+        self.feed_forward = make_feed_forward(d_model, d_ff, dropout, activation, bias)
+        self.self_attn_block = ResidualSublayer(d_model, dropout, norm, bias, normalization)
+        self.cross_attn_block = ResidualSublayer(d_model, dropout, norm, bias, normalization)
+        self.ff_block = ResidualSublayer(d_model, dropout, norm, bias, normalization)
 
+    def check_inputs(self, y: torch.Tensor, memory: torch.Tensor, tgt_mask: torch.Tensor | None = None,
+                     memory_mask: torch.Tensor | None = None, self_cache: LayerCache | None = None,
+                     cross_cache: LayerCache | None = None) -> None:
+        check_rank(y, 3, "y (the target-side vectors)", "(batch, tgt_len, d_model)")
+        check_rank(memory, 3, "memory (the encoder output)", "(batch, src_len, d_model)")
+        self.self_attn.check_inputs(y, y, y, tgt_mask, cache=self_cache)
+        self.cross_attn.check_inputs(y, memory, memory, memory_mask, cache=cross_cache, static_kv=True)
+
+    @checked_by(check_inputs)
     def forward(self, y: torch.Tensor, memory: torch.Tensor, tgt_mask: torch.Tensor | None = None,
                 memory_mask: torch.Tensor | None = None, self_cache: LayerCache | None = None,
                 cross_cache: LayerCache | None = None) -> torch.Tensor:
@@ -119,8 +176,6 @@ class DecoderLayer(nn.Module):
         Returns:
             ``(batch, tgt_len, d_model)``.
         """
-        check_rank(y, 3, "y (the target-side vectors)", "(batch, tgt_len, d_model)")
-        check_rank(memory, 3, "memory (the encoder output)", "(batch, src_len, d_model)")
         y = self.self_attn_block(y, lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0])
         y = self.cross_attn_block(
             y, lambda h: self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache, static_kv=True)[0])

@@ -3,8 +3,8 @@
 **A mask is a boolean tensor where ``True`` means "this query may attend to this key".** It has one dimension per
 dimension of the attention scores ``(batch, heads, q_len, k_len)``, each of size 1 or the scores' size, so it can be
 read only one way (the attention modules refuse anything else, e.g. a ``(batch, seq)`` mask that broadcasting would
-read as ``(q_len, k_len)``). Every builder below returns such a 4-D mask. True = may attend is
-the convention of ``torch.nn.functional.scaled_dot_product_attention``. (``nn.MultiheadAttention``'s ``key_padding_mask`` and
+read as ``(q_len, k_len)``). Every builder below returns such a 4-D mask. True = may attend is the convention of
+``torch.nn.functional.scaled_dot_product_attention``. (``nn.MultiheadAttention``'s ``key_padding_mask`` and
 ``attn_mask`` use the *opposite* convention, ``True`` = blocked; invert with ``~`` when you talk to it.)
 """
 from __future__ import annotations

@@ -16,9 +16,9 @@ the context and predicts from the training set's token frequencies.
 """
 from __future__ import annotations
 
-__all__ = ["IGNORE_INDEX", "MASK_TEXT", "UnigramBaseline", "batches_by_length", "check_labels", "check_probabilities",
+__all__ = ["IGNORE_INDEX", "MASK_TEXT", "UnigramBaseline", "check_labels", "check_probabilities",
            "encode_with_masks", "evaluate_mlm", "fill_mask", "logits_at", "make_mlm_loss_fn", "mask_tokens",
-           "masked_accuracy", "mlm_loss"]
+           "masked_accuracy"]
 
 import math
 from collections.abc import Iterable, Sequence
@@ -28,10 +28,20 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .errors import CourseTypeError, CourseValueError
-from .data.batching import length_bucketed_batches
 from .tokenization import CLS_ID, MASK_ID, N_SPECIAL_TOKENS, SEP_ID, Tokenizer
-from .validation import (check_bool, check_index, check_int, check_module, check_non_negative_int, check_positive_int,
-                         check_rank, check_real, check_str, check_tensor, check_token_ids, describe)
+from .validation import (
+    check_index,
+    check_int,
+    check_module,
+    check_non_negative_int,
+    check_positive_int,
+    check_rank,
+    check_real,
+    check_str,
+    check_tensor,
+    check_token_ids,
+    describe,
+)
 
 IGNORE_INDEX = -100
 MASK_TEXT = "[MASK]"
@@ -121,22 +131,6 @@ def mask_tokens(ids: torch.Tensor, vocab_size: int, generator: torch.Generator |
     return inputs, labels
 
 
-def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy over the selected positions (``labels != -100``).
-
-    Args:
-        logits: ``(batch, seq, vocab_size)``; labels: ``(batch, seq)`` int64.
-    """
-    check_labels(labels, logits)
-    if not (labels != IGNORE_INDEX).any():
-        raise CourseValueError("no position is selected (every label is -100): the loss would be 0/0 = NaN. "
-                         "The batch holds no real tokens — drop empty rows before masking")
-    selected = labels != IGNORE_INDEX
-    # same value as F.cross_entropy(..., ignore_index=-100) on all positions, but the softmax runs on the
-    # selected ~15 % only (cheaper)
-    return F.cross_entropy(logits[selected], labels[selected])
-
-
 def masked_accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
     """Share of selected positions (``labels != -100``) whose arg-max prediction equals the label.
 
@@ -204,24 +198,6 @@ class UnigramBaseline:
         nll = -torch.log(self.probabilities[targets]).mean().item()
         return {"accuracy": (targets == self.most_frequent_id).double().mean().item(), "perplexity": math.exp(nll),
                 "loss": nll}
-
-
-def batches_by_length(sequences: Sequence[Sequence[int]], batch_size: int, shuffle: bool = True,
-                      seed: int = 0) -> list[torch.Tensor]:
-    """Padded ``(batch, seq)`` batches of sequences of similar length (little padding, so less wasted compute).
-
-    The sequences are sorted by length, cut into batches, and (with ``shuffle``) the batch order is shuffled with a
-    seeded generator: :func:`course_utils.data.batching.length_bucketed_batches` without labels. Returns a list, so
-    it can be passed to ``training.fit`` and iterated once per epoch.
-    """
-    if isinstance(sequences, (str, bytes, torch.Tensor)) or not hasattr(sequences, "__len__"):
-        raise CourseTypeError(f"sequences must be a list of id lists, got {describe(sequences)}")
-    if not sequences:
-        raise CourseValueError("batches_by_length got no sequences")
-    check_positive_int("batch_size", batch_size)
-    check_bool("shuffle", shuffle)
-    check_int("seed", seed)
-    return length_bucketed_batches(sequences, batch_size, shuffle=shuffle, seed=seed)
 
 
 def logits_at(model: nn.Module, inputs: torch.Tensor, selected: torch.Tensor) -> torch.Tensor:
@@ -380,7 +356,8 @@ class NeighbourCountBaseline:
                  first_real_id: int = N_SPECIAL_TOKENS, mask_id: int = MASK_ID) -> None:
         from collections import Counter, defaultdict
 
-        self.vocab_size, self.use_right, self.first_real_id, self.mask_id = vocab_size, use_right, first_real_id, mask_id
+        self.vocab_size, self.use_right = vocab_size, use_right
+        self.first_real_id, self.mask_id = first_real_id, mask_id
         self.both, self.left, self.right = defaultdict(Counter), defaultdict(Counter), defaultdict(Counter)
         rows = train_ids.tolist() if isinstance(train_ids, torch.Tensor) else train_ids
         for row in rows:
@@ -429,11 +406,12 @@ class NeighbourCountBaseline:
         return probabilities.log()
 
     def predict_batch(self, inputs: torch.Tensor, selected: torch.Tensor) -> torch.Tensor:
-        """Predicted ids at the ``selected`` positions of the ``(batch, seq)`` corrupted ``inputs``: ``(n_selected,)``."""
+        """Predicted ids at the ``selected`` positions of the ``(batch, seq)`` corrupted ``inputs``:
+        ``(n_selected,)``."""
         rows, columns = selected.nonzero(as_tuple=True)
         padded = F.pad(inputs, (1, 1), value=self.mask_id)               # a missing neighbour counts as unknown
         lefts, rights = padded[rows, columns].tolist(), padded[rows, columns + 2].tolist()
-        return torch.tensor([self.predict(l, r) for l, r in zip(lefts, rights)], dtype=torch.long)
+        return torch.tensor([self.predict(left, right) for left, right in zip(lefts, rights)], dtype=torch.long)
 
 
 @torch.no_grad()
@@ -456,7 +434,8 @@ def evaluate_at_masks(model: nn.Module | None, batches: Iterable[torch.Tensor], 
         predictors["model"] = lambda inputs, chosen: model(inputs.to(device)).argmax(-1).cpu()[chosen]
     for name, baseline in baselines.items():
         if isinstance(baseline, UnigramBaseline):
-            predictors[name] = (lambda b: lambda inputs, chosen: torch.full((int(chosen.sum()),), b.most_frequent_id))(baseline)
+            predictors[name] = (lambda b: lambda inputs, chosen:
+                                torch.full((int(chosen.sum()),), b.most_frequent_id))(baseline)
         else:
             predictors[name] = baseline.predict_batch
     generator = torch.Generator().manual_seed(seed)
@@ -521,7 +500,8 @@ def sample_hidden_words(tokenizer, sentences: Sequence[str], n: int, seed: int =
         examples.append(HiddenWord(ids, a + 1, b + 1, "".join(texts[a:b]), text))
         if len(examples) == n:
             return examples
-    raise CourseValueError(f"only {len(examples)} of the {len(sentences)} sentences have a hideable word; asked for {n}")
+    raise CourseValueError(f"only {len(examples)} of the {len(sentences)} sentences have a hideable word; "
+                           f"asked for {n}")
 
 
 def model_scorer(model: nn.Module):

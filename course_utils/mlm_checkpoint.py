@@ -31,6 +31,7 @@ import torch
 
 from . import mlm
 from .config import TransformerConfig
+from .data.batching import length_bucketed_batches
 from .models import MaskedLanguageModel
 from .runtime import seed_everything
 from .tokenization import BPETokenizer, add_special_tokens
@@ -83,7 +84,7 @@ def held_out_metrics(model, tokenizer, train_ids, held_out_ids) -> dict[str, flo
     """The numbers the checkpoint reports: BERT-15 % masked accuracy and perplexity, and accuracy at [MASK]
     positions for the model and the three count baselines, all on the same held-out positions."""
     vocab_size = tokenizer.vocab_size
-    batches = mlm.batches_by_length(held_out_ids, 256, shuffle=False)
+    batches = length_bucketed_batches(held_out_ids, 256, shuffle=False)
     unigram = mlm.UnigramBaseline(train_ids, vocab_size)
     overall = mlm.evaluate_mlm(model, batches, vocab_size, baseline=unigram)
     at_masks = mlm.evaluate_at_masks(model, batches, vocab_size, {
@@ -103,8 +104,8 @@ def train_checkpoint(recipe: CheckpointRecipe, out_dir: Path, log=print) -> dict
     config = recipe.model_config()
     seed_everything(recipe.seed)
     model = MaskedLanguageModel(config, tie_weights=True)
-    batches = mlm.batches_by_length(train_ids, recipe.batch_size, shuffle=True, seed=recipe.seed)
-    held_out_batches = mlm.batches_by_length(held_out_ids, 256, shuffle=False)
+    batches = length_bucketed_batches(train_ids, recipe.batch_size, shuffle=True, seed=recipe.seed)
+    held_out_batches = length_bucketed_batches(held_out_ids, 256, shuffle=False)
     total_steps = recipe.epochs * len(batches)
 
     def report(model) -> dict[str, float]:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 __all__ = ["Decoder", "Encoder", "InputEmbedding", "MaskedLanguageModel", "POOLINGS", "Seq2SeqTransformer",
-           "TextEncoder", "TransformerClassifier", "check_cache", "init_weights"]
+           "TextEncoder", "TransformerClassifier", "check_cache", "init_weights", "make_final_norm"]
 
 import torch
 import torch.nn as nn
@@ -11,12 +11,26 @@ import torch.nn.functional as F
 from .config import POSITIONAL_KINDS, TransformerConfig
 from .embedding import TokenEmbedding
 from .errors import CourseTypeError, CourseValueError
-from .layers import DecoderLayer, EncoderLayer
 from .kv_cache import KVCache
+from .layers import DecoderLayer, EncoderLayer
 from .masks import causal_mask, padding_mask
+from .modern import make_norm
 from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
-from .validation import (check_bool, check_choice, check_features, check_int, check_module, check_positive_int,
-                         check_probability, check_same_batch, check_token_ids, check_vectors, describe)
+from .validation import (
+    check_bool,
+    check_choice,
+    check_features,
+    check_int,
+    check_module,
+    check_non_negative_int,
+    check_positive_int,
+    check_probability,
+    check_same_batch,
+    check_token_ids,
+    check_vectors,
+    checked_by,
+    describe,
+)
 
 POOLINGS = ("cls", "mean")
 
@@ -56,61 +70,87 @@ def init_weights(module: nn.Module) -> None:
 
 
 class InputEmbedding(nn.Module):
-    """Token ids → ``token embedding × √d_model + positional encoding``, then dropout."""
+    """Token ids → ``token embedding × √d_model + positional encoding``, then dropout.
+
+    ``positional="rope"`` adds no table: the attention layers rotate queries and keys instead (lesson 09).
+    """
 
     def __init__(self, vocab_size: int, d_model: int, max_len: int, positional: str = "sinusoidal",
                  dropout: float = 0.1, pad_id: int | None = None) -> None:
         super().__init__()
         check_choice("positional", positional, POSITIONAL_KINDS)
-        check_positive_int("max_len", max_len)
+        self.max_len = check_positive_int("max_len", max_len)
         check_probability("dropout", dropout)
         self.tokens = TokenEmbedding(vocab_size, d_model, pad_id)
-        encoding = SinusoidalPositionalEncoding if positional == "sinusoidal" else LearnedPositionalEncoding
-        self.positions = encoding(d_model, max_len)
+        tables = {"sinusoidal": SinusoidalPositionalEncoding, "learned": LearnedPositionalEncoding}
+        self.positions = tables[positional](d_model, max_len) if positional in tables else None
         self.dropout = nn.Dropout(dropout)
 
+    def check_inputs(self, ids: torch.Tensor, offset: int = 0) -> None:
+        check_token_ids(ids, self.tokens.vocab_size, name="ids")
+        check_non_negative_int("offset", offset)
+        if offset + ids.size(1) > self.max_len:
+            raise CourseValueError(f"positions {offset}..{offset + ids.size(1) - 1} exceed max_len={self.max_len}; "
+                                   "truncate the input or build the model with a larger max_len")
+
+    @checked_by(check_inputs)
     def forward(self, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """``(batch, seq)`` integer ids → ``(batch, seq, d_model)``; ``offset`` = position of the first token."""
-        return self.dropout(self.positions(self.tokens(ids), offset))
+        x = self.tokens(ids)
+        if self.positions is not None:
+            x = self.positions(x, offset)
+        return self.dropout(x)
+
+
+def make_final_norm(config: TransformerConfig) -> nn.Module:
+    """The normalisation after a stack of layers (the config's kind: LayerNorm or RMSNorm)."""
+    check_config(config)
+    return make_norm(config.normalization, config.d_model, config.bias)
 
 
 class Encoder(nn.Module):
-    """``n_layers`` encoder layers and a final LayerNorm, on vectors ``(batch, seq, d_model)``."""
+    """``n_layers`` encoder layers and a final norm, on vectors ``(batch, seq, d_model)``."""
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
         self.config = check_config(config)
-        self.layers = nn.ModuleList(
-            EncoderLayer(config.d_model, config.n_heads, config.d_ff, config.dropout, config.activation, config.norm)
-            for _ in range(config.n_layers))
-        self.norm = nn.LayerNorm(config.d_model)
+        self.layers = nn.ModuleList(EncoderLayer(**config.layer_options()) for _ in range(config.n_layers))
+        self.norm = make_final_norm(config)
 
+    def check_inputs(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> None:
+        check_vectors(x, self, self.config.d_model)
+        self.layers[0].check_inputs(x, mask)
+
+    @checked_by(check_inputs)
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """``(batch, seq, d_model)`` → same shape; ``mask`` bool, True = may attend."""
-        check_vectors(x, self, self.config.d_model)
         for layer in self.layers:
             x = layer(x, mask)
         return self.norm(x)
 
 
 class Decoder(nn.Module):
-    """``n_layers`` decoder layers and a final LayerNorm, on vectors ``(batch, tgt_len, d_model)``."""
+    """``n_layers`` decoder layers and a final norm, on vectors ``(batch, tgt_len, d_model)``."""
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
         self.config = check_config(config)
-        self.layers = nn.ModuleList(
-            DecoderLayer(config.d_model, config.n_heads, config.d_ff, config.dropout, config.activation, config.norm)
-            for _ in range(config.n_layers))
-        self.norm = nn.LayerNorm(config.d_model)
+        self.layers = nn.ModuleList(DecoderLayer(**config.layer_options()) for _ in range(config.n_layers))
+        self.norm = make_final_norm(config)
 
-    def forward(self, y: torch.Tensor, memory: torch.Tensor, tgt_mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None, cache: KVCache | None = None) -> torch.Tensor:
-        """``y (batch, tgt_len, d_model)``, ``memory (batch, src_len, d_model)`` → ``(batch, tgt_len, d_model)``."""
+    def check_inputs(self, y: torch.Tensor, memory: torch.Tensor, tgt_mask: torch.Tensor | None = None,
+                     memory_mask: torch.Tensor | None = None, cache: KVCache | None = None) -> None:
         check_vectors(y, self, self.config.d_model, "y", "(batch, tgt_len, d_model)")
         check_vectors(memory, self, self.config.d_model, "memory", "(batch, src_len, d_model)")
         check_same_batch(("y", y), ("memory", memory))
         check_cache(cache, len(self.layers), y.size(0), cross_attention=True)
+        layer_caches = (None, None) if cache is None else (cache.self_attention[0], cache.cross_attention[0])
+        self.layers[0].check_inputs(y, memory, tgt_mask, memory_mask, *layer_caches)
+
+    @checked_by(check_inputs)
+    def forward(self, y: torch.Tensor, memory: torch.Tensor, tgt_mask: torch.Tensor | None = None,
+                memory_mask: torch.Tensor | None = None, cache: KVCache | None = None) -> torch.Tensor:
+        """``y (batch, tgt_len, d_model)``, ``memory (batch, src_len, d_model)`` → ``(batch, tgt_len, d_model)``."""
         for i, layer in enumerate(self.layers):
             if cache is None:
                 y = layer(y, memory, tgt_mask, memory_mask)
@@ -129,11 +169,14 @@ class TextEncoder(nn.Module):
                                         config.dropout, config.pad_id)
         self.encoder = Encoder(config)
 
+    def check_inputs(self, ids: torch.Tensor, mask_padding: bool = True) -> None:
+        check_token_ids(ids, self.config.vocab_size, self.config.max_len, name="ids")
+        check_bool("mask_padding", mask_padding)
+
+    @checked_by(check_inputs)
     def forward(self, ids: torch.Tensor, mask_padding: bool = True) -> torch.Tensor:
         """``(batch, seq)`` integer ids → ``(batch, seq, d_model)``. ``mask_padding=False`` lets tokens attend to
         padding."""
-        ids = check_token_ids(ids, self.config.vocab_size, self.config.max_len, name="ids")
-        check_bool("mask_padding", mask_padding)
         mask = padding_mask(ids, self.config.pad_id) if mask_padding else None
         return self.encoder(self.embedding(ids), mask)
 
@@ -160,8 +203,7 @@ class TransformerClassifier(nn.Module):
         self.head = nn.Linear(config.d_model, n_classes)
         init_weights(self)
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """``(batch, seq)`` integer ids → logits ``(batch, n_classes)``."""
+    def check_inputs(self, ids: torch.Tensor) -> None:
         config = self.text_encoder.config
         ids = check_token_ids(ids, config.vocab_size, config.max_len, name="ids")
         if self.pooling == "cls" and bool((ids[:, 0] == config.pad_id).any()):
@@ -170,6 +212,10 @@ class TransformerClassifier(nn.Module):
                                    f"{config.pad_id}); its vector would summarise nothing. Put the [CLS] token first "
                                    "(tokenizer.encode_batch(..., add_cls=True)), pad on the right, or use "
                                    "pooling='mean'")
+
+    @checked_by(check_inputs)
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """``(batch, seq)`` integer ids → logits ``(batch, n_classes)``."""
         hidden = self.text_encoder(ids, self.mask_padding)
         if self.pooling == "cls":
             pooled = hidden[:, 0]
@@ -200,9 +246,12 @@ class MaskedLanguageModel(nn.Module):
         if tie_weights:
             self.output.weight = self.text_encoder.embedding.tokens.weight
 
+    def check_hidden(self, hidden: torch.Tensor) -> None:
+        check_features(hidden, self, self.text_encoder.config.d_model, "hidden")
+
+    @checked_by(check_hidden)
     def head(self, hidden: torch.Tensor) -> torch.Tensor:
         """The MLM head alone: vectors ``(..., d_model)`` → vocabulary logits ``(..., vocab_size)``."""
-        check_features(hidden, self, self.text_encoder.config.d_model, "hidden")
         return self.output(self.transform_norm(F.gelu(self.transform(hidden))))
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
@@ -225,15 +274,36 @@ class Seq2SeqTransformer(nn.Module):
         self.generator = nn.Linear(config.d_model, config.tgt_vocab_size)
         init_weights(self)
 
+    def check_source(self, src_ids: torch.Tensor) -> None:
+        check_token_ids(src_ids, self.config.vocab_size, self.config.max_len, name="src_ids")
+
+    @checked_by(check_source)
     def encode(self, src_ids: torch.Tensor) -> torch.Tensor:
         """``(batch, src_len)`` → memory ``(batch, src_len, d_model)``; source padding is masked."""
-        src_ids = check_token_ids(src_ids, self.config.vocab_size, self.config.max_len, name="src_ids")
         return self.encoder(self.src_embedding(src_ids), padding_mask(src_ids, self.config.pad_id))
 
     def new_cache(self) -> KVCache:
         """An empty KV cache for :meth:`decode`: self- and cross-attention keys/values of every decoder layer."""
         return KVCache(len(self.decoder.layers), cross_attention=True)
 
+    def check_decode_inputs(self, tgt_in_ids: torch.Tensor, memory: torch.Tensor, src_ids: torch.Tensor,
+                            cache: KVCache | None = None) -> None:
+        config = self.config
+        tgt_in_ids = check_token_ids(tgt_in_ids, config.tgt_vocab_size, name="tgt_in_ids")
+        src_ids = check_token_ids(src_ids, config.vocab_size, config.max_len, name="src_ids")
+        check_vectors(memory, self, config.d_model, "memory", "(batch, src_len, d_model)")
+        check_same_batch(("tgt_in_ids", tgt_in_ids), ("memory", memory), ("src_ids", src_ids))
+        if memory.size(1) != src_ids.size(1):
+            raise CourseValueError(f"memory covers {memory.size(1)} source positions but src_ids has "
+                                   f"{src_ids.size(1)}; pass the src_ids that produced memory = model.encode(src_ids)")
+        check_cache(cache, len(self.decoder.layers), tgt_in_ids.size(0), cross_attention=True)
+        offset = cache.length if cache is not None else 0
+        if offset + tgt_in_ids.size(1) > config.max_len:
+            raise CourseValueError(f"target positions {offset}..{offset + tgt_in_ids.size(1) - 1} exceed "
+                                   f"max_len={config.max_len}; generate fewer tokens or build the model with a "
+                                   "larger max_len")
+
+    @checked_by(check_decode_inputs)
     def decode(self, tgt_in_ids: torch.Tensor, memory: torch.Tensor, src_ids: torch.Tensor,
                cache: KVCache | None = None) -> torch.Tensor:
         """Next-token logits ``(batch, tgt_len, tgt_vocab_size)``.
@@ -246,31 +316,20 @@ class Seq2SeqTransformer(nn.Module):
             cache: from :meth:`new_cache`; filled in place. Target padding is not masked in cached mode (generated
                 prefixes contain none).
         """
-        config = self.config
-        tgt_in_ids = check_token_ids(tgt_in_ids, config.tgt_vocab_size, name="tgt_in_ids")
-        src_ids = check_token_ids(src_ids, config.vocab_size, config.max_len, name="src_ids")
-        check_vectors(memory, self, config.d_model, "memory", "(batch, src_len, d_model)")
-        check_same_batch(("tgt_in_ids", tgt_in_ids), ("memory", memory), ("src_ids", src_ids))
-        if memory.size(1) != src_ids.size(1):
-            raise CourseValueError(f"memory covers {memory.size(1)} source positions but src_ids has "
-                                   f"{src_ids.size(1)}; pass the src_ids that produced memory = model.encode(src_ids)")
-        check_cache(cache, len(self.decoder.layers), tgt_in_ids.size(0), cross_attention=True)
-        pad_id = config.pad_id
         offset = cache.length if cache is not None else 0
-        if offset + tgt_in_ids.size(1) > config.max_len:
-            raise CourseValueError(f"target positions {offset}..{offset + tgt_in_ids.size(1) - 1} exceed "
-                                   f"max_len={config.max_len}; generate fewer tokens or build the model with a "
-                                   "larger max_len")
         tgt_mask = causal_mask(tgt_in_ids.size(1), past=offset, device=tgt_in_ids.device)
         if cache is None:
-            tgt_mask = tgt_mask & padding_mask(tgt_in_ids, pad_id)
+            tgt_mask = tgt_mask & padding_mask(tgt_in_ids, self.config.pad_id)
         y = self.decoder(self.tgt_embedding(tgt_in_ids, offset), memory, tgt_mask,
-                         padding_mask(src_ids, pad_id), cache)
+                         padding_mask(src_ids, self.config.pad_id), cache)
         return self.generator(y)
 
+    def check_inputs(self, src_ids: torch.Tensor, tgt_in_ids: torch.Tensor) -> None:
+        check_token_ids(src_ids, self.config.vocab_size, self.config.max_len, name="src_ids")
+        check_token_ids(tgt_in_ids, self.config.tgt_vocab_size, self.config.max_len, name="tgt_in_ids")
+        check_same_batch(("src_ids", src_ids), ("tgt_in_ids", tgt_in_ids))
+
+    @checked_by(check_inputs)
     def forward(self, src_ids: torch.Tensor, tgt_in_ids: torch.Tensor) -> torch.Tensor:
         """``src (batch, src_len)``, ``tgt_in (batch, tgt_len)`` → logits ``(batch, tgt_len, tgt_vocab_size)``."""
-        src_ids = check_token_ids(src_ids, self.config.vocab_size, self.config.max_len, name="src_ids")
-        tgt_in_ids = check_token_ids(tgt_in_ids, self.config.tgt_vocab_size, self.config.max_len, name="tgt_in_ids")
-        check_same_batch(("src_ids", src_ids), ("tgt_in_ids", tgt_in_ids))
         return self.decode(tgt_in_ids, self.encode(src_ids), src_ids)

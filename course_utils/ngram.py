@@ -107,8 +107,9 @@ N_BUCKETS = 9
 class InterpolatedTrigramLM:
     """``P(w | u, v) = λ₃ f(w | u, v) + λ₂ f(w | v) + λ₁ f(w) + λ₀ / V`` with relative frequencies ``f``.
 
-    For an unseen context, an order's ``f`` is the next lower order's, so every distribution sums to 1. ``lambdas (N_BUCKETS, 4)`` hold one weight set per bucket of
-    ``count(u, v)`` (:func:`count_bucket`); start uniform (fixed λ) and fit them with :meth:`fit_lambdas`.
+    For an unseen context, an order's ``f`` is the next lower order's, so every distribution sums to 1.
+    ``lambdas (N_BUCKETS, 4)`` hold one weight set per bucket of ``count(u, v)`` (:func:`count_bucket`); start
+    uniform (fixed λ) and fit them with :meth:`fit_lambdas`.
     """
 
     def __init__(self, sequences: Sequence[Sequence[int]], vocab_size: int) -> None:

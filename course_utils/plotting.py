@@ -10,8 +10,15 @@ from typing import Sequence
 import matplotlib.pyplot as plt
 import torch
 
-from .diagrams import (ARCHITECTURE_PARTS, ARCHITECTURE_VARIANTS, architecture_parts, draw_architecture,  # noqa: F401
-                       draw_encoder_decoder_masks, draw_multihead_split, draw_residual_stream)
+from .diagrams import (  # noqa: F401
+    ARCHITECTURE_PARTS,
+    ARCHITECTURE_VARIANTS,
+    architecture_parts,
+    draw_architecture,
+    draw_encoder_decoder_masks,
+    draw_multihead_split,
+    draw_residual_stream,
+)
 from .errors import CourseValueError
 
 
@@ -45,7 +52,8 @@ def show_heatmaps(matrices, row_labels: Sequence[str] | None = None, col_labels:
     if not panels:
         raise CourseValueError("show_heatmaps got no matrices to draw; pass a 2-D matrix or a list/stack of them")
     if any(p.dim() != 2 for p in panels):
-        raise CourseValueError(f"show_heatmaps draws 2-D matrices, got panels of shapes {[tuple(p.shape) for p in panels]}")
+        raise CourseValueError(f"show_heatmaps draws 2-D matrices, got panels of shapes "
+                               f"{[tuple(p.shape) for p in panels]}")
     if titles is not None and len(titles) != len(panels):
         raise CourseValueError(f"got {len(titles)} titles for {len(panels)} panels")
     for labels, axis, size in ((row_labels, "row", panels[0].shape[0]), (col_labels, "col", panels[0].shape[1])):

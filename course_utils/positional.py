@@ -9,7 +9,14 @@ import torch
 import torch.nn as nn
 
 from .errors import CourseTypeError, CourseValueError
-from .validation import check_float_input, check_non_empty, check_non_negative_int, check_positive_int, check_rank
+from .validation import (
+    check_float_input,
+    check_non_empty,
+    check_non_negative_int,
+    check_positive_int,
+    check_rank,
+    checked_by,
+)
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
@@ -56,12 +63,15 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.max_len = max_len
         self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
 
+    def check_inputs(self, x: torch.Tensor, offset: int = 0) -> None:
+        check_positions(x, self.d_model, self.max_len, offset)
+
+    @checked_by(check_inputs)
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """``(batch, seq, d_model)`` → same shape, ``x + PE[offset : offset + seq]``.
 
         ``offset`` is the position of the first vector (non-zero when decoding one token at a time).
         """
-        check_positions(x, self.d_model, self.max_len, offset)
         return x + self.table[offset: offset + x.size(1)].to(x.dtype)
 
 
@@ -75,8 +85,11 @@ class LearnedPositionalEncoding(nn.Module):
         self.table = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.table.weight, std=0.02)
 
-    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        """``(batch, seq, d_model)`` → same shape, ``x + P[offset : offset + seq]``."""
+    def check_inputs(self, x: torch.Tensor, offset: int = 0) -> None:
         check_positions(x, self.d_model, self.max_len, offset)
         check_float_input(x, self)
+
+    @checked_by(check_inputs)
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """``(batch, seq, d_model)`` → same shape, ``x + P[offset : offset + seq]``."""
         return x + self.table.weight[offset: offset + x.size(1)]

@@ -11,8 +11,8 @@ A :class:`Task` holds what training needs and nothing about *how* it is run (one
   its own count and averaging would weight a short batch's tokens more than a long batch's;
 * ``evaluate(model)`` — the lesson's metric on its held-out set.
 
-The plain functions (:func:`classification_loss`, :func:`translation_loss`, :func:`mlm_loss`) are the same
-losses for a notebook cell: ``loss = tasks.translation_loss(model, (src_ids, tgt_ids))``.
+The losses themselves live in :mod:`course_utils.losses` (the same functions a notebook cell calls:
+``loss = losses.translation_loss(model, (src_ids, tgt_ids))``).
 
 The recipes (:class:`ClassifierRecipe`, :class:`MLMRecipe`, :class:`TranslatorRecipe`) are dataclasses with
 three presets each in :data:`RECIPES`: ``"tiny"`` (seconds; for checks), ``"lesson"`` (the notebook's run) and
@@ -20,87 +20,38 @@ three presets each in :data:`RECIPES`: ``"tiny"`` (seconds; for checks), ``"less
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 from . import mlm
 from .config import TransformerConfig
+from .data.batching import length_bucketed_batches, trim_padding
 from .decoding import greedy_decode, strip_after_eos
 from .errors import CourseValueError
+from .losses import (
+    classification_loss_sum,
+    masked_lm_loss_sum,
+    translation_loss,
+    translation_loss_sum,
+    translation_target_count,
+)
 from .models import MaskedLanguageModel, Seq2SeqTransformer, TransformerClassifier
-from .tokenization import BOS_ID, EOS_ID, PAD_ID, BPETokenizer, add_special_tokens
+from .tokenization import BOS_ID, EOS_ID, BPETokenizer, add_special_tokens
 from .training import make_loader
 
 SIZES = ("tiny", "lesson", "large")
 
 
-# --------------------------------------------------------------------------------------------------- losses
-def classification_loss_sum(model: nn.Module, batch) -> torch.Tensor:
-    """Summed cross-entropy of a batch ``(ids (batch, seq), labels (batch,))`` — one target per string."""
-    ids, labels = batch
-    return F.cross_entropy(model(ids).float(), labels, reduction="sum")
-
-
-def classification_loss(model: nn.Module, batch) -> torch.Tensor:
-    """Mean cross-entropy over the strings of a batch (lesson 05)."""
-    return classification_loss_sum(model, batch) / batch[1].numel()
-
-
-def trim_padding(ids: torch.Tensor, pad_id: int = PAD_ID) -> torch.Tensor:
-    """``(batch, seq)`` → ``(batch, longest real row)``: padding-only columns cost time and change nothing."""
-    return ids[:, : max(1, int((ids != pad_id).sum(1).max()))]
-
-
-def translation_target_count(batch, pad_id: int = PAD_ID) -> int:
-    """Number of target tokens that are scored: every non-padding id of ``tgt_ids[:, 1:]``."""
-    return int((batch[1][:, 1:] != pad_id).sum())
-
-
-def translation_loss_sum(model: nn.Module, batch, label_smoothing: float = 0.1,
-                         pad_id: int = PAD_ID) -> torch.Tensor:
-    """Summed teacher-forcing cross-entropy of ``(src_ids (batch, src_len), tgt_ids (batch, tgt_len))``.
-
-    ``tgt_ids`` is ``[BOS] … [EOS]`` right-padded; the decoder reads ``tgt_ids[:, :-1]`` and is scored on
-    ``tgt_ids[:, 1:]`` (padding ignored).
-    """
-    src, tgt = (trim_padding(ids, pad_id) for ids in batch)
-    decoder_input, labels = tgt[:, :-1], tgt[:, 1:]
-    logits = model(src, decoder_input).float()                  # (batch, tgt_len - 1, tgt_vocab)
-    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=pad_id,
-                           label_smoothing=label_smoothing, reduction="sum")
-
-
-def translation_loss(model: nn.Module, batch, label_smoothing: float = 0.1, pad_id: int = PAD_ID) -> torch.Tensor:
-    """Mean cross-entropy per target token (lesson 07): equal to ``F.cross_entropy(..., ignore_index=pad_id)``."""
-    return translation_loss_sum(model, batch, label_smoothing, pad_id) / translation_target_count(batch, pad_id)
-
-
-def mlm_loss_sum(model: nn.Module, batch) -> torch.Tensor:
-    """Summed cross-entropy at the selected positions of a masked batch ``(inputs, labels)`` (lesson 06).
-
-    Calls ``model(inputs)`` (not only the head at the selected positions), so it also works through a
-    ``DistributedDataParallel`` wrapper, whose gradient synchronisation starts in its ``forward``.
-    """
-    inputs, labels = batch
-    selected = labels != mlm.IGNORE_INDEX
-    return F.cross_entropy(model(inputs)[selected].float(), labels[selected], reduction="sum")
-
-
-def mlm_loss(model: nn.Module, ids: torch.Tensor, generator: torch.Generator, vocab_size: int,
-             **masking) -> torch.Tensor:
-    """BERT-mask ``ids (batch, seq)`` with ``generator`` and return the mean loss at the selected positions."""
-    batch = mlm.mask_tokens(ids, vocab_size, generator, **masking)
-    return mlm_loss_sum(model, batch) / int((batch[1] != mlm.IGNORE_INDEX).sum())
-
-
 # -------------------------------------------------------------------------------------------------- recipes
 @dataclass
 class Recipe:
-    """Optimisation settings of a lesson's run (AdamW, warmup, schedule, clipping)."""
+    """A lesson's run: the model (a :class:`~course_utils.config.TransformerConfig` whose ``vocab_size`` is the
+    tokenizer's target size; the built model gets the trained tokenizer's) and the optimisation settings (AdamW,
+    warmup, schedule, clipping)."""
 
+    model: TransformerConfig = field(default_factory=lambda: TransformerConfig(vocab_size=1000))
     epochs: int = 1
     lr: float = 1e-3
     warmup_steps: int = 0
@@ -112,23 +63,29 @@ class Recipe:
     def warmup_for(self, total_steps: int) -> int:
         return self.warmup_steps + int(self.warmup_fraction * total_steps)
 
+    def model_config(self, vocab_size: int, tgt_vocab_size: int | None = None) -> TransformerConfig:
+        """The recipe's model for tokenizers of ``vocab_size`` (and ``tgt_vocab_size``) ids."""
+        return replace(self.model, vocab_size=vocab_size, tgt_vocab_size=tgt_vocab_size)
+
+
+CLASSIFIER_MODEL = TransformerConfig(vocab_size=2000, d_model=64, n_heads=4, d_ff=256, n_layers=2, max_len=64,
+                                     dropout=0.1, norm="post")
+MLM_MODEL = TransformerConfig(vocab_size=500, d_model=96, n_heads=4, d_ff=192, n_layers=1, max_len=48, dropout=0.0,
+                              activation="gelu", norm="pre", positional="sinusoidal")
+TRANSLATOR_MODEL = TransformerConfig(vocab_size=320, d_model=128, n_heads=4, d_ff=256, n_layers=2, max_len=32,
+                                     dropout=0.0)  # vocabulary sizes: the number tokenizers' (german_vocab_size)
+
 
 @dataclass
 class ClassifierRecipe(Recipe):
     """Lesson 05: language identification of Django's translated strings with a [CLS] classifier."""
 
+    model: TransformerConfig = field(default_factory=lambda: CLASSIFIER_MODEL)
     epochs: int = 5
     lr: float = 3e-3
     warmup_steps: int = 30
-    vocab_size: int = 2000
-    max_len: int = 64
     batch_size: int = 64
     eval_batch_size: int = 128
-    d_model: int = 64
-    n_heads: int = 4
-    d_ff: int = 256
-    n_layers: int = 2
-    dropout: float = 0.1
     pooling: str = "cls"
     max_train_strings: int | None = None   # keep only the first n training strings (a quick run)
     max_test_strings: int | None = None
@@ -138,33 +95,21 @@ class ClassifierRecipe(Recipe):
 class MLMRecipe(Recipe):
     """Lesson 06: BERT-style masked language modelling on Python-documentation prose."""
 
+    model: TransformerConfig = field(default_factory=lambda: MLM_MODEL)
     epochs: int = 7
     lr: float = 3e-3
     warmup_fraction: float = 0.1
-    vocab_size: int = 500
-    max_len: int = 48
     batch_size: int = 32
     eval_batch_size: int = 256
     train_select_prob: float = 0.4
-    d_model: int = 96
-    n_heads: int = 4
-    d_ff: int = 192
-    n_layers: int = 1
-    dropout: float = 0.0
-    positional: str = "sinusoidal"
     max_sentences: int | None = None
-
-    def model_config(self, vocab_size: int) -> TransformerConfig:
-        """The encoder + MLM head of this recipe for a tokenizer of ``vocab_size`` ids."""
-        return TransformerConfig(vocab_size=vocab_size, d_model=self.d_model, n_heads=self.n_heads, d_ff=self.d_ff,
-                                 n_layers=self.n_layers, max_len=self.max_len, dropout=self.dropout,
-                                 activation="gelu", norm="pre", positional=self.positional)
 
 
 @dataclass
 class TranslatorRecipe(Recipe):
     """Lesson 07: English → German number words with the encoder–decoder."""
 
+    model: TransformerConfig = field(default_factory=lambda: TRANSLATOR_MODEL)
     epochs: int = 1
     lr: float = 1e-3
     warmup_steps: int = 60
@@ -175,50 +120,57 @@ class TranslatorRecipe(Recipe):
     german_vocab_size: int = 320
     batch_size: int = 16
     label_smoothing: float = 0.1
-    d_model: int = 128
-    n_heads: int = 4
-    d_ff: int = 256
-    n_layers: int = 2
-    dropout: float = 0.0
-    max_len: int = 32
+
+
+def sized(model: TransformerConfig, **changes) -> TransformerConfig:
+    """``model`` with some sizes changed (the presets below)."""
+    return replace(model, **changes)
 
 
 RECIPES: dict[str, dict[str, Recipe]] = {
     "classifier": {
-        "tiny": ClassifierRecipe(epochs=1, warmup_steps=2, vocab_size=300, batch_size=32, d_model=16, d_ff=32,
-                                 n_layers=1, n_heads=2, max_train_strings=256, max_test_strings=128),
+        "tiny": ClassifierRecipe(sized(CLASSIFIER_MODEL, vocab_size=300, d_model=16, d_ff=32, n_layers=1, n_heads=2),
+                                 epochs=1, warmup_steps=2, batch_size=32, max_train_strings=256, max_test_strings=128),
         "lesson": ClassifierRecipe(),
-        "large": ClassifierRecipe(d_model=256, n_heads=8, d_ff=1024, n_layers=4, epochs=10, lr=1e-3),
+        "large": ClassifierRecipe(sized(CLASSIFIER_MODEL, d_model=256, n_heads=8, d_ff=1024, n_layers=4), epochs=10,
+                                  lr=1e-3),
     },
     "mlm": {
-        "tiny": MLMRecipe(epochs=1, vocab_size=300, d_model=16, d_ff=32, n_layers=1, n_heads=2, max_len=24,
-                          max_sentences=256, dropout=0.1),
+        "tiny": MLMRecipe(sized(MLM_MODEL, vocab_size=300, d_model=16, d_ff=32, n_layers=1, n_heads=2, max_len=24,
+                                dropout=0.1), epochs=1, max_sentences=256),
         "lesson": MLMRecipe(),
-        "large": MLMRecipe(d_model=256, n_heads=8, d_ff=1024, n_layers=4, dropout=0.1, epochs=20, lr=1e-3),
+        "large": MLMRecipe(sized(MLM_MODEL, d_model=256, n_heads=8, d_ff=1024, n_layers=4, dropout=0.1), epochs=20,
+                           lr=1e-3),
     },
     "translator": {
-        "tiny": TranslatorRecipe(n_train=68, n_test=24, stress_per_category=4, max_digits=3, german_vocab_size=280,
-                                 batch_size=8, warmup_steps=2, d_model=16, d_ff=32, n_layers=1, n_heads=2),
+        "tiny": TranslatorRecipe(sized(TRANSLATOR_MODEL, d_model=16, d_ff=32, n_layers=1, n_heads=2), n_train=68,
+                                 n_test=24, stress_per_category=4, max_digits=3, german_vocab_size=280, batch_size=8,
+                                 warmup_steps=2),
         "lesson": TranslatorRecipe(),
-        "large": TranslatorRecipe(d_model=256, n_heads=8, d_ff=1024, n_layers=4, dropout=0.1, batch_size=128,
-                                  epochs=8, warmup_steps=100),
+        "large": TranslatorRecipe(sized(TRANSLATOR_MODEL, d_model=256, n_heads=8, d_ff=1024, n_layers=4, dropout=0.1),
+                                  batch_size=128, epochs=8, warmup_steps=100),
     },
 }
 TASK_NAMES = tuple(RECIPES)
+MODEL_FIELDS = tuple(f.name for f in fields(TransformerConfig))
 
 
 def recipe_for(task: str, size: str = "lesson", **overrides) -> Recipe:
-    """A copy of the preset ``RECIPES[task][size]`` with ``overrides`` applied (e.g. ``epochs=2``)."""
+    """A copy of the preset ``RECIPES[task][size]`` with ``overrides`` applied: a recipe field (``epochs=2``) or a
+    model field (``d_model=128``, which changes ``recipe.model``)."""
     if task not in RECIPES:
         raise CourseValueError(f"unknown task {task!r}; choose one of {TASK_NAMES}")
     if size not in SIZES:
         raise CourseValueError(f"unknown size {size!r}; choose one of {SIZES}")
     recipe = RECIPES[task][size]
-    unknown = sorted(set(overrides) - set(vars(recipe)))
+    known = set(vars(recipe)) | set(MODEL_FIELDS)
+    unknown = sorted(set(overrides) - known)
     if unknown:
         raise CourseValueError(f"{type(recipe).__name__} has no field(s) {unknown}; its fields are "
-                               f"{sorted(vars(recipe))}")
-    return replace(recipe, **overrides)
+                               f"{sorted(vars(recipe))}, and its model's {sorted(MODEL_FIELDS)}")
+    model_changes = {name: value for name, value in overrides.items() if name in MODEL_FIELDS}
+    recipe_changes = {name: value for name, value in overrides.items() if name not in MODEL_FIELDS}
+    return replace(recipe, model=replace(recipe.model, **model_changes), **recipe_changes)
 
 
 # ---------------------------------------------------------------------------------------------------- tasks
@@ -295,7 +247,7 @@ class MLMTask(Task):
         return int((batch[1] != mlm.IGNORE_INDEX).sum())
 
     def loss_sum(self, model: nn.Module, batch) -> torch.Tensor:
-        return mlm_loss_sum(model, batch)
+        return masked_lm_loss_sum(model, batch)
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
         held_out, vocab_size = self.extras["held_out_batches"], self.model_config.vocab_size
@@ -361,19 +313,17 @@ def build_classifier_task(recipe: ClassifierRecipe, seed: int = 0) -> Classifier
     train_texts = data.train_texts[:recipe.max_train_strings]
     train_labels = data.train_labels[:recipe.max_train_strings]
     test_texts, test_labels = data.test_texts[:recipe.max_test_strings], data.test_labels[:recipe.max_test_strings]
-    tokenizer = BPETokenizer.train(train_texts, vocab_size=recipe.vocab_size)
+    tokenizer = BPETokenizer.train(train_texts, vocab_size=recipe.model.vocab_size)
 
     def bucketed(texts, labels, batch_size):
         encoded = [tokenizer.encode(text) for text in texts]
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
         return [(tokenizer.encode_batch([texts[i] for i in order[s:s + batch_size]], add_cls=True,
-                                        max_len=recipe.max_len),
+                                        max_len=recipe.model.max_len),
                  torch.tensor([labels[i] for i in order[s:s + batch_size]]))
                 for s in range(0, len(order), batch_size)]
 
-    config = TransformerConfig(vocab_size=tokenizer.vocab_size, d_model=recipe.d_model, n_heads=recipe.n_heads,
-                               d_ff=recipe.d_ff, n_layers=recipe.n_layers, max_len=recipe.max_len,
-                               dropout=recipe.dropout, norm="post")
+    config = recipe.model_config(tokenizer.vocab_size)
     return ClassifierTask("classifier", recipe, config, bucketed(train_texts, train_labels, recipe.batch_size),
                           "accuracy %", {"n_classes": len(data.languages), "tokenizer": tokenizer, "data": data,
                                          "test_batches": bucketed(test_texts, test_labels, recipe.eval_batch_size)})
@@ -387,18 +337,18 @@ def build_mlm_task(recipe: MLMRecipe, seed: int = 0) -> MLMTask:
     if recipe.max_sentences is not None:
         corpus = corpus.sample(recipe.max_sentences, seed=seed)
     train_corpus, held_out_corpus = corpus.split(held_out_fraction=0.1, seed=seed)
-    tokenizer = BPETokenizer.train(train_corpus.sentences, vocab_size=recipe.vocab_size)
+    tokenizer = BPETokenizer.train(train_corpus.sentences, vocab_size=recipe.model.vocab_size)
 
     def encode(sentences):
-        return [add_special_tokens(tokenizer.encode(s), add_cls=True, add_sep=True, max_len=recipe.max_len)
+        return [add_special_tokens(tokenizer.encode(s), add_cls=True, add_sep=True, max_len=recipe.model.max_len)
                 for s in sentences]
 
     train_ids = encode(train_corpus.sentences)
     config = recipe.model_config(tokenizer.vocab_size)
-    return MLMTask("mlm", recipe, config, mlm.batches_by_length(train_ids, recipe.batch_size, shuffle=False),
+    return MLMTask("mlm", recipe, config, length_bucketed_batches(train_ids, recipe.batch_size, shuffle=False),
                    "accuracy %", {"tokenizer": tokenizer, "unigram": mlm.UnigramBaseline(train_ids, config.vocab_size),
                                   "bigram": mlm.NeighbourCountBaseline(train_ids, config.vocab_size, use_right=False),
-                                  "held_out_batches": mlm.batches_by_length(encode(held_out_corpus.sentences),
+                                  "held_out_batches": length_bucketed_batches(encode(held_out_corpus.sentences),
                                                                             recipe.eval_batch_size, shuffle=False)})
 
 
@@ -410,9 +360,7 @@ def build_translator_task(recipe: TranslatorRecipe, seed: int = 0) -> Translator
                               stress_per_category=recipe.stress_per_category, max_digits=recipe.max_digits, seed=seed)
     source, target = train_tokenizers(split.train, german_vocab_size=recipe.german_vocab_size, seed=seed)
     train_ids = encode_pairs(split.train, source, target)
-    config = TransformerConfig(vocab_size=source.vocab_size, tgt_vocab_size=target.vocab_size,
-                               d_model=recipe.d_model, n_heads=recipe.n_heads, d_ff=recipe.d_ff,
-                               n_layers=recipe.n_layers, max_len=recipe.max_len, dropout=recipe.dropout)
+    config = recipe.model_config(source.vocab_size, target.vocab_size)
     return TranslatorTask("translator", recipe, config, row_batches(train_ids, recipe.batch_size, seed),
                           "exact match %", {"split": split, "source_tokenizer": source, "target_tokenizer": target,
                                             "train_ids": train_ids, "seed": seed,

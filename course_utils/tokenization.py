@@ -601,7 +601,8 @@ class BPETokenizer(Tokenizer):
         pair comes from a lazy max-heap (an entry whose count is out of date is re-queued with its current count).
         """
         vocab_size = check_int("vocab_size", vocab_size, minimum=cls.min_vocab_size,
-                               hint=f" ({N_SPECIAL_TOKENS} special tokens + 256 bytes); try 1000-8000 for English prose")
+                               hint=f" ({N_SPECIAL_TOKENS} special tokens + 256 bytes); "
+                                    "try 1000-8000 for English prose")
         min_frequency = check_non_negative_int("min_frequency", min_frequency)
         word_counts = Counter()
         for text in _check_texts(texts, "BPETokenizer.train"):

@@ -24,6 +24,7 @@ import random
 import sys
 import time
 from contextlib import nullcontext
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +37,7 @@ from .errors import CourseError, CourseValueError
 from .memory import AMP_DTYPES, autocast_context, checkpoint_layers
 from .runtime import seed_everything
 from .tasks import SIZES, TASK_NAMES, Task, build_task
-from .training import lr_multiplier, to_device
+from .training import make_optimizer, make_scheduler, to_device
 
 CHECKPOINT_NAME = "last.pt"
 CHECKPOINT_FORMAT = 1
@@ -199,9 +200,8 @@ def train(task: Task, args: argparse.Namespace, context: DistributedContext) -> 
     if args.checkpoint_activations:
         checkpoint_layers(model)
     model.to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr or recipe.lr, weight_decay=recipe.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: lr_multiplier(step, warmup, total_steps, recipe.schedule))
+    optimizer = make_optimizer(model, lr=args.lr or recipe.lr, weight_decay=recipe.weight_decay)
+    scheduler = make_scheduler(optimizer, warmup, total_steps, recipe.schedule)
     fp16 = args.amp and args.amp_dtype == "fp16"
     scaler = torch.amp.GradScaler(device.type, enabled=fp16)
     seed_everything(args.seed + context.rank)  # dropout: a different stream on every rank, replayed on resume
@@ -229,7 +229,7 @@ def train(task: Task, args: argparse.Namespace, context: DistributedContext) -> 
                 "format": CHECKPOINT_FORMAT, "run": run, "step": step, "train_loss": losses,
                 "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict() if fp16 else {},
-                "random": states, "recipe": {k: v for k, v in vars(recipe).items()}})
+                "random": states, "recipe": asdict(recipe)})
 
     bar = tqdm(total=stop_at, initial=step, disable=args.no_progress or not context.is_main,
                desc=f"{task.name} ×{context.world_size}")

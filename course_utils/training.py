@@ -1,10 +1,12 @@
 """A small, complete training loop: AdamW, warmup + decay, gradient clipping, evaluation, history."""
 from __future__ import annotations
 
-__all__ = ["History", "SCHEDULES", "check_fit_arguments", "fit", "lr_multiplier", "make_loader", "to_device"]
+__all__ = ["History", "SCHEDULES", "check_fit_arguments", "evaluate_lm", "fit", "lr_multiplier", "make_loader",
+           "to_device", "train_lm"]
 
 import math
 import time
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
@@ -14,10 +16,25 @@ import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
 from tqdm.auto import tqdm
 
+from .data.lm_data import lm_batches
 from .errors import CourseTypeError, CourseValueError
-from .validation import (check_bool, check_choice, check_device, check_int, check_module, check_non_negative_int,
-                         check_positive_int, check_real, check_str, describe)
-
+from .losses import lm_loss, lm_loss_sum, lm_target_count
+from .tokenization import PAD_ID
+from .validation import (
+    check_batches,
+    check_bool,
+    check_choice,
+    check_device,
+    check_id_lists,
+    check_int,
+    check_module,
+    check_non_negative_int,
+    check_positive_int,
+    check_real,
+    check_str,
+    check_tensor,
+    describe,
+)
 
 SCHEDULES = ("constant", "linear", "cosine", "inverse_sqrt")
 
@@ -47,13 +64,15 @@ def lr_multiplier(step: int, warmup_steps: int, total_steps: int, schedule: str 
 
 @dataclass
 class History:
-    """What :func:`fit` recorded: one entry per optimizer step, plus evaluations ``(step, {metric: value})``."""
+    """What :func:`fit` recorded: one entry per optimizer step, evaluations ``(step, {metric: value})``, and the
+    wall-clock and CPU seconds of the training steps alone (evaluation excluded)."""
 
     train_loss: list[float] = field(default_factory=list)
     learning_rate: list[float] = field(default_factory=list)
     grad_norm: list[float] = field(default_factory=list)
     evaluations: list[tuple[int, dict[str, float]]] = field(default_factory=list)
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
 
     def metric(self, name: str) -> tuple[list[int], list[float]]:
         """``(steps, values)`` of one evaluation metric, ready to plot."""
@@ -156,12 +175,7 @@ def check_fit_arguments(model: nn.Module, train_batches: Iterable, loss_fn: Call
     check_module("model", model)
     if next(model.parameters(), None) is None:
         raise CourseValueError(f"model {type(model).__name__} has no parameters to train")
-    if isinstance(train_batches, (str, bytes, torch.Tensor)) or not hasattr(train_batches, "__len__") \
-            or not hasattr(train_batches, "__iter__"):
-        raise CourseTypeError(f"train_batches must be a re-iterable collection with a length (a DataLoader from "
-                              f"make_loader, or a list of batches), got {describe(train_batches)}")
-    if len(train_batches) == 0:
-        raise CourseValueError("no training batches: train_batches is empty; pass at least one batch")
+    check_batches("train_batches", train_batches, "a DataLoader from make_loader, or a list of batches")
     if not callable(loss_fn):
         raise CourseTypeError(f"loss_fn must be a function loss_fn(model, batch) -> scalar loss, "
                               f"got {describe(loss_fn)}")
@@ -215,13 +229,17 @@ def fit(model: nn.Module, train_batches: Iterable, loss_fn: Callable[[nn.Module,
     scheduler = make_scheduler(optimizer, warmup_steps, total_steps, schedule)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16) if amp else nullcontext()
     history = History()
-    start = time.perf_counter()
+    evaluation_seconds = [0.0, 0.0]  # wall, CPU
+    start, cpu_start = time.perf_counter(), time.process_time()
 
     def evaluate(step: int) -> None:
+        wall, cpu = time.perf_counter(), time.process_time()
         model.eval()
         with torch.no_grad():
             history.evaluations.append((step, dict(eval_fn(model))))
         model.train()
+        evaluation_seconds[0] += time.perf_counter() - wall
+        evaluation_seconds[1] += time.process_time() - cpu
 
     bar = tqdm(total=total_steps, disable=not progress, desc="training")
     step = 0
@@ -229,6 +247,10 @@ def fit(model: nn.Module, train_batches: Iterable, loss_fn: Callable[[nn.Module,
     def task_loss(model: nn.Module, batch) -> torch.Tensor:
         with autocast:
             loss = loss_fn(model, to_device(batch, device))
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1 or not loss.is_floating_point():
+            raise CourseTypeError(f"loss_fn must return a scalar float tensor (one number to minimise), got "
+                                  f"{describe(loss)} at step {step}; average the per-token losses, e.g. "
+                                  "F.cross_entropy(...) with its default reduction='mean'")
         if not torch.isfinite(loss):
             raise FloatingPointError(f"loss became {loss.item()} at step {step}: lower the learning rate, "
                                      "add warmup or gradient clipping, and check masks for all-masked rows")
@@ -250,17 +272,12 @@ def fit(model: nn.Module, train_batches: Iterable, loss_fn: Callable[[nn.Module,
         if eval_fn is not None and not (history.evaluations and history.evaluations[-1][0] == step):
             evaluate(step)
     bar.close()
-    history.seconds = time.perf_counter() - start
+    history.seconds = time.perf_counter() - start - evaluation_seconds[0]
+    history.cpu_seconds = time.process_time() - cpu_start - evaluation_seconds[1]
     return history
 
 
 # --- helpers the lessons share (plumbing: each lives here once, the notebooks import it) ---------------------
-
-
-def classification_loss(model: nn.Module, batch) -> torch.Tensor:
-    """``loss_fn`` for :func:`fit` on ``(ids (batch, seq), labels (batch,))`` batches: mean cross-entropy."""
-    ids, labels = batch
-    return nn.functional.cross_entropy(model(ids), labels)
 
 
 @torch.no_grad()
@@ -282,6 +299,62 @@ def classification_accuracy(model: nn.Module, batches: Iterable) -> float:
     batches = list(batches)
     labels = torch.cat([labels.cpu() for _, labels in batches]) if batches else torch.empty(0)
     return (predict_classes(model, batches) == labels).double().mean().item()
+
+
+def check_lm_batches(name: str, batches: object) -> None:
+    """Raise unless ``batches`` is a non-empty list of tensors: the ``(batch, seq)`` id batches of ``lm_batches``."""
+    check_batches(name, batches, "a list of (batch, seq) id tensors from lm_batches")
+    for i, batch in enumerate(batches):
+        check_tensor(f"{name}[{i}]", batch, hint="; each batch is a (batch, seq) tensor of ids (lm_batches)")
+
+
+@torch.no_grad()
+def evaluate_lm(model: nn.Module, batches: Sequence[torch.Tensor], pad_id: int = PAD_ID) -> dict[str, float]:
+    """Summed next-token loss over every real target of ``batches`` → ``{"loss", "perplexity", "n_tokens"}``.
+
+    The same positions :func:`course_utils.ngram.perplexity` scores on the same sequences (lesson 08).
+    """
+    check_module("model", model)
+    check_lm_batches("batches", batches)
+    check_non_negative_int("pad_id", pad_id)
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    for batch in batches:
+        total += lm_loss_sum(model, batch, pad_id).item()
+        count += lm_target_count(batch, pad_id)
+    model.train(was_training)
+    if count == 0:
+        raise CourseValueError("no tokens to score: every target is padding; pass batches from lm_batches(...)")
+    return {"loss": total / count, "perplexity": math.exp(total / count), "n_tokens": count}
+
+
+def train_lm(model: nn.Module, train_sequences: Sequence[Sequence[int]], steps: int, batch_size: int = 32,
+             lr: float = 3e-3, warmup_steps: int = 50, weight_decay: float = 0.01,
+             validation: Sequence[torch.Tensor] | None = None, eval_every: int | None = None,
+             seed: int = 0) -> History:
+    """Train a language model for exactly ``steps`` steps of :func:`~course_utils.losses.lm_loss` with :func:`fit`
+    (AdamW, warmup + cosine decay, clipping at 1) — lessons 08 and 09.
+
+    Batches come from :func:`~course_utils.data.lm_data.lm_batches`, regrouped every epoch (``seed + epoch``).
+    With ``validation`` batches, the validation loss is recorded every ``eval_every`` steps and after the last one
+    (``history.metric("loss")``).
+    """
+    check_module("model", model)
+    check_id_lists("train_sequences", train_sequences)
+    check_positive_int("steps", steps)
+    check_non_negative_int("warmup_steps", warmup_steps)
+    if validation is not None:
+        check_lm_batches("validation", validation)
+    check_int("seed", seed)
+    batches: list[torch.Tensor] = []
+    epoch = 0
+    while len(batches) < steps:
+        batches.extend(lm_batches(train_sequences, batch_size, seed=seed + epoch))
+        epoch += 1
+    eval_fn = None if validation is None else (lambda m: {"loss": evaluate_lm(m, validation)["loss"]})
+    return fit(model, batches[:steps], lm_loss, lr=lr, weight_decay=weight_decay,
+               warmup_steps=min(warmup_steps, steps - 1), eval_fn=eval_fn, eval_every=eval_every, progress=False)
 
 
 def best_time(function: Callable[[], object], repeats: int = 3) -> float:

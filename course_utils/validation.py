@@ -7,17 +7,67 @@ return the value to use; the others return it unchanged, so a call can be writte
 
     self.d_model = check_positive_int("d_model", d_model)
     ids = check_token_ids(ids, self.vocab_size, name="src_ids")
+
+**Checked once, at the door.** A block's ``forward`` is decorated with :func:`checked_by`: its checks run when
+*you* call it, and are skipped when another course block calls it with inputs the package computed itself (the
+encoder calling its layers, ``generate`` calling the model at every step). So every error still names your
+argument, the formula reads first in each ``forward``, and a forward pass pays for its checks once.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import functools
 import itertools
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 import torch.nn as nn
 
 from .errors import CourseTypeError, CourseValueError
+
+_INSIDE_THE_PACKAGE = contextvars.ContextVar("inside_the_package", default=False)
+
+
+def checked_by(check: Callable[..., object], trusts_callees: bool = True) -> Callable:
+    """Decorator: run ``check(*args, **kwargs)`` before the function — unless a course entry point is already
+    running (then its own checks covered these inputs). ``check`` takes the function's arguments and raises a
+    course error; what it returns is ignored.
+
+    ``trusts_callees=False`` is for functions that hand *your* objects on (a loss calling your model, a residual
+    wrapper calling your sublayer): their callees keep checking their own inputs."""
+    def decorate(function: Callable) -> Callable:
+        @functools.wraps(function)
+        def at_the_door(*args, **kwargs):
+            if _INSIDE_THE_PACKAGE.get():
+                return function(*args, **kwargs)
+            check(*args, **kwargs)
+            if not trusts_callees:
+                return function(*args, **kwargs)
+            token = _INSIDE_THE_PACKAGE.set(True)
+            try:
+                return function(*args, **kwargs)
+            finally:
+                _INSIDE_THE_PACKAGE.reset(token)
+        return at_the_door
+    return decorate
+
+
+def inside_the_package() -> bool:
+    """True while a course entry point decorated with :func:`checked_by` is running (its inner calls are trusted)."""
+    return _INSIDE_THE_PACKAGE.get()
+
+
+@contextlib.contextmanager
+def unchecked() -> Iterator[None]:
+    """Run the block without the course's input checks, as if called from inside the package — for measuring what
+    the checks cost (``benchmarks/validation_overhead.py``). Bad input then fails inside PyTorch, or silently."""
+    token = _INSIDE_THE_PACKAGE.set(True)
+    try:
+        yield
+    finally:
+        _INSIDE_THE_PACKAGE.reset(token)
 
 
 def describe(value: object) -> str:
@@ -109,6 +159,51 @@ def check_str(name: str, value: object, hint: str = "") -> str:
         extra = " Decode it first: data.decode('utf-8')." if isinstance(value, bytes) else hint
         raise CourseTypeError(f"{name} must be a str, got {describe(value)}.{extra}")
     return value
+
+
+def check_batches(name: str, batches: object, example: str = "a list of batches") -> object:
+    """``batches`` if it is a non-empty, re-iterable collection with a length (a list, a tuple, a ``DataLoader``):
+    not a str, bytes or a tensor, whose characters or rows would be read as the batches."""
+    if isinstance(batches, (str, bytes, torch.Tensor)) or not hasattr(batches, "__len__") \
+            or not hasattr(batches, "__iter__"):
+        fix = "; for a single batch pass [batch]" if isinstance(batches, torch.Tensor) else ""
+        raise CourseTypeError(f"{name} must be a re-iterable collection with a length ({example}), got "
+                              f"{describe(batches)}{fix}")
+    if len(batches) == 0:
+        raise CourseValueError(f"no batches: {name} is empty; pass at least one batch")
+    return batches
+
+
+def check_id_lists(name: str, sequences: object) -> list[list[int]]:
+    """``sequences`` as a list of lists of ``int`` token ids: a non-empty list or tuple of rows, each a sequence of
+    non-negative ints (Python or NumPy; no bools, no floats) or a 1-D integer tensor. A row may be empty."""
+    example = "such as [[5, 7, 6], [5, 8, 9, 6]]"
+    if not isinstance(sequences, Sequence) or isinstance(sequences, (str, bytes, bytearray)):
+        raise CourseTypeError(f"{name} must be a list of token-id lists {example}, got {describe(sequences)}")
+    if len(sequences) == 0:
+        raise CourseValueError(f"{name} holds no sequences; pass at least one list of token ids {example}")
+    rows = []
+    for i, row in enumerate(sequences):
+        if type(row) is list and all(type(t) is int for t in row):
+            pass  # the common case, checked fast
+        elif isinstance(row, torch.Tensor):
+            if row.dim() != 1 or row.dtype.is_floating_point or row.dtype == torch.bool or row.dtype.is_complex:
+                raise CourseTypeError(f"{name}[{i}] must be one sequence of integer ids, got {describe(row)}; "
+                                      "pass a 1-D integer tensor or a list of ints (row.tolist())")
+            row = row.tolist()
+        elif not isinstance(row, Sequence) or isinstance(row, (str, bytes, bytearray)):
+            raise CourseTypeError(f"{name}[{i}] must be a list of int token ids, got {describe(row)}; {name} is a "
+                                  f"list of sequences {example} (for one sequence wrap it: [ids])")
+        elif not all(is_int(t) for t in row):
+            bad = next(t for t in row if not is_int(t))
+            raise CourseTypeError(f"{name}[{i}] holds {describe(bad)}; token ids are ints: convert with int(), and "
+                                  "check you did not pass probabilities or embeddings")
+        else:
+            row = [int(t) for t in row]
+        if row and min(row) < 0:
+            raise CourseValueError(f"{name}[{i}] has a negative id {min(row)}; token ids are >= 0")
+        rows.append(row)
+    return rows
 
 
 def check_tensor(name: str, value: object, hint: str = "") -> torch.Tensor:

@@ -83,8 +83,8 @@ def draw_positional_encoding(d_model: int = 64, n_positions: int = 100, dims=(0,
 
 def positional_encoding_explorer(d_model: int = 64, n_positions: int = 100, dims: str = "0, 1, 10, 11, 40") -> None:
     """Sliders for ``d_model`` and the number of positions, a text box for the dimensions to plot."""
-    import matplotlib.pyplot as plt
     import ipywidgets as widgets
+    import matplotlib.pyplot as plt
 
     def show(d_model: int, n_positions: int, dims: str) -> None:
         draw_positional_encoding(d_model, n_positions, parse_dimensions(dims, d_model))
@@ -153,8 +153,8 @@ def attention_explorer(encode, attention, sentence: str = "the cat sat on the ma
         attention: a :class:`~course_utils.attention.MultiHeadAttention` (its weights are what you see).
         tokenize: ``str -> list[str]``.
     """
-    import matplotlib.pyplot as plt
     import ipywidgets as widgets
+    import matplotlib.pyplot as plt
 
     def show(sentence: str, head: int | str, mask_kind: str) -> None:
         tokens, weights, _ = attention_for_tokens(tokenize(sentence), encode, attention, mask_kind)
@@ -197,8 +197,8 @@ def fill_mask_explorer(predict, text: str = "The [MASK] returns a new list.", k:
             ``lambda text, k: mlm.fill_mask(model, tokenizer, text, k)``; it may raise ``ValueError`` for bad text
             (the message is shown under the box).
     """
-    import matplotlib.pyplot as plt
     import ipywidgets as widgets
+    import matplotlib.pyplot as plt
 
     def show(text: str, k: int) -> None:
         draw_fill_mask(text, predict(text, k))
@@ -251,8 +251,8 @@ def translator_explorer(translate, text: str = "342") -> None:
     Args:
         translate: as in :func:`translation_view`.
     """
-    import matplotlib.pyplot as plt
     import ipywidgets as widgets
+    import matplotlib.pyplot as plt
 
     def show(text: str) -> None:
         translation_view(translate, text)
@@ -299,8 +299,8 @@ def generation_explorer(next_token_distribution, sample, prompt: str = "The func
         sample: ``(prompt, temperature, top_k, top_p) -> [continuation, ...]``.
         Both may raise ``ValueError`` for a prompt they cannot use (the message is shown under the controls).
     """
-    import matplotlib.pyplot as plt
     import ipywidgets as widgets
+    import matplotlib.pyplot as plt
 
     def show(prompt: str, temperature: float, top_k: int, top_p: float) -> None:
         settings = (prompt, temperature, top_k or None, top_p)

@@ -5,18 +5,20 @@ import torch.nn as nn
 
 from course_utils.attention import MultiHeadAttention, scaled_dot_product_attention
 from course_utils.config import TransformerConfig
-from course_utils.kv_cache import KVCache
+from course_utils.decoding import beam_search, generate, greedy_decode
 from course_utils.embedding import TokenEmbedding
 from course_utils.errors import CourseError, CourseTypeError, CourseValueError
+from course_utils.kv_cache import KVCache
+from course_utils.language_model import DecoderOnlyLM
 from course_utils.layers import DecoderLayer, EncoderLayer
-from course_utils.models import (Encoder, InputEmbedding, MaskedLanguageModel, Seq2SeqTransformer,
-                                 TransformerClassifier)
-from course_utils.decoding import beam_search, greedy_decode
-from course_utils.mlm import UnigramBaseline, mask_tokens, mlm_loss
+from course_utils.losses import classification_loss, masked_lm_loss, translation_loss
+from course_utils.mlm import UnigramBaseline, mask_tokens
+from course_utils.models import Encoder, InputEmbedding, MaskedLanguageModel, Seq2SeqTransformer, TransformerClassifier
+from course_utils.modern import rotate_half
 from course_utils.positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
 from course_utils.runtime import seed_everything, set_threads
 from course_utils.tokenization import BOS_ID, EOS_ID
-from course_utils.training import fit, make_loader
+from course_utils.training import fit, make_loader, train_lm
 
 CONFIG = TransformerConfig(vocab_size=20, d_model=16, n_heads=4, d_ff=32, n_layers=1, max_len=8, dropout=0.0)
 MODELS = {  # name: (build, call with token ids)
@@ -91,7 +93,6 @@ def test_embedding_rejects_float_ids():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("name", [name for name in MODELS if name != "classifier"])  # [CLS] pooling refuses [PAD]
 def test_fully_padded_sequence_gives_finite_outputs(name, dtype):
-    torch.manual_seed(0)
     build, call = MODELS[name]
     ids = torch.tensor([[3, 4, 5, 0], [0, 0, 0, 0]])
     out = call(build().to(dtype), ids)
@@ -101,6 +102,10 @@ def test_fully_padded_sequence_gives_finite_outputs(name, dtype):
 # ---------------------------------------------------------------- every case of the hardening issue, as a table
 def seq2seq():
     return Seq2SeqTransformer(CONFIG).eval()
+
+
+def gpt():
+    return DecoderOnlyLM(CONFIG).eval()
 
 
 def ids(*shape, high=20, dtype=torch.long):
@@ -126,7 +131,8 @@ BAD_CALLS = {  # case: (call, expected error class, message pattern)
     "config n_heads float": (lambda: TransformerConfig(vocab_size=20, d_model=16, n_heads=4.0), CourseTypeError,
                              "n_heads must be an int"),
     "InputEmbedding positional typo": (lambda: InputEmbedding(20, 16, 8, positional="sinusiodal"), CourseValueError,
-                                       r"positional must be one of \('sinusoidal', 'learned'\), got 'sinusiodal'"),
+                                       r"positional must be one of \('sinusoidal', 'learned', 'rope'\), "
+                                       r"got 'sinusiodal'"),
     "TokenEmbedding negative vocab": (lambda: TokenEmbedding(-3, 4), CourseValueError,
                                       "vocab_size must be an int >= 1"),
     "TokenEmbedding zero d_model": (lambda: TokenEmbedding(10, 0), CourseValueError, "d_model must be an int >= 1"),
@@ -174,9 +180,31 @@ BAD_CALLS = {  # case: (call, expected error class, message pattern)
     "unigram baseline out-of-range id": (lambda: UnigramBaseline([[7, 25]], vocab_size=20), CourseValueError,
                                          r"outside the vocabulary \[0, 20\)"),
     "mask_tokens with float ids": (lambda: mask_tokens(torch.rand(2, 5), 20), CourseTypeError, "must be integers"),
-    "mlm_loss with labels outside the logits": (lambda: mlm_loss(torch.zeros(1, 3, 20), torch.tensor([[25, -100, 8]])),
-                                                CourseValueError, r"labels must be ids in \[0, 20\)"),
+    "masked_lm_loss with labels outside the logits": (lambda: masked_lm_loss(torch.zeros(1, 3, 20),
+                                                                             torch.tensor([[25, -100, 8]])),
+                                                      CourseValueError, r"labels must be ids in \[0, 20\)"),
     "set_threads(0)": (lambda: set_threads(0), CourseValueError, "n_threads must be an int >= 1"),
+    "train_lm on a next token outside the model's vocabulary": (
+        lambda: train_lm(gpt(), [[8, 10_000]], steps=1), CourseValueError,
+        r"next-token targets must be ids in \[0, 20\).*vocab_size >= 10001"),
+    "classification labels as floats": (lambda: classification_loss(TransformerClassifier(CONFIG, 3),
+                                                                    (ids(2, 5), torch.tensor([0.0, 2.0]))),
+                                        CourseTypeError, r"labels must be integers.*labels.long\(\)"),
+    "a class label the classifier has no logit for": (
+        lambda: classification_loss(TransformerClassifier(CONFIG, 3), (ids(2, 5), torch.tensor([0, 3]))),
+        CourseValueError, r"labels must lie in \[0, 3\) — the model scores 3 classes"),
+    "translation loss on an empty batch": (lambda: translation_loss(seq2seq(), (ids(0, 5), ids(0, 4))),
+                                           CourseValueError, "empty batch"),
+    "translation loss with label_smoothing=1": (lambda: translation_loss(seq2seq(), (ids(2, 5), ids(2, 4)), 1.0),
+                                                CourseValueError, r"label_smoothing must lie in \[0.0, 1.0\)"),
+    "a decoder-only cache for another number of layers": (lambda: gpt()(ids(2, 3), cache=KVCache(2)),
+                                                          CourseTypeError, "cache must be a KVCache for 1 layers"),
+    "generate with an eos_id outside the vocabulary": (lambda: generate(gpt(), ids(2, 3), 2, eos_id=20),
+                                                       CourseValueError, r"eos_id=20 must be a valid id in \[0, 20\)"),
+    "cache.reorder with float rows": (lambda: KVCache(1).reorder(torch.tensor([1.0, 0.0])), CourseTypeError,
+                                      "rows must be integer row indices"),
+    "rotate_half of an odd width": (lambda: rotate_half(torch.zeros(2, 5)), CourseValueError,
+                                    r"shape \(..., d\) with an even d"),
     "seed_everything(-1)": (lambda: seed_everything(-1), CourseValueError, r"seed must lie in \[0, 2\*\*32\)"),
 }
 

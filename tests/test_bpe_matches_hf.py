@@ -9,9 +9,18 @@ import regex
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from course_utils.tokenization import (_LETTER, _NUMBER, _OTHER, N_SPECIAL_TOKENS, SPECIAL_TOKENS, BPETokenizer,
-                                       byte_level_bytes, byte_level_text, split_words,
-                                       tie_break_key)
+from course_utils.tokenization import (
+    _LETTER,
+    _NUMBER,
+    _OTHER,
+    N_SPECIAL_TOKENS,
+    SPECIAL_TOKENS,
+    BPETokenizer,
+    byte_level_bytes,
+    byte_level_text,
+    split_words,
+    tie_break_key,
+)
 
 tokenizers = pytest.importorskip("tokenizers")
 from tokenizers import decoders, models, pre_tokenizers, trainers  # noqa: E402
@@ -132,8 +141,8 @@ def test_ties_follow_hf_byte_order_not_raw_byte_values():
     # HF orders bytes by their GPT-2 character, where the space ("Ġ") comes after every letter: ("e", "l") wins.
     tok = BPETokenizer.train(["hello world"] * 2, vocab_size=264)
     assert tok.token_bytes[263] == b"el"
-    e, l, space, w = (N_SPECIAL_TOKENS + ord(c) for c in "el w")
-    assert tie_break_key((e, l)) < tie_break_key((space, w)) and (space, w) < (e, l)
+    e, letter_l, space, w = (N_SPECIAL_TOKENS + ord(c) for c in "el w")
+    assert tie_break_key((e, letter_l)) < tie_break_key((space, w)) and (space, w) < (e, letter_l)
     hf = train_hf(["hello world"] * 2, 300, 2)
     assert [tie_break_key((i, i))[0] for i in range(N_SPECIAL_TOKENS, BPETokenizer.first_merge_id)] == [
         hf.token_to_id(byte_level_text(bytes([b]))) for b in range(256)]  # the key is HF's id of each byte

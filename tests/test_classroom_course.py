@@ -6,11 +6,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from classroom_helpers import catalogue_by_lesson, save_catalogue_notebook
 
 from course_utils.classroom.cells import answer_cells, notebook_lesson
 from course_utils.classroom.editions import build_teacher_edition
 from course_utils.classroom.grader import Limits, grade
-from test_classroom_grader import catalogue_by_lesson, save_catalogue_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 PATIENT = Limits(cell_seconds=600, notebook_seconds=1800)  # lesson 06's training cell passed 120 s on a loaded machine

@@ -10,8 +10,14 @@ import pytest
 from mistakes import all_mistakes
 
 from course_utils.classroom.cells import answer_cells, checked_exercises, lesson_exercises, notebook_lesson
-from course_utils.classroom.editions import WITHHELD, add_missing_exercise_cells, all_exercises, \
-    build_student_edition, fill_solutions, withhold_solutions
+from course_utils.classroom.editions import (
+    WITHHELD,
+    add_missing_exercise_cells,
+    all_exercises,
+    build_student_edition,
+    fill_solutions,
+    withhold_solutions,
+)
 from course_utils.classroom.notes import PLAN_MINUTES, ninety_minute_plan, teaching_notes
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,8 +1,12 @@
 """The config validates itself and the closed-form parameter counts match the modules."""
 import pytest
 
-from course_utils.config import (TransformerConfig, count_parameters, decoder_layer_parameter_count,
-                                 encoder_layer_parameter_count)
+from course_utils.config import (
+    TransformerConfig,
+    count_parameters,
+    decoder_layer_parameter_count,
+    encoder_layer_parameter_count,
+)
 from course_utils.layers import DecoderLayer, EncoderLayer
 from course_utils.models import Seq2SeqTransformer, TransformerClassifier
 

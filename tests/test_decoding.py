@@ -6,8 +6,15 @@ import pytest
 import torch
 
 from course_utils import Seq2SeqTransformer, TransformerConfig, seed_everything
-from course_utils.decoding import (beam_search, cross_attention_weights, forbid_special_tokens, greedy_decode,
-                                   length_penalty, repeated_ngram_tokens, strip_after_eos)
+from course_utils.decoding import (
+    beam_search,
+    cross_attention_weights,
+    forbid_special_tokens,
+    greedy_decode,
+    length_penalty,
+    repeated_ngram_tokens,
+    strip_after_eos,
+)
 
 PAD, BOS, EOS = 0, 5, 6
 

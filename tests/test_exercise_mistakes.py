@@ -6,9 +6,10 @@ prove that every checker can fail.
 import importlib
 
 import pytest
+from mistakes import all_mistakes
 
 from course_utils.exercises.core import INCORRECT, Exercise
-from mistakes import all_mistakes
+from tests.helpers import EXERCISES
 
 MISTAKES = all_mistakes()
 
@@ -30,8 +31,6 @@ def test_catalogue_names_are_unique():
 
 
 def test_every_exercise_has_a_catalogue_so_every_checker_is_shown_to_fail():
-    from test_exercises_all import EXERCISES
-
     covered = {(m.lesson, m.exercise) for m in MISTAKES}
     missing = [f"{lesson}.{name}" for lesson, name, _ in EXERCISES if (lesson, name) not in covered]
     assert not missing, f"exercises without typical mistakes: {missing}"

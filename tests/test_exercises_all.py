@@ -2,18 +2,10 @@
 
 Each lesson's typical wrong answers are tested in tests/test_exercise_mistakes.py (catalogues: tests/mistakes/).
 """
-import importlib
-import pkgutil
-
 import pytest
 
-import course_utils.exercises as exercises_package
-from course_utils.exercises.core import CORRECT, NOT_ATTEMPTED, Exercise
-
-LESSONS = sorted(m.name for m in pkgutil.iter_modules(exercises_package.__path__) if m.name.startswith("lesson"))
-EXERCISES = [(lesson, name, exercise) for lesson in LESSONS
-             for name, exercise in vars(importlib.import_module(f"course_utils.exercises.{lesson}")).items()
-             if isinstance(exercise, Exercise)]
+from course_utils.exercises.core import CORRECT, NOT_ATTEMPTED
+from tests.helpers import EXERCISES, LESSONS
 
 
 def test_every_lesson_has_at_least_three_exercises():

@@ -5,8 +5,14 @@ from collections import Counter
 
 import pytest
 
-from course_utils.data.language_id import (DEFAULT_LANGUAGES, clean_message, load_language_id, po_files,
-                                           read_po_messages, translated_strings)
+from course_utils.data.language_id import (
+    DEFAULT_LANGUAGES,
+    clean_message,
+    load_language_id,
+    po_files,
+    read_po_messages,
+    translated_strings,
+)
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,14 @@ from course_utils.config import TransformerConfig, count_parameters
 from course_utils.errors import CourseError, CourseTypeError, CourseValueError
 from course_utils.layers import DecoderLayer, EncoderLayer
 from course_utils.masks import causal_mask, padding_mask
-from course_utils.models import (Decoder, Encoder, InputEmbedding, MaskedLanguageModel, Seq2SeqTransformer,
-                                 TransformerClassifier)
+from course_utils.models import (
+    Decoder,
+    Encoder,
+    InputEmbedding,
+    MaskedLanguageModel,
+    Seq2SeqTransformer,
+    TransformerClassifier,
+)
 from course_utils.positional import sinusoidal_table
 from course_utils.reference import copy_decoder, copy_decoder_layer, copy_encoder, copy_encoder_layer
 
@@ -22,7 +28,6 @@ TGT = torch.tensor([[1, 8, 4, 2, 0], [1, 3, 5, 7, 2]])
 @pytest.mark.parametrize("norm", ["post", "pre"])
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_encoder_layer_matches_pytorch(norm, activation):
-    torch.manual_seed(0)
     theirs = nn.TransformerEncoderLayer(D_MODEL, N_HEADS, D_FF, dropout=0.0, activation=activation,
                                         batch_first=True, norm_first=norm == "pre").eval()
     ours = EncoderLayer(D_MODEL, N_HEADS, D_FF, dropout=0.0, activation=activation, norm=norm).eval()
@@ -45,7 +50,6 @@ def test_layers_refuse_a_flat_padding_mask_even_when_batch_equals_seq():
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_decoder_layer_matches_pytorch(norm):
-    torch.manual_seed(0)
     theirs = nn.TransformerDecoderLayer(D_MODEL, N_HEADS, D_FF, dropout=0.0, batch_first=True,
                                         norm_first=norm == "pre").eval()
     ours = DecoderLayer(D_MODEL, N_HEADS, D_FF, dropout=0.0, norm=norm).eval()
@@ -59,7 +63,6 @@ def test_decoder_layer_matches_pytorch(norm):
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_encoder_and_decoder_stacks_match_nn_transformer(norm):
-    torch.manual_seed(0)
     config = TransformerConfig(vocab_size=10, d_model=D_MODEL, n_heads=N_HEADS, d_ff=D_FF, n_layers=2,
                                dropout=0.0, norm=norm)
     theirs = nn.Transformer(D_MODEL, N_HEADS, 2, 2, D_FF, dropout=0.0, batch_first=True,
@@ -76,7 +79,6 @@ def test_encoder_and_decoder_stacks_match_nn_transformer(norm):
 
 
 def test_seq2seq_model_uses_the_same_stacks_as_nn_transformer():
-    torch.manual_seed(0)
     config = TransformerConfig(vocab_size=12, d_model=D_MODEL, n_heads=N_HEADS, d_ff=D_FF, n_layers=2,
                                dropout=0.0, max_len=16)
     model = Seq2SeqTransformer(config).eval()
@@ -89,14 +91,12 @@ def test_seq2seq_model_uses_the_same_stacks_as_nn_transformer():
 
 
 def test_input_embedding_scales_tokens_by_sqrt_d_model_then_adds_positions():
-    torch.manual_seed(0)
     embedding = InputEmbedding(vocab_size=12, d_model=D_MODEL, max_len=8, dropout=0.0).eval()
     expected = embedding.tokens.weight[TGT] * math.sqrt(D_MODEL) + sinusoidal_table(8, D_MODEL)[:TGT.size(1)]
     torch.testing.assert_close(embedding(TGT), expected)
 
 
 def test_seed_001_forward_shape_and_initial_loss():
-    torch.manual_seed(0)
     config = TransformerConfig(vocab_size=100, d_model=64, n_heads=4, d_ff=256, n_layers=2, dropout=0.0)
     model = Seq2SeqTransformer(config)
     src = torch.tensor([[3, 5, 7, 2, 0, 0, 0], [1, 4, 6, 8, 9, 2, 0]])
@@ -108,7 +108,6 @@ def test_seed_001_forward_shape_and_initial_loss():
 
 
 def test_kv_cache_decoding_equals_full_recompute():
-    torch.manual_seed(0)
     config = TransformerConfig(vocab_size=12, d_model=D_MODEL, n_heads=N_HEADS, d_ff=D_FF, n_layers=2,
                                dropout=0.0, max_len=16)
     model = Seq2SeqTransformer(config).eval()
@@ -136,7 +135,6 @@ def test_mlm_weight_tying_shares_the_embedding_and_saves_parameters():
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_bias_free_layers_match_pytorch(norm):
-    torch.manual_seed(0)
     theirs_encoder = nn.TransformerEncoderLayer(D_MODEL, N_HEADS, D_FF, dropout=0.0, batch_first=True, bias=False,
                                                 norm_first=norm == "pre").eval()
     ours_encoder = EncoderLayer(D_MODEL, N_HEADS, D_FF, dropout=0.0, norm=norm, bias=False).eval()

@@ -7,8 +7,19 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from course_utils.config import TransformerConfig
-from course_utils.mlm import (IGNORE_INDEX, UnigramBaseline, batches_by_length, encode_with_masks, evaluate_mlm,
-                              fill_mask, logits_at, make_mlm_loss_fn, mask_tokens, masked_accuracy, mlm_loss)
+from course_utils.data.batching import length_bucketed_batches
+from course_utils.losses import masked_lm_loss
+from course_utils.mlm import (
+    IGNORE_INDEX,
+    UnigramBaseline,
+    encode_with_masks,
+    evaluate_mlm,
+    fill_mask,
+    logits_at,
+    make_mlm_loss_fn,
+    mask_tokens,
+    masked_accuracy,
+)
 from course_utils.models import MaskedLanguageModel
 from course_utils.tokenization import CLS_ID, MASK_ID, N_SPECIAL_TOKENS, PAD_ID, SEP_ID, BPETokenizer
 
@@ -135,14 +146,14 @@ def test_loss_and_accuracy_ignore_unselected_positions():
     labels = torch.full((2, 4), IGNORE_INDEX)
     labels[0, 1], labels[1, 3] = 3, 7
     expected = F.cross_entropy(logits.reshape(-1, 10), labels.reshape(-1), ignore_index=IGNORE_INDEX)
-    torch.testing.assert_close(mlm_loss(logits, labels), expected)
+    torch.testing.assert_close(masked_lm_loss(logits, labels), expected)
     logits[0, 1, 3] = 100.0  # right at one selected position; the unselected ones may say anything
     logits[1, 3, 2] = 100.0  # wrong at the other
     assert masked_accuracy(logits, labels) == 0.5
     with pytest.raises(ValueError, match="NaN"):
-        mlm_loss(logits, torch.full((2, 4), IGNORE_INDEX))
+        masked_lm_loss(logits, torch.full((2, 4), IGNORE_INDEX))
     with pytest.raises(ValueError, match="disagree"):
-        mlm_loss(logits, labels[:, :3])
+        masked_lm_loss(logits, labels[:, :3])
 
 
 def test_unigram_baseline_counts_real_tokens_and_scores_held_out_labels():
@@ -195,9 +206,9 @@ def test_loss_fn_draws_new_masks_each_call_but_reproducibly():
     assert torch.equal(recorded[0], recorded[2]) and torch.equal(recorded[1], recorded[3]), "seeded"
 
 
-def test_batches_by_length_keep_every_sequence_once_with_little_padding():
+def test_length_bucketed_batches_keep_every_sequence_once_with_little_padding():
     sequences = [[CLS_ID] + [7] * n + [SEP_ID] for n in (5, 1, 9, 3, 7, 2)]
-    batches = batches_by_length(sequences, batch_size=2, seed=0)
+    batches = length_bucketed_batches(sequences, batch_size=2, seed=0)
     assert sorted(int((b != PAD_ID).sum(1)[i]) for b in batches for i in range(len(b))) == [3, 4, 5, 7, 9, 11]
     assert all(b.size(1) - int((b != PAD_ID).sum(1).min()) <= 2 for b in batches)
 
@@ -232,7 +243,6 @@ def test_fill_mask_returns_k_probabilities_per_mask_in_descending_order():
 
 @pytest.mark.parametrize("tie_weights", [True, False])
 def test_logits_at_selected_positions_equal_the_full_forward_pass(tie_weights):
-    torch.manual_seed(0)
     config = TransformerConfig(vocab_size=VOCAB, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=64, dropout=0.0)
     model = MaskedLanguageModel(config, tie_weights=tie_weights).eval()
     ids = padded_batch(n_rows=6, max_real=20, seed=8)
@@ -244,7 +254,7 @@ def test_logits_at_selected_positions_equal_the_full_forward_pass(tie_weights):
     loss = make_mlm_loss_fn(VOCAB, seed=8)(model, ids)
     generator = torch.Generator().manual_seed(8)
     inputs, labels = mask_tokens(ids, VOCAB, generator)
-    torch.testing.assert_close(loss, mlm_loss(model(inputs), labels))
+    torch.testing.assert_close(loss, masked_lm_loss(model(inputs), labels))
 
 
 def test_unigram_baseline_refuses_ids_outside_the_vocabulary_instead_of_dropping_them():

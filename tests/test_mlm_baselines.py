@@ -5,6 +5,7 @@ import torch
 
 from course_utils import mlm
 from course_utils.config import TransformerConfig
+from course_utils.data.batching import length_bucketed_batches
 from course_utils.models import MaskedLanguageModel
 from course_utils.tokenization import CLS_ID, MASK_ID, SEP_ID, BPETokenizer
 
@@ -65,7 +66,7 @@ def test_evaluate_at_masks_scores_the_positions_evaluate_mlm_scores():
 def test_neighbour_counts_learn_a_deterministic_pattern_that_unigram_cannot():
     # each token is followed by its successor mod 10: the left neighbour gives the answer away
     rows = [[CLS_ID] + [7 + (start + i) % 10 for i in range(10)] + [SEP_ID] for start in range(10)] * 20
-    batches = mlm.batches_by_length(rows[:40], 20, shuffle=False)
+    batches = length_bucketed_batches(rows[:40], 20, shuffle=False)
     results = mlm.evaluate_at_masks(None, batches, VOCAB, {
         "unigram": mlm.UnigramBaseline(rows, VOCAB), "neighbour": mlm.NeighbourCountBaseline(rows, VOCAB)})
     assert results["neighbour"]["mask_accuracy"] > 0.95

@@ -25,7 +25,8 @@ RIGHT_ANSWERS = [
 ]
 
 
-@pytest.mark.parametrize("exercise, code", RIGHT_ANSWERS, ids=[f"{e.name}:{i}" for i, (e, _) in enumerate(RIGHT_ANSWERS)])
+@pytest.mark.parametrize("exercise, code", RIGHT_ANSWERS,
+                         ids=[f"{e.name}:{i}" for i, (e, _) in enumerate(RIGHT_ANSWERS)])
 def test_other_right_answers_are_accepted(exercise, code):
     result = exercise.evaluate_code(code, PRELUDE)
     assert result.status == CORRECT, result.message

@@ -1,7 +1,7 @@
 """The mutation tests (``python -m tests.mutants``) stay plantable: a refactor that moves a mutant's text fails here."""
 import pytest
 
-from tests.mutants import MUTANTS, PACKAGE, ROOT, MutantSetupError, Mutant, check_declarations
+from tests.mutants import MUTANTS, PACKAGE, ROOT, Mutant, MutantSetupError, check_declarations
 
 
 def test_every_mutant_can_be_planted_in_the_current_package():

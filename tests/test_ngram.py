@@ -8,9 +8,11 @@ import torch
 
 from course_utils import ngram
 from course_utils.config import TransformerConfig
+from course_utils.data.lm_data import lm_batches
 from course_utils.errors import CourseValueError
-from course_utils.language_model import DecoderOnlyLM, evaluate_lm, lm_batches
+from course_utils.language_model import DecoderOnlyLM
 from course_utils.tokenization import BOS_ID, EOS_ID
+from course_utils.training import evaluate_lm
 
 VOCAB = 20
 

@@ -8,11 +8,26 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course_utils.data.numbers import (LENGTH_CATEGORIES, STRESS_CATEGORIES, STRUCTURAL_TESTS,
-                                       category_test, check_number, digit_length, encode_pairs,
-                                       english_from_user_text, english_words, german_words, make_number_split,
-                                       make_pair, parse_number, round_numbers, sample_training_number,
-                                       stress_categories, structure_of, train_tokenizers)
+from course_utils.data.numbers import (
+    LENGTH_CATEGORIES,
+    STRESS_CATEGORIES,
+    STRUCTURAL_TESTS,
+    category_test,
+    check_number,
+    digit_length,
+    encode_pairs,
+    english_from_user_text,
+    english_words,
+    german_words,
+    make_number_split,
+    make_pair,
+    parse_number,
+    round_numbers,
+    sample_training_number,
+    stress_categories,
+    structure_of,
+    train_tokenizers,
+)
 from course_utils.errors import CourseTypeError, CourseValueError
 from course_utils.tokenization import BOS_ID, EOS_ID, PAD_ID
 

@@ -1,6 +1,7 @@
 """requirements.txt (pip) and environment.yml (conda) install the same things; pyproject lists what the code imports."""
 import pathlib
 import re
+
 import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -13,9 +13,16 @@ from matplotlib.patches import FancyBboxPatch  # noqa: E402
 from course_utils.diagrams import HIGHLIGHT_FACE, MASK_EXAMPLE_SOURCE, MASK_EXAMPLE_TARGET, MUTED_FACE  # noqa: E402
 from course_utils.errors import CourseTypeError, CourseValueError  # noqa: E402
 from course_utils.masks import padding_mask, target_mask  # noqa: E402
-from course_utils.plotting import (ARCHITECTURE_PARTS, ARCHITECTURE_VARIANTS, architecture_parts,  # noqa: E402
-                                   draw_architecture, draw_encoder_decoder_masks, draw_multihead_split,
-                                   draw_residual_stream, show_heatmaps)
+from course_utils.plotting import (  # noqa: E402
+    ARCHITECTURE_PARTS,
+    ARCHITECTURE_VARIANTS,
+    architecture_parts,
+    draw_architecture,
+    draw_encoder_decoder_masks,
+    draw_multihead_split,
+    draw_residual_stream,
+    show_heatmaps,
+)
 
 TOKENS = ["the", "cat", "sat"]
 

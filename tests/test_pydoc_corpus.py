@@ -8,8 +8,16 @@ from pathlib import Path
 import pytest
 
 from course_utils.data import pydoc_corpus
-from course_utils.data.pydoc_corpus import (Corpus, is_prose_sentence, load_pydoc_corpus, prose_paragraphs,
-                                            read_docstrings, read_pydoc_corpus, split_sentences, stdlib_source_files)
+from course_utils.data.pydoc_corpus import (
+    Corpus,
+    is_prose_sentence,
+    load_pydoc_corpus,
+    prose_paragraphs,
+    read_docstrings,
+    read_pydoc_corpus,
+    split_sentences,
+    stdlib_source_files,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 

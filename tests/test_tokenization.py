@@ -7,9 +7,8 @@ import re
 import warnings
 
 import numpy as np
-import regex
-
 import pytest
+import regex
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,10 +16,28 @@ from hypothesis import strategies as st
 from course_utils import tokenization
 from course_utils.errors import CourseError, CourseTypeError, CourseValueError
 from course_utils.masks import padding_mask
-from course_utils.tokenization import (BOS_ID, CLS_ID, EOS_ID, MASK_ID, N_SPECIAL_TOKENS, PAD_ID, SEP_ID,
-                                       SPECIAL_TOKENS, UNK_ID, UNKNOWN_MARKER, WORD_SPLIT_PATTERN, BPETokenizer,
-                                       CharTokenizer, WordTokenizer, add_special_tokens, byte_level_bytes,
-                                       byte_level_text, merge_pair, pad_batch, split_words)
+from course_utils.tokenization import (
+    BOS_ID,
+    CLS_ID,
+    EOS_ID,
+    MASK_ID,
+    N_SPECIAL_TOKENS,
+    PAD_ID,
+    SEP_ID,
+    SPECIAL_TOKENS,
+    UNK_ID,
+    UNKNOWN_MARKER,
+    WORD_SPLIT_PATTERN,
+    BPETokenizer,
+    CharTokenizer,
+    WordTokenizer,
+    add_special_tokens,
+    byte_level_bytes,
+    byte_level_text,
+    merge_pair,
+    pad_batch,
+    split_words,
+)
 
 TEXTS = [
     "The quick brown fox jumps over the lazy dog.",

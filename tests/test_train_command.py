@@ -2,7 +2,6 @@
 the code paths of the GPU cells (autocast, gradient checkpointing, memory measurement) exercised on CPU,
 and the task losses equal the lessons' definitions."""
 import json
-import os
 import re
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_utils import mlm, tasks, train
+from course_utils import losses, mlm, tasks, train
 from course_utils.errors import CourseValueError
 from course_utils.memory import autocast_context, checkpoint_layers, saved_activation_bytes, step_memory
 from course_utils.training import make_loader
@@ -143,25 +142,23 @@ def test_gradient_checkpointing_changes_memory_not_results(tmp_path, translator_
 
 
 def test_task_losses_equal_the_lessons_definitions(translator_task):
-    torch.manual_seed(0)
     model = translator_task.build_model()
     src, tgt = translator_task.train_batches[0]
     logits = model(src, tgt[:, :-1])
     lesson = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt[:, 1:].reshape(-1), ignore_index=0,
                              label_smoothing=0.1)                 # lesson 07's translation_loss
-    torch.testing.assert_close(tasks.translation_loss(model, (src, tgt)), lesson)
+    torch.testing.assert_close(losses.translation_loss(model, (src, tgt)), lesson)
 
     ids = torch.randint(7, 50, (4, 9))
     mlm_model = tasks.build_task("mlm", "tiny").build_model().eval()
     ids = ids % mlm_model.output.out_features
     inputs, labels = mlm.mask_tokens(ids, mlm_model.output.out_features, torch.Generator().manual_seed(1))
-    torch.testing.assert_close(
-        tasks.mlm_loss(mlm_model, ids, torch.Generator().manual_seed(1), mlm_model.output.out_features),
-        mlm.mlm_loss(mlm_model(inputs), labels))
+    n_selected = int((labels != mlm.IGNORE_INDEX).sum())
+    torch.testing.assert_close(losses.masked_lm_loss_sum(mlm_model, (inputs, labels)) / n_selected,
+                               losses.masked_lm_loss(mlm_model(inputs), labels))
 
 
 def test_token_count_normalisation_is_what_makes_split_batches_equal(translator_task):
-    torch.manual_seed(0)
     model = translator_task.build_model()
     short, long = translator_task.train_batches[0], translator_task.train_batches[1]
     counts = [translator_task.target_count(b) for b in (short, long)]
@@ -170,7 +167,7 @@ def test_token_count_normalisation_is_what_makes_split_batches_equal(translator_
     src_len, tgt_len = (max(b[i].size(1) for b in (short, long)) for i in (0, 1))
     src = torch.cat([F.pad(b[0], (0, src_len - b[0].size(1))) for b in (short, long)])   # one batch of both
     tgt = torch.cat([F.pad(b[1], (0, tgt_len - b[1].size(1))) for b in (short, long)])
-    torch.testing.assert_close(whole, tasks.translation_loss(model, (src, tgt)))
+    torch.testing.assert_close(whole, losses.translation_loss(model, (src, tgt)))
     assert counts[0] != counts[1] and not torch.allclose(mean_of_means, whole)
 
 
@@ -184,8 +181,7 @@ def test_translator_batches_are_lesson_07s_loader_epoch_by_epoch():
         assert all(torch.equal(a, b) for pair, other in zip(got, expected) for a, b in zip(pair, other))
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("COURSE_SLOW_TESTS") != "1", reason="about a minute: set COURSE_SLOW_TESTS=1")
+@pytest.mark.slow  # about a minute
 def test_the_command_reproduces_lesson_07s_exact_match():
     stored = json.loads((ROOT / "notebooks" / "07_translation.ipynb").read_text(encoding="utf-8"))
     outputs = "".join("".join(o.get("text", "")) for c in stored["cells"] if c["cell_type"] == "code"
@@ -195,8 +191,7 @@ def test_the_command_reproduces_lesson_07s_exact_match():
     assert abs(metrics["exact match %"] - lesson) <= 0.3, (metrics["exact match %"], lesson)
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("COURSE_SLOW_TESTS") != "1", reason="about a minute: set COURSE_SLOW_TESTS=1")
+@pytest.mark.slow  # about a minute
 def test_the_mlm_command_clears_lesson_06s_bar():
     # lesson 06's recipe as a command: its own batch order and masks, so not the notebook's exact number — but the
     # lesson's claim must hold: accuracy at held-out [MASK] positions above the one-sided bigram of the same ids

@@ -64,7 +64,6 @@ def test_make_loader_rejects_unequal_tensors():
 
 
 def test_fit_with_amp_autocasts_on_cpu_too():
-    seed_everything(0)
     x, y = torch.randn(64, 8), torch.randint(0, 2, (64,))
     seen_dtypes = []
 

@@ -8,8 +8,13 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from course_utils.attention import MultiHeadAttention  # noqa: E402
-from course_utils.widgets import (PAD_TOKEN, attention_for_tokens, draw_attention,  # noqa: E402
-                                  draw_positional_encoding, parse_dimensions)
+from course_utils.widgets import (  # noqa: E402
+    PAD_TOKEN,
+    attention_for_tokens,
+    draw_attention,
+    draw_positional_encoding,
+    parse_dimensions,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -44,7 +49,6 @@ def encode(tokens):
 
 @pytest.mark.parametrize("mask_kind", ["none", "causal", "padding", "causal + padding"])
 def test_attention_for_tokens_applies_the_chosen_mask(mask_kind):
-    torch.manual_seed(0)
     attention = MultiHeadAttention(8, 2).eval()
     tokens, weights, mask = attention_for_tokens(["a", "b", "c"], encode, attention, mask_kind, n_pad=2)
     n = 5 if "padding" in mask_kind else 3

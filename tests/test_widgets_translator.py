@@ -27,7 +27,8 @@ def test_the_model_sees_normalised_english(text, english):
     assert english in figure.get_suptitle()
 
 
-@pytest.mark.parametrize("text", ["3.5", "1,2,3", "and and and", "thousand thousand", "seven seven seven", "1000000", ""])
+@pytest.mark.parametrize("text", ["3.5", "1,2,3", "and and and", "thousand thousand", "seven seven seven",
+                                  "1000000", ""])
 def test_bad_text_is_refused_before_the_model_runs(text):
     calls = []
     with pytest.raises(CourseValueError, match="Fix: "):

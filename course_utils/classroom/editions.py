@@ -28,12 +28,14 @@ from .grader import Limits, kernel_environment
 
 COURSE_ROOT = Path(course_utils.__file__).resolve().parent.parent
 WITHHELD = ("Withheld in the student edition: work it out with .hint() and .check(), or ask your teacher.")
-STUDENT_EXCLUDED = ("tests/test_exercise*.py", "tests/exercise_checks.py", "tests/mistakes/*",
+STUDENT_EXCLUDED = ("tests/test_exercise*.py", "tests/test_modern_exercises.py", "tests/classroom_helpers.py",
+                    "tests/mistakes/*",
                     "tests/test_classroom*.py", "course_utils/classroom/*")
 STUDENT_KEPT = ("course_utils/classroom/__init__.py", "course_utils/classroom/sandbox/*")  # the offline guard the
 # edition's own test run loads (conftest.py), not the grading tools
 TEACHING_SECTION = "## Teaching with this course"  # the README section of the classroom kit: not for students
 SKIPPED_DIRECTORIES = {".git", ".venv", "__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".hypothesis"}
+EXECUTION_LIMITS = Limits(notebook_seconds=1800)  # execute_notebook's default
 
 
 def course_files(root: Path = COURSE_ROOT) -> list[str]:
@@ -217,7 +219,7 @@ def fill_solutions(notebook) -> list[str]:
     return filled
 
 
-def execute_notebook(notebook, workdir: Path, limits: Limits = Limits(notebook_seconds=1800)) -> None:
+def execute_notebook(notebook, workdir: Path, limits: Limits = EXECUTION_LIMITS) -> None:
     """Restart-and-run-all in a fresh sandboxed kernel (network blocked); a failing cell raises."""
     client = NotebookClient(notebook, timeout=int(limits.cell_seconds * 5), kernel_name="python3",
                             shutdown_kernel="immediate", allow_errors=False)

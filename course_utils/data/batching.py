@@ -11,6 +11,17 @@ import torch
 
 from ..errors import CourseTypeError, CourseValueError
 from ..tokenization import PAD_ID, pad_batch
+from ..validation import (
+    check_batches,
+    check_bool,
+    check_int,
+    check_non_negative_int,
+    check_positive_int,
+    check_token_ids,
+    describe,
+)
+
+__all__ = ["ReshuffledEachEpoch", "length_bucketed_batches", "trim_padding"]
 
 
 def length_bucketed_batches(sequences: Sequence[Sequence[int]], batch_size: int,
@@ -29,11 +40,11 @@ def length_bucketed_batches(sequences: Sequence[Sequence[int]], batch_size: int,
         a list of ``ids (batch, seq)`` int64 tensors right-padded with ``pad_id`` — or, with ``labels``, of
         ``(ids (batch, seq), labels (batch,))`` pairs. A list, so ``training.fit`` can iterate it every epoch.
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int):
-        raise CourseTypeError(f"length_bucketed_batches: batch_size must be an int, got {type(batch_size).__name__}; "
-                              "pass e.g. batch_size=32.")
-    if batch_size < 1:
-        raise CourseValueError(f"length_bucketed_batches: batch_size must be >= 1, got {batch_size}.")
+    if isinstance(sequences, (str, bytes, torch.Tensor)) or not hasattr(sequences, "__len__"):
+        raise CourseTypeError(f"sequences must be a list of token-id lists, got {describe(sequences)}")
+    check_positive_int("batch_size", batch_size, hint="; pass e.g. batch_size=32")
+    check_bool("shuffle", shuffle)
+    check_int("seed", seed)
     if len(sequences) == 0:
         raise CourseValueError("length_bucketed_batches got no sequences; pass at least one list of token ids.")
     if labels is not None:
@@ -61,8 +72,8 @@ class ReshuffledEachEpoch:
     """
 
     def __init__(self, batches: Sequence, seed: int = 0):
-        if len(batches) == 0:
-            raise CourseValueError("ReshuffledEachEpoch got no batches; pass a non-empty list of batches.")
+        check_batches("batches", batches, "a list of batches, e.g. from length_bucketed_batches")
+        check_int("seed", seed)
         self.batches = list(batches)
         self.generator = torch.Generator().manual_seed(seed)
 
@@ -72,3 +83,10 @@ class ReshuffledEachEpoch:
     def __iter__(self) -> Iterator:
         order = torch.randperm(len(self.batches), generator=self.generator).tolist()
         return iter([self.batches[i] for i in order])
+
+
+def trim_padding(ids: torch.Tensor, pad_id: int = PAD_ID) -> torch.Tensor:
+    """``(batch, seq)`` → ``(batch, longest real row)``: padding-only columns cost time and change nothing."""
+    check_token_ids(ids, torch.iinfo(torch.long).max, name="ids")
+    check_non_negative_int("pad_id", pad_id)
+    return ids[:, : max(1, int((ids != pad_id).sum(1).max()))]

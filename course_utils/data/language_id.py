@@ -27,8 +27,9 @@ What the loader does (all deterministic for a given ``seed`` and Django version)
 
 Size per class (Django 5.2.19, ``DEFAULT_LANGUAGES``, ``min_chars=10``, ``test_fraction=0.2``, ``seed=0``)
     Cleaned strings per language: de 544, es 553, fr 561, it 519, nl 537, pt 501; 33 of these (counted once per
-    language) are dropped because the same text occurs in two languages. After balancing: **393 train and 98 test strings per language**
-    (2358 + 588), mean length 41 characters. Another Django version gives slightly different counts.
+    language) are dropped because the same text occurs in two languages. After balancing: **393 train and 98 test
+    strings per language** (2358 + 588), mean length 41 characters. Another Django version gives slightly different
+    counts.
 
 Rejected candidate (measured): Babel's CLDR display names (``babel.Locale(code).languages``, ``.territories``,
     ...; Unicode licence). About 700-1000 names per language survive the cross-language deduplication, but they

@@ -41,8 +41,8 @@ import torch
 from num2words import num2words
 
 from ..errors import CourseTypeError, CourseValueError
-from ..validation import check_int, check_positive_int, describe
 from ..tokenization import BPETokenizer, Tokenizer, WordTokenizer
+from ..validation import check_int, check_positive_int, describe
 
 __all__ = ["EXPECTED_INPUT", "GERMAN_VOCAB_SIZE", "GRAMMAR_WORDS", "HELD_OUT_FRACTION", "LENGTH_CATEGORIES",
            "MAX_DIGITS", "NUMBER_WORDS", "NumberPair", "NumberSplit", "STRESS_CATEGORIES", "STRESS_PER_CATEGORY",
@@ -245,7 +245,8 @@ def _propose(category: str, rng: random.Random, max_digits: int) -> int:
     if category == "teen thousands":
         return (rng.randrange(10) * 100 + rng.randrange(11, 20)) * 1000 + rng.randrange(1000)
     if category == "inner zero":
-        digits = [rng.randrange(1, 10)] + [rng.choice((0, 0, *range(1, 10))) for _ in range(rng.randrange(2, max_digits))]
+        digits = [rng.randrange(1, 10)] + [rng.choice((0, 0, *range(1, 10)))
+                                           for _ in range(rng.randrange(2, max_digits))]
         return int("".join(map(str, digits)))
     if category == "round":
         high, low = rng.sample(range(max_digits), 2)

@@ -158,10 +158,10 @@ def prose_paragraphs(text: str) -> list[str]:
             current.append(line)
             continue
         if current and not any(
-            l[:1].isspace() or _HEADING_OR_RULE.match(l) or l.lstrip().startswith((">>>", "+-", "|", "... "))
-            for l in current
+            kept[:1].isspace() or _HEADING_OR_RULE.match(kept) or kept.lstrip().startswith((">>>", "+-", "|", "... "))
+            for kept in current
         ):
-            paragraph = re.sub(r"^[*-] ", "", " ".join(l.strip() for l in current))
+            paragraph = re.sub(r"^[*-] ", "", " ".join(kept.strip() for kept in current))
             paragraphs.append(_EMPHASIS.sub(r"\1", paragraph))
         current = []
     return paragraphs

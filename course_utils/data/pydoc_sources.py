@@ -17,8 +17,17 @@ import functools
 import sysconfig
 from pathlib import Path
 
-from .pydoc_corpus import (_cache_key, _read_cache, _reference_topics, _write_cache, cache_dir, extract_sentences,
-                           load_pydoc_corpus, read_docstrings, stdlib_source_files)
+from .pydoc_corpus import (
+    _cache_key,
+    _read_cache,
+    _reference_topics,
+    _write_cache,
+    cache_dir,
+    extract_sentences,
+    load_pydoc_corpus,
+    read_docstrings,
+    stdlib_source_files,
+)
 
 LANGUAGE_REFERENCE = "language reference"
 

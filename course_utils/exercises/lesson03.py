@@ -6,8 +6,18 @@ import math
 import torch
 
 from ..attention import scaled_dot_product_attention
-from .asserts import (as_tensor, backward, close, compare_gradients, copy_weights, first_output, gradients,
-                      instantiate, max_difference, own_module_class)
+from .asserts import (
+    as_tensor,
+    backward,
+    close,
+    compare_gradients,
+    copy_weights,
+    first_output,
+    gradients,
+    instantiate,
+    max_difference,
+    own_module_class,
+)
 from .core import Exercise, ExerciseFailure
 
 

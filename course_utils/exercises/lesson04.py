@@ -279,8 +279,10 @@ def check_encoder_layer(ns) -> None:
         package, learner = paired_layers(PackageLayer, learner_class, "EncoderLayer", norm, ENCODER_LAYER_LAYOUT,
                                          FINAL_NORM_HINT)
         for case, x, mask in example_encoder_inputs():
+            def diagnose(got, package=package, x=x, mask=mask, norm=norm):
+                return diagnose_encoder_layer(package, x, mask, norm, got)
             compare_block(package, learner, "EncoderLayer", f"norm={norm!r}, {case}", {"x": x, "mask": mask},
-                          lambda got: diagnose_encoder_layer(package, x, mask, norm, got))
+                          diagnose)
         check_dropout(learner_class, package, "EncoderLayer", LAYER_SIGNATURE, (D_MODEL, N_HEADS, D_FF),
                       lambda module, x: module(x, None), example_encoder_inputs()[0][1], norm=norm)
 
@@ -457,7 +459,7 @@ def check_encoder(ns) -> None:
                               dropout=0.0, norm=norm)
         copy_weights(package, learner, "Encoder", ENCODER_LAYOUT)
         for case, x, mask in example_encoder_inputs(1):
-            def diagnose(got, x=x, mask=mask):
+            def diagnose(got, package=package, x=x, mask=mask):
                 with torch.no_grad():
                     for knobs, message in ENCODER_MISTAKES:
                         if close(got, encoder_mistake(package, x, mask, **knobs)):

@@ -5,9 +5,9 @@ import torch
 import torch.nn as nn
 
 from ..masks import padding_mask
-from .lesson04 import SUBLAYER_SOLUTION, SUBLAYER_STARTER
 from .asserts import as_tensor, close, compare_block, own_function, own_module_class
 from .core import Exercise, ExerciseFailure
+from .lesson04 import SUBLAYER_SOLUTION, SUBLAYER_STARTER
 
 PAD, BOS, EOS = 0, 5, 6
 
@@ -234,13 +234,15 @@ def check_decoder_layer(ns) -> None:
     for norm in ("post", "pre"):
         package, learner = paired_layers(PackageLayer, learner_class, "DecoderLayer", norm, DECODER_LAYER_LAYOUT)
         for case, y, memory, tgt_mask, memory_mask in example_decoder_inputs():
+            def diagnose(got, package=package, y=y, memory=memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                         norm=norm):
+                return diagnose_decoder_layer(package, y, memory, tgt_mask, memory_mask, norm, got)
             compare_block(package, learner, "DecoderLayer", f"norm={norm!r}, {case}",
                           {"y": y, "memory": memory, "tgt_mask": tgt_mask, "memory_mask": memory_mask},
-                          lambda got: diagnose_decoder_layer(package, y, memory, tgt_mask, memory_mask, norm, got),
-                          decoder_error_hint)
+                          diagnose, decoder_error_hint)
         memory = example_decoder_inputs()[0][2]
         check_dropout(learner_class, package, "DecoderLayer", LAYER_SIGNATURE, (D_MODEL, N_HEADS, D_FF),
-                      lambda module, y: module(y, memory), example_decoder_inputs()[0][1], norm=norm)
+                      lambda module, y, memory=memory: module(y, memory), example_decoder_inputs()[0][1], norm=norm)
 
 
 DECODER_LAYER_SOLUTION = (
@@ -309,7 +311,8 @@ q4 = Exercise(
         "        super().__init__()\n"
         "        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)\n"
         "        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)\n"
-        "        # feed_forward (.linear1, .linear2); self_attn_block, cross_attn_block, ff_block (each its own .norm)\n"
+        "        # feed_forward (.linear1, .linear2); self_attn_block, cross_attn_block, ff_block "
+        "(each its own .norm)\n"
         "        raise NotImplementedError\n"
         "\n"
         "    def forward(self, y, memory, tgt_mask=None, memory_mask=None):\n"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import language_model
+from .. import decoding
 from .asserts import as_tensor, close, own_function
 from .core import Exercise, ExerciseFailure
 
@@ -17,7 +17,7 @@ def example_batch() -> torch.Tensor:
 
 
 def check_shift_for_lm(ns) -> None:
-    shift = own_function(ns["shift_for_lm"], "shift_for_lm", "course_utils.language_model.shift_for_lm")
+    shift = own_function(ns["shift_for_lm"], "shift_for_lm", "course_utils.losses.shift_for_lm")
     ids = example_batch()
     result = shift(ids.clone())
     if not isinstance(result, tuple) or len(result) != 2:
@@ -50,11 +50,11 @@ LOGITS = torch.tensor([[2.0, 0.5, -1.0, 1.0, 0.0],
 
 def check_temperature_probs(ns) -> None:
     function = own_function(ns["temperature_probs"], "temperature_probs",
-                            "course_utils.language_model.apply_temperature")
+                            "course_utils.decoding.apply_temperature")
     for temperature in (0.5, 1.0, 2.0):
         got = as_tensor(function(LOGITS.clone(), temperature), "temperature_probs", tuple(LOGITS.shape),
                         "(rows, vocab)")
-        expected = torch.softmax(language_model.apply_temperature(LOGITS, temperature), dim=-1)
+        expected = torch.softmax(decoding.apply_temperature(LOGITS, temperature), dim=-1)
         if close(got, expected):
             continue
         if close(got, torch.softmax(LOGITS * temperature, dim=-1)):
@@ -98,10 +98,10 @@ def check_filter(got: torch.Tensor, expected: torch.Tensor, name: str, setting: 
 
 
 def check_top_k_filter(ns) -> None:
-    function = own_function(ns["top_k_filter"], "top_k_filter", "course_utils.language_model.top_k_filter")
+    function = own_function(ns["top_k_filter"], "top_k_filter", "course_utils.decoding.top_k_filter")
     for k in (1, 2, 3):
         got = as_tensor(function(LOGITS.clone(), k), "top_k_filter", tuple(LOGITS.shape), "(rows, vocab)")
-        expected = language_model.top_k_filter(LOGITS, k)
+        expected = decoding.top_k_filter(LOGITS, k)
         got_sets = kept_sets(got)
         if all(len(s) == LOGITS.size(1) - k for s in got_sets):
             raise ExerciseFailure(f"with k={k} you removed the {k} most probable tokens and kept the rest: keep "
@@ -109,17 +109,17 @@ def check_top_k_filter(ns) -> None:
         if all(len(s) < k for s in got_sets):
             raise ExerciseFailure(f"with k={k} you kept only {min(map(len, got_sets))} tokens in a row: keep k of "
                                   "them, the logits >= the k-th largest (topk(k).values[..., -1:]).")
-        if got_sets == kept_sets(language_model.top_k_filter(LOGITS.T.contiguous(), k).T):
+        if got_sets == kept_sets(decoding.top_k_filter(LOGITS.T.contiguous(), k).T):
             raise ExerciseFailure("ranked along the wrong axis: every row is one position's distribution, so "
                                   "take topk over dim=-1.")
         check_filter(got, expected, "top_k_filter", f"k={k}")
 
 
 def check_top_p_filter(ns) -> None:
-    function = own_function(ns["top_p_filter"], "top_p_filter", "course_utils.language_model.top_p_filter")
+    function = own_function(ns["top_p_filter"], "top_p_filter", "course_utils.decoding.top_p_filter")
     for p in (0.5, 0.8, 0.95):
         got = as_tensor(function(LOGITS.clone(), p), "top_p_filter", tuple(LOGITS.shape), "(rows, vocab)")
-        expected = language_model.top_p_filter(LOGITS, p)
+        expected = decoding.top_p_filter(LOGITS, p)
         probs, order = torch.softmax(LOGITS, -1).sort(-1, descending=True)
         after = torch.zeros_like(probs, dtype=torch.bool).scatter(-1, order, probs.cumsum(-1) <= p)
         if kept_sets(got) == kept_sets(LOGITS.masked_fill(~after, float("-inf"))) != kept_sets(expected):

@@ -152,7 +152,8 @@ MISTAKES = [
 MISTAKES += [
     q('q4', 'plain indexing', "def scaled_one_hot_embedding(ids, w):\n    return w[ids] * math.sqrt(w.size(1))\n",
       'without indexing'),
-    q('q4', 'F.embedding', "def scaled_one_hot_embedding(ids, w):\n    return F.embedding(ids, w) * math.sqrt(w.size(1))\n",
+    q('q4', 'F.embedding', "def scaled_one_hot_embedding(ids, w):\n"
+      "    return F.embedding(ids, w) * math.sqrt(w.size(1))\n",
       'without indexing'),
     q('q4', 'index_select', "def scaled_one_hot_embedding(ids, w):\n"
       "    return w.index_select(0, ids.flatten()).view(*ids.shape, -1) * math.sqrt(w.size(1))\n", 'without indexing'),

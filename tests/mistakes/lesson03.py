@@ -15,7 +15,8 @@ MHA = lesson03.q5.solution
 
 MISTAKES = [
     # q1: scaled dot-product weights
-    q("q1", "missing sqrt(d_k)", "def attention_weights(q, k):\n    return torch.softmax(q @ k.transpose(-2, -1), dim=-1)\n",
+    q("q1", "missing sqrt(d_k)", "def attention_weights(q, k):\n"
+      "    return torch.softmax(q @ k.transpose(-2, -1), dim=-1)\n",
       "√d_k scale is missing"),
     q("q1", "divided by d_k", "def attention_weights(q, k):\n"
       "    return torch.softmax(q @ k.transpose(-2, -1) / q.size(-1), -1)\n", "square root"),
@@ -27,7 +28,8 @@ MISTAKES = [
       "    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), dim=-2)\n", "wrong axis"),
     q("q1", "no softmax", "def attention_weights(q, k):\n    return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n",
       "torch.softmax"),
-    q("q1", "no transpose", "def attention_weights(q, k):\n    return torch.softmax(q @ k / math.sqrt(q.size(-1)), dim=-1)\n",
+    q("q1", "no transpose", "def attention_weights(q, k):\n"
+      "    return torch.softmax(q @ k / math.sqrt(q.size(-1)), dim=-1)\n",
       "transpose"),
     q("q1", "key @ query", "def attention_weights(q, k):\n"
       "    return torch.softmax(k @ q.transpose(-2, -1) / math.sqrt(q.size(-1)), dim=-1)\n", "(batch, q_len, k_len)"),
@@ -54,7 +56,8 @@ MISTAKES = [
       + "    s[~mask] = torch.finfo(s.dtype).min\n    w = torch.softmax(s, dim=-1)\n"
       + "    return w.masked_fill(~mask, 0.0)\n", "masked_fill"),
     # q3: split heads
-    q("q3", "view straight to heads", "def split_heads(x, h):\n    b, s, d = x.shape\n    return x.view(b, h, s, d // h)\n",
+    q("q3", "view straight to heads", "def split_heads(x, h):\n    b, s, d = x.shape\n"
+      "    return x.view(b, h, s, d // h)\n",
       "scrambled"),
     q("q3", "strided heads", "def split_heads(x, h):\n    b, s, d = x.shape\n"
       "    return x.view(b, s, d // h, h).permute(0, 3, 1, 2)\n", "stride"),

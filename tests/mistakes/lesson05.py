@@ -92,40 +92,46 @@ MISTAKES += [
       "def masked_mean_pool(hidden, ids, pad_id=0):\n    real = (ids != pad_id).float()\n    real[:, 0] = 0\n"
       "    return (hidden * real[..., None]).sum(1) / real.sum(1, keepdim=True)\n", '[CLS] counts'),
     # q4 (capstone): train_one_epoch — bugs planted in the solution
-    q('q4', "the package's loop imported", "from course_utils.training import train_one_epoch\n", 'use your own function'),
+    q('q4', "the package's loop imported", "from course_utils.training import train_one_epoch\n",
+      'use your own function'),
     q('q4', 'zero_grad forgotten', plant(LOOP, "        optimizer.zero_grad()\n", ""), 'zero_grad is forgotten'),
     q('q4', 'zero_grad between backward and step',
       plant(plant(LOOP, "        optimizer.zero_grad()\n", ""), "        optimizer.step()\n",
             "        optimizer.zero_grad()\n        optimizer.step()\n"), 'found no gradients'),
     q('q4', 'backward forgotten', plant(LOOP, "        loss.backward()\n", ""), 'found no gradients'),
     q('q4', 'optimizer step forgotten', plant(LOOP, "        optimizer.step()\n", ""), 'never called'),
-    q('q4', 'scheduler stepped per epoch', plant(plant(LOOP, "        scheduler.step()          # once per optimizer step: "
-                                                             "warmup and decay count steps\n", ""),
-                                                 "    return losses\n", "    scheduler.step()\n    return losses\n"),
+    q('q4', 'scheduler stepped per epoch',
+      plant(plant(LOOP, "        scheduler.step()          # once per optimizer step: warmup and decay count steps\n",
+                  ""),
+            "    return losses\n", "    scheduler.step()\n    return losses\n"),
       'per epoch instead of per step'),
     q('q4', 'scheduler never stepped', plant(LOOP, "        scheduler.step()          # once per optimizer step: "
                                                    "warmup and decay count steps\n", ""), 'never called'),
-    q('q4', 'scheduler before the optimizer', plant(plant(LOOP, "        scheduler.step()          # once per optimizer "
-                                                                "step: warmup and decay count steps\n", ""),
-                                                    "        optimizer.step()\n",
-                                                    "        scheduler.step()\n        optimizer.step()\n"),
+    q('q4', 'scheduler before the optimizer',
+      plant(plant(LOOP, "        scheduler.step()          # once per optimizer step: warmup and decay count steps\n",
+                  ""),
+            "        optimizer.step()\n",
+            "        scheduler.step()\n        optimizer.step()\n"),
       'before optimizer.step()'),
     q('q4', 'no clipping', plant(LOOP, "            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)\n",
                                  "            pass\n"), 'clip between backward and step'),
-    q('q4', 'clipped before backward', plant(plant(LOOP, "        if clip_norm is not None:\n"
-                                                         "            torch.nn.utils.clip_grad_norm_(model.parameters(), "
-                                                         "clip_norm)\n", ""),
-                                             "        loss.backward()\n",
-                                             "        torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)\n"
-                                             "        loss.backward()\n"), 'clip between backward and step'),
+    q('q4', 'clipped before backward',
+      plant(plant(LOOP, "        if clip_norm is not None:\n"
+                        "            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)\n", ""),
+            "        loss.backward()\n",
+            "        torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)\n"
+            "        loss.backward()\n"),
+      'clip between backward and step'),
     q('q4', 'model.train() forgotten', plant(LOOP, "    model.train()\n", ""), 'call model.train()'),
     q('q4', 'loss tensors returned', plant(LOOP, "losses.append(loss.item())", "losses.append(loss)"), 'Python floats'),
     q('q4', 'nothing returned', plant(LOOP, "    return losses\n", ""), 'return the list'),
     q('q4', 'loss computed twice', plant(LOOP, "        losses.append(loss.item())\n",
-                                         "        losses.append(loss_fn(model, batch).item())\n"), 'once for every batch'),
+                                         "        losses.append(loss_fn(model, batch).item())\n"),
+      'once for every batch'),
 ]
 MISTAKES += [
     q('q4', "a wrapper around the package's loop",
       "from course_utils.training import train_one_epoch as package_loop\n\n"
-      "def train_one_epoch(*args, **kwargs):\n    return package_loop(*args, **kwargs)\n", 'hands the work to the package'),
+      "def train_one_epoch(*args, **kwargs):\n    return package_loop(*args, **kwargs)\n",
+      'hands the work to the package'),
 ]

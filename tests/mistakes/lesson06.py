@@ -97,6 +97,7 @@ MISTAKES = [
       'a copy'),
 ]
 MISTAKES += [
-    q('q3', 'tied through .data', "def tie_weights(model):\n    model.output.weight.data = model.embedding.weight.data\n"
+    q('q3', 'tied through .data', "def tie_weights(model):\n"
+      "    model.output.weight.data = model.embedding.weight.data\n"
       "    return model\n", 'remain two Parameter objects'),
 ]

@@ -39,7 +39,7 @@ MISTAKES = [
       '    return ids[:, :-1]\n',
       'pair'),
     q('q1', "the package's function",
-      'from course_utils.language_model import shift_for_lm\n',
+      'from course_utils.losses import shift_for_lm\n',
       'use your own function'),
     q('q2', 'multiplied',
       'def temperature_probs(logits, t):\n'
