@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -41,28 +41,22 @@ CHECKPOINT_DIR = Path(__file__).parent / "checkpoints" / "mlm"
 HELD_OUT_FRACTION, SPLIT_SEED = 0.1, 0   # lesson 06's split: the checkpoint never sees its held-out sentences
 
 
+CHECKPOINT_MODEL = TransformerConfig(vocab_size=4000, d_model=128, n_heads=4, d_ff=512, n_layers=2, max_len=64,
+                                     dropout=0.0, activation="gelu", norm="pre", positional="sinusoidal")
+
+
 @dataclass
 class CheckpointRecipe:
-    """What was chosen by measurement (see the lesson 06 closing note)."""
+    """What was chosen by measurement (see the lesson 06 closing note): the model (its ``vocab_size`` is the BPE's
+    size) and the training settings."""
 
-    vocab_size: int = 4000
-    max_len: int = 64
-    d_model: int = 128
-    n_heads: int = 4
-    d_ff: int = 512
-    n_layers: int = 2
-    dropout: float = 0.0
+    model: TransformerConfig = field(default_factory=lambda: CHECKPOINT_MODEL)
     batch_size: int = 64
     epochs: int = 80
     lr: float = 2e-3
     warmup_fraction: float = 0.05
     train_select_prob: float = 0.3
     seed: int = 0
-
-    def model_config(self) -> TransformerConfig:
-        return TransformerConfig(vocab_size=self.vocab_size, d_model=self.d_model, n_heads=self.n_heads,
-                                 d_ff=self.d_ff, n_layers=self.n_layers, max_len=self.max_len,
-                                 dropout=self.dropout, activation="gelu", norm="pre", positional="sinusoidal")
 
 
 def prepare_data(vocab_size: int, max_len: int):
@@ -100,8 +94,8 @@ def held_out_metrics(model, tokenizer, train_ids, held_out_ids) -> dict[str, flo
 def train_checkpoint(recipe: CheckpointRecipe, out_dir: Path, log=print) -> dict:
     """Train with ``recipe``, write the three files to ``out_dir`` and return ``meta.json``'s content."""
     start = time.perf_counter()
-    corpus, tokenizer, train_ids, held_out_ids = prepare_data(recipe.vocab_size, recipe.max_len)
-    config = recipe.model_config()
+    config = recipe.model
+    corpus, tokenizer, train_ids, held_out_ids = prepare_data(config.vocab_size, config.max_len)
     seed_everything(recipe.seed)
     model = MaskedLanguageModel(config, tie_weights=True)
     batches = length_bucketed_batches(train_ids, recipe.batch_size, shuffle=True, seed=recipe.seed)

@@ -32,9 +32,9 @@ def same_corpus():
 def test_checkpoint_reproduces_its_stored_held_out_metrics(same_corpus):
     model, tokenizer, stored = mlm_checkpoint.load_mlm_checkpoint()
     assert stored["matches_corpus"]
-    recipe = stored["recipe"]
-    _, retrained_tokenizer, train_ids, held_out_ids = mlm_checkpoint.prepare_data(recipe["vocab_size"],
-                                                                                  recipe["max_len"])
+    config = stored["config"]
+    _, retrained_tokenizer, train_ids, held_out_ids = mlm_checkpoint.prepare_data(config["vocab_size"],
+                                                                                  config["max_len"])
     assert retrained_tokenizer.merges == tokenizer.merges        # the shipped tokenizer is the one the data gives
     measured = mlm_checkpoint.held_out_metrics(model, tokenizer, train_ids, held_out_ids)
     for name, value in stored["metrics"].items():
