@@ -27,7 +27,7 @@ import torch.nn as nn
 from .attention import capture_attention
 from .errors import CourseTypeError, CourseValueError
 from .language_model import DecoderOnlyLM
-from .tokenization import PAD_ID
+from .tokenization import BOS_ID, PAD_ID
 from .validation import (
     check_bool,
     check_id_lists,
@@ -462,7 +462,8 @@ def sample_perplexity(model: nn.Module, ids: torch.Tensor, prompt_len: int, pad_
 
 def check_generate_arguments(model: object, prompt_ids: object, max_new_tokens: object, temperature: object = 1.0,
                              top_k: object = None, top_p: object = None, repetition_penalty: object = 1.0,
-                             generator: object = None, use_cache: object = True, eos_id: object = None) -> None:
+                             generator: object = None, use_cache: object = True, eos_id: object = None,
+                             forbidden_ids: object = None) -> None:
     """Raise a course error unless the arguments fit :func:`generate` — all of it before the first step."""
     check_module("model", model, DecoderOnlyLM)
     config = model.config
@@ -481,6 +482,15 @@ def check_generate_arguments(model: object, prompt_ids: object, max_new_tokens: 
     check_bool("use_cache", use_cache)
     if eos_id is not None:
         check_index("eos_id", eos_id, config.vocab_size, f"the vocabulary (vocab_size={config.vocab_size})")
+    if forbidden_ids is not None:
+        if isinstance(forbidden_ids, (str, bytes, torch.Tensor)) or not isinstance(forbidden_ids, (list, tuple)):
+            raise CourseTypeError(f"forbidden_ids must be a list or tuple of token ids (or None for [PAD] and [BOS]), "
+                                  f"got {describe(forbidden_ids)}; pass () to allow every token")
+        for index, token in enumerate(forbidden_ids):
+            check_index(f"forbidden_ids[{index}]", token, config.vocab_size,
+                        f"the vocabulary (vocab_size={config.vocab_size})")
+        if len(set(forbidden_ids)) >= config.vocab_size:
+            raise CourseValueError(f"forbidden_ids forbid all {config.vocab_size} tokens: nothing could be generated")
     if prompt_ids.size(1) + max_new_tokens > config.max_len:
         raise CourseValueError(f"prompt of {prompt_ids.size(1)} tokens + max_new_tokens={max_new_tokens} exceeds "
                                f"the context max_len={config.max_len}; ask for at most "
@@ -492,7 +502,7 @@ def check_generate_arguments(model: object, prompt_ids: object, max_new_tokens: 
 def generate(model: DecoderOnlyLM, prompt_ids: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, top_p: float | None = None, repetition_penalty: float = 1.0,
              generator: torch.Generator | None = None, use_cache: bool = True,
-             eos_id: int | None = None) -> torch.Tensor:
+             eos_id: int | None = None, forbidden_ids: Sequence[int] | None = None) -> torch.Tensor:
     """Continue ``prompt_ids (batch, prompt_len)`` by up to ``max_new_tokens`` tokens (lesson 08).
 
     Args:
@@ -503,6 +513,11 @@ def generate(model: DecoderOnlyLM, prompt_ids: torch.Tensor, max_new_tokens: int
         generator: a seeded ``torch.Generator`` makes sampling reproducible.
         use_cache: feed only the newest token and reuse the cached keys/values (same tokens, less work).
         eos_id: stop a row once it has produced this id; later positions are filled with the model's ``pad_id``.
+        forbidden_ids: ids never generated; ``None`` forbids the model's ``pad_id`` and [BOS] — not words, and a
+            generated [PAD] would be hidden by the padding mask of a full recomputation but not by the cache.
+
+    The logits each token is drawn from: forbidden ids removed → repetition penalty → temperature → top-k → top-p
+    (:func:`next_token_logits`).
 
     Every argument is checked once, before the first step; the steps themselves run unchecked (their inputs are
     the model's own outputs), so validation adds no host synchronisation per generated token.
@@ -513,11 +528,15 @@ def generate(model: DecoderOnlyLM, prompt_ids: torch.Tensor, max_new_tokens: int
     was_training = model.training
     model.eval()
     ids = prompt_ids.long()
+    if forbidden_ids is None:
+        forbidden_ids = sorted({model.config.pad_id, BOS_ID} & set(range(model.config.vocab_size)))
+    forbidden = torch.tensor(list(forbidden_ids), dtype=torch.long, device=ids.device)
     finished = torch.zeros(ids.size(0), dtype=torch.bool, device=ids.device)
     cache = model.new_cache() if use_cache else None
     step_input = ids
     for _ in range(max_new_tokens):
         logits = model(step_input if use_cache else ids, cache)[:, -1].float()  # (batch, vocab)
+        logits = logits.index_fill(-1, forbidden, float("-inf"))
         logits = next_token_logits(logits, ids, temperature, top_k, top_p, repetition_penalty)
         if temperature == 0:
             token = logits.argmax(dim=-1)

@@ -16,7 +16,7 @@ from course_utils.decoding import (
 )
 from course_utils.errors import CourseTypeError, CourseValueError
 from course_utils.language_model import DecoderOnlyLM
-from course_utils.tokenization import PAD_ID
+from course_utils.tokenization import BOS_ID, PAD_ID
 
 PROBS = torch.tensor([[0.05, 0.5, 0.15, 0.3]])  # ranked: id 1 (0.5), id 3 (0.3), id 2 (0.15), id 0 (0.05)
 LOGITS = PROBS.log()
@@ -84,7 +84,96 @@ def test_greedy_picks_the_argmax_of_the_model():
     assert torch.equal(out[:, :3], PROMPT) and out.shape == (2, 9)
     with torch.no_grad():
         for t in range(3, 9):
-            assert torch.equal(out[:, t], lm(out[:, :t])[:, -1].argmax(-1))
+            logits = lm(out[:, :t])[:, -1]
+            logits[:, [PAD_ID, BOS_ID]] = float("-inf")                 # never generated
+            assert torch.equal(out[:, t], logits.argmax(-1))
+
+
+def small_vocabulary_model(seed: int = 0):
+    """A model over 12 ids, so [PAD] (0) and [BOS] (1) carry real probability under sampling."""
+    torch.manual_seed(seed)
+    config = TransformerConfig(vocab_size=12, d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=40, dropout=0.0,
+                               norm="pre")
+    return DecoderOnlyLM(config).eval()
+
+
+def test_pad_and_bos_are_never_generated_and_the_cache_changes_nothing_over_60_seeds():
+    lm, prompt = small_vocabulary_model(), torch.tensor([[5, 7, 9], [8, 8, 3], [11, 2, 6]])
+    for seed in range(60):
+        cached = generate(lm, prompt, 20, generator=torch.Generator().manual_seed(seed))
+        uncached = generate(lm, prompt, 20, generator=torch.Generator().manual_seed(seed), use_cache=False)
+        assert torch.equal(cached, uncached), seed
+        assert not torch.isin(cached[:, 3:], torch.tensor([PAD_ID, BOS_ID])).any(), seed
+
+
+def test_forbidden_ids_can_be_chosen():
+    lm, prompt = small_vocabulary_model(), torch.tensor([[5, 7, 9]])
+    out = generate(lm, prompt, 30, forbidden_ids=[PAD_ID, BOS_ID, 4, 5], generator=torch.Generator().manual_seed(0))
+    assert not torch.isin(out[:, 3:], torch.tensor([PAD_ID, BOS_ID, 4, 5])).any()
+    with pytest.raises(CourseValueError, match="forbidden_ids"):
+        generate(lm, prompt, 3, forbidden_ids=list(range(12)))
+    with pytest.raises(CourseValueError, match=r"forbidden_ids\[0\]"):
+        generate(lm, prompt, 3, forbidden_ids=[12])
+
+
+def reference_next_token_probabilities(logits, previous_ids, temperature, top_k, top_p, penalty):
+    """The documented pipeline, written from its definition one row at a time: [PAD] and [BOS] removed, every id
+    already present (prompt and generated) penalised, divided by the temperature, the top-k kept, the nucleus kept."""
+    rows = []
+    for row, previous in zip(logits.double(), previous_ids.tolist()):
+        row = row.clone()
+        row[[PAD_ID, BOS_ID]] = float("-inf")
+        for token in set(previous):
+            row[token] = row[token] / penalty if row[token] > 0 else row[token] * penalty
+        row = row / temperature
+        if top_k is not None:
+            threshold = row.sort(descending=True).values[min(top_k, row.numel()) - 1]
+            row[row < threshold] = float("-inf")
+        if top_p is not None:
+            probs = torch.softmax(row, -1)
+            order = probs.argsort(descending=True).tolist()
+            mass, keep = 0.0, []
+            for token in order:
+                keep.append(token)
+                mass += float(probs[token])
+                if mass >= top_p:
+                    break
+            row[[t for t in range(row.numel()) if t not in keep]] = float("-inf")
+        rows.append(torch.softmax(row, -1))
+    return torch.stack(rows)
+
+
+@pytest.mark.parametrize("temperature, top_k, top_p, penalty", [(1.0, None, None, 1.0), (0.7, None, None, 1.0),
+                                                                 (1.4, 5, None, 1.0), (0.9, None, 0.8, 1.0),
+                                                                 (1.2, 6, 0.9, 1.5), (0.5, None, None, 2.0)])
+def test_generate_samples_from_the_documented_distribution(monkeypatch, temperature, top_k, top_p, penalty):
+    """Every step's sampling distribution equals the pipeline written from its definition — on the model's own
+    logits, at the temperature asked, with the penalty covering the tokens generated so far."""
+    lm, prompt = small_vocabulary_model(seed=3), torch.tensor([[5, 7, 9], [8, 8, 3]])
+    drawn = []
+    original = torch.multinomial
+
+    def recording(probs, *args, **kwargs):
+        drawn.append(probs.clone())
+        return original(probs, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "multinomial", recording)
+    out = generate(lm, prompt, 6, temperature=temperature, top_k=top_k, top_p=top_p, repetition_penalty=penalty,
+                   generator=torch.Generator().manual_seed(0))
+    monkeypatch.undo()
+    assert len(drawn) == 6
+    with torch.no_grad():
+        for step, probs in enumerate(drawn):
+            seen = out[:, :3 + step]
+            expected = reference_next_token_probabilities(lm(seen)[:, -1], seen, temperature, top_k, top_p, penalty)
+            torch.testing.assert_close(probs.double(), expected, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_top_p_of_one_keeps_every_token(seed):
+    generator = torch.Generator().manual_seed(seed)
+    logits = torch.randn(4, 50, generator=generator) * 30       # some probabilities far below float32 resolution
+    assert torch.isfinite(top_p_filter(logits, 1.0)).all()
 
 
 def test_low_temperature_sampling_equals_greedy():
