@@ -28,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "course_utils"
-COPIED = (PACKAGE, "tests", "conftest.py", "pyproject.toml")
+COPIED = (PACKAGE, "tests", "conftest.py", "pyproject.toml", "benchmarks")  # benchmarks: results a test re-reads
 PYTEST_ARGS = ("-x", "-q", "-n", "0", "-p", "no:randomly", "-p", "no:cacheprovider", "--durations=0",
                "--durations-min=1000")
 
@@ -126,6 +126,15 @@ MUTANTS = (
            ("tests/test_train_optimisation.py",)),
     Mutant("training command forgets DistributedSampler.set_epoch", "train.py",
            "            sampler.set_epoch(epoch)\n", "", ("tests/test_train_optimisation.py",)),
+    Mutant("beam search counts lengths past [EOS]", "decoding.py",
+           "lengths = lengths[parent] + (~finished[parent]).long()", "lengths = lengths[parent] + 1",
+           ("tests/test_decoding.py",)),
+    Mutant("finished beam hypotheses keep growing", "decoding.py",
+           "        step_log_probs = torch.where(finished[:, None], frozen, step_log_probs)\n", "",
+           ("tests/test_decoding.py",)),
+    Mutant("attention dropout left on in eval mode", "attention.py",
+           "dropout_p = self.dropout if self.training else 0.0", "dropout_p = self.dropout",
+           ("tests/test_modern.py",)),
     Mutant("translation target not shifted", "losses.py",
            "decoder_input, labels = tgt[:, :-1], tgt[:, 1:]", "decoder_input, labels = tgt[:, :-1], tgt[:, :-1]",
            ("tests/test_train_command.py",)),

@@ -159,3 +159,50 @@ def test_bad_inputs_name_the_fix():
         beam_search(model, source_batch(0), BOS, EOS, 5, beam_size=0)
     with pytest.raises(ValueError, match="max_new_tokens"):
         greedy_decode(model, source_batch(0), BOS, EOS, 0)
+
+
+def reference_beam_search(model, src, beam_size, max_new_tokens, alpha):
+    """Beam search written from its definition, one hypothesis at a time and without a cache: every live hypothesis is
+    extended by every token ([BOS] and [PAD] excluded), a finished one only by [PAD] at no cost (it stops growing),
+    the ``beam_size`` best by summed log-probability survive; at the end each is scored by
+    ``log P / length_penalty(length up to and including [EOS])``. Returns ``[(score, log_prob, tokens)]``, best
+    first."""
+    memory = model.encode(src)
+    beams = [([], 0.0, False)]
+    for _ in range(max_new_tokens):
+        candidates = []
+        for tokens, log_prob, finished in beams:
+            if finished:
+                candidates.append((tokens + [PAD], log_prob, True))
+                continue
+            prefix = torch.tensor([[BOS] + tokens])
+            logits = model.decode(prefix, memory, src)[0, -1].double()
+            logits[[BOS, PAD]] = float("-inf")
+            step = torch.log_softmax(logits, -1)
+            candidates += [(tokens + [token], log_prob + float(step[token]), token == EOS)
+                           for token in range(step.numel()) if token not in (BOS, PAD)]
+        beams = sorted(candidates, key=lambda c: c[1], reverse=True)[:beam_size]
+        if all(finished for _, _, finished in beams):
+            break
+    scored = []
+    for tokens, log_prob, _ in beams:
+        length = len([t for t in tokens if t != PAD])
+        scored.append((log_prob / length_penalty(torch.tensor(length), alpha).item(), log_prob, tokens))
+    return sorted(scored, key=lambda s: s[0], reverse=True)
+
+
+@pytest.mark.parametrize("seed, beam_size, alpha", [(0, 2, 0.6), (1, 3, 0.0), (2, 4, 1.0), (3, 3, 0.6), (5, 2, 2.0)])
+def test_beam_search_equals_its_definition(seed, beam_size, alpha):
+    """Finished hypotheses stop growing and keep their score, lengths count up to [EOS], and a hypothesis that ended
+    early is ranked against the longer ones by the length-penalised score — for every row and every beam."""
+    model = make_model(seed, tgt_vocab_size=10, eos_bias=1.5)
+    src = source_batch(seed)[:3]
+    out = beam_search(model, src, BOS, EOS, max_new_tokens=7, beam_size=beam_size, alpha=alpha)
+    with torch.no_grad():
+        for row in range(src.size(0)):
+            expected = reference_beam_search(model, src[row:row + 1], beam_size, 7, alpha)
+            for beam, (score, log_prob, tokens) in enumerate(expected):
+                got = out.sequences[row, beam].tolist()
+                assert got[:len(tokens)] == tokens and set(got[len(tokens):]) <= {PAD}, (row, beam)
+                assert out.scores[row, beam].item() == pytest.approx(score, abs=1e-4)
+                assert out.log_probs[row, beam].item() == pytest.approx(log_prob, abs=1e-4)

@@ -523,3 +523,23 @@ def test_run_variant_reports_the_validation_loss():
     assert run["variant"] == "all modern" and run["seed"] == 0
     assert math.isfinite(run["validation_loss"]) and "held_out_loss" not in run
     assert run["parameters"] == count_parameters(DecoderOnlyLM(setup.model_config("all modern", 40)))
+
+
+@pytest.mark.parametrize("n_kv_heads", [1, 2, 4])
+def test_eval_mode_switches_attention_dropout_off_on_both_paths(n_kv_heads):
+    """With dropout > 0, eval mode gives the deterministic output of the same weights without dropout."""
+    config = modern_config(40, d_model=32, n_heads=4, n_kv_heads=n_kv_heads, max_len=16, dropout=0.5)
+    torch.manual_seed(0)
+    model = DecoderOnlyLM(config).eval()
+    plain = DecoderOnlyLM(replace(config, dropout=0.0)).eval()
+    plain.load_state_dict(model.state_dict())
+    ids = torch.randint(1, 40, (2, 9))
+    with torch.no_grad():
+        for fast in (True, False):
+            for module in (*model.modules(), *plain.modules()):
+                if isinstance(module, MultiHeadAttention):
+                    module.use_fast_path = fast
+            torch.testing.assert_close(model(ids), plain(ids))
+            torch.testing.assert_close(model(ids), model(ids))
+        model.train()
+        assert not torch.allclose(model(ids), plain(ids))                # and in training it is on
