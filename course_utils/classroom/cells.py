@@ -28,10 +28,11 @@ BUILTIN_NAMES = frozenset(dir(builtins))
 
 @functools.lru_cache(maxsize=4096)
 def parse_cell(source: str) -> ast.Module | None:
-    """The cell as a Python syntax tree, or ``None`` if it is not valid (IPython) Python."""
+    """The cell as a Python syntax tree, or ``None`` if it is not valid (IPython) Python — or too deeply nested
+    to analyse (``1 + 1 + …`` thousands of times exhausts the parser's recursion)."""
     try:
         return ast.parse(TransformerManager().transform_cell(source))
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 

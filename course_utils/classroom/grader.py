@@ -230,12 +230,15 @@ def _evaluate(notebook, lesson, exercises, points, limits, workdir) -> dict[str,
 
     results: dict[str, tuple[str, str]] = {}
     for position, keys in probe_of_cell.items():
-        for output in execution.outputs[position]:
-            for line in output.get("text", "").splitlines() if output.get("name") == "stdout" else []:
-                if line.startswith(token + " "):
-                    reported = json.loads(line[len(token) + 1:])
-                    if reported["exercise"] in keys:
-                        results[reported["exercise"]] = (reported["status"], reported["message"])
+        reports = [report for output in execution.outputs[position] for report in _protocol_reports(output, token)]
+        for key in keys:
+            mine = [report for report in reports if report.get("exercise") == key]
+            if len(mine) > 1 or any(report.get("exercise") not in keys for report in reports):
+                results[key] = (ERROR, "the grader received more reports for this exercise than it sent (the "
+                                       "notebook's code printed in its name); ask your teacher to look at the "
+                                       "notebook.")
+            elif mine:
+                results[key] = (mine[0]["status"], mine[0]["message"])
         for key in keys:
             if key in results:
                 continue
@@ -248,19 +251,40 @@ def _evaluate(notebook, lesson, exercises, points, limits, workdir) -> dict[str,
     return results
 
 
+def _protocol_reports(output: dict, token: str) -> list[dict]:
+    """The grader's reports in one cell output: lines ``<token> {json}`` with a known status and a str message.
+    Anything else — a line the learner's code printed that only looks like one — is not a report but is returned as
+    ``{"exercise": None}`` so that the caller treats the exercise as interfered with."""
+    if output.get("name") != "stdout":
+        return []
+    reports = []
+    for line in str(output.get("text", "")).splitlines():
+        if not line.startswith(token + " "):
+            continue
+        try:
+            report = json.loads(line[len(token) + 1:])
+        except ValueError:
+            report = None
+        valid = (isinstance(report, dict) and isinstance(report.get("exercise"), str)
+                 and report.get("status") in STATUSES and isinstance(report.get("message"), str))
+        reports.append(report if valid else {"exercise": None})
+    return reports
+
+
 def find_submissions(paths: list[Path]) -> list[tuple[str, str, Path]]:
     """``(submission, notebook label, path)`` for every file given or inside a folder given.
 
     In a folder, ``alice/03_attention.ipynb`` is submission ``alice``, notebook ``03_attention.ipynb``; a file
     directly in the folder (or given by itself), ``bob.ipynb``, is submission ``bob``. Hidden files and
-    ``.ipynb_checkpoints`` are skipped.
+    ``.ipynb_checkpoints`` are skipped. Symbolic links inside a folder are listed too — :func:`grade` refuses them
+    (an ``error`` row) instead of following them out of the folder.
     """
     found = []
     for path in paths:
         if path.is_dir():
             for file in sorted(path.rglob("*")):
                 relative = file.relative_to(path)
-                if file.is_file() and not any(part.startswith(".") for part in relative.parts):
+                if (file.is_file() or file.is_symlink()) and not any(part.startswith(".") for part in relative.parts):
                     submission = relative.parts[0] if len(relative.parts) > 1 else file.stem
                     found.append((submission, str(Path(*relative.parts[1:])) if len(relative.parts) > 1
                                   else file.name, file))
@@ -269,11 +293,44 @@ def find_submissions(paths: list[Path]) -> list[tuple[str, str, Path]]:
     return found
 
 
+def _refusal(submission: str, label: str, path: Path, roots: list[Path],
+             lessons_seen: dict[tuple[str, str], str]) -> str:
+    """Why this file is not graded ("" if it is): a link out of (or inside) the folder, or a second notebook of a
+    lesson this submission already handed in."""
+    inside = [part for part in (path, *path.parents) if any(root in part.parents for root in roots)]
+    if any(part.is_symlink() for part in inside):
+        return "a symbolic link: the grader does not follow links (hand in the notebook file itself)"
+    notebook, _ = read_notebook(path)
+    lesson = notebook_lesson(notebook) if notebook is not None else None
+    if lesson is not None:
+        first = lessons_seen.setdefault((submission, lesson), label)
+        if first != label:
+            return (f"a second notebook of lesson {lesson} in this submission: only {first} is graded (hand in one "
+                    "notebook per lesson)")
+    return ""
+
+
 def grade(paths: list[Path], limits: Limits = Limits(), progress=None) -> list[GradedNotebook]:
-    """Grade every submission; ``progress(graded)`` is called after each notebook."""
+    """Grade every submission; ``progress(graded)`` is called after each notebook.
+
+    Each file is graded on its own: whatever goes wrong with one (a file the grader cannot analyse, a crash of the
+    grader itself) becomes that file's ``error`` row, and the others are graded as usual.
+    """
     graded = []
+    roots = [path for path in paths if path.is_dir()]
+    lessons_seen: dict[tuple[str, str], str] = {}
     for submission, label, path in find_submissions(paths):
-        graded.append(grade_notebook(path, submission, label, limits))
+        started = time.monotonic()
+        try:
+            refusal = _refusal(submission, label, path, roots, lessons_seen)
+            result = (GradedNotebook(submission, label, [Row(submission, label, "*", ERROR, refusal)])
+                      if refusal else grade_notebook(path, submission, label, limits))
+        except Exception as failure:  # the grader's own failure on this file: never the whole class's
+            result = GradedNotebook(submission, label, [Row(
+                submission, label, "*", ERROR, f"the grader could not grade this file ({type(failure).__name__}: "
+                                               f"{str(failure)[:200]}); ask your teacher to look at it")])
+        result.seconds = time.monotonic() - started
+        graded.append(result)
         if progress:
             progress(graded[-1])
     return graded

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import re
 from dataclasses import astuple
 from pathlib import Path
@@ -12,12 +13,31 @@ from .grader import CSV_COLUMNS, GradedNotebook
 SYMBOLS = {"correct": "✅", "incorrect": "❌", "not attempted": "✍️", "error": "⚠️", "timeout": "⏱️"}
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(text: str) -> str:
+    """``text`` with a leading ``'`` when a spreadsheet would read it as a formula (``=HYPERLINK(...)``, ``+1``)."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
 def write_csv(graded: list[GradedNotebook], path: Path) -> None:
+    """``grades.csv``: one row per exercise; no cell starts like a spreadsheet formula (file names and messages come
+    from the submissions)."""
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(CSV_COLUMNS)
         for notebook in graded:
-            writer.writerows(astuple(row) for row in notebook.rows)
+            writer.writerows([spreadsheet_safe(str(value)) for value in astuple(row)] for row in notebook.rows)
+
+
+def feedback_name(submission: str) -> str:
+    """A file name for the submission's feedback page: the name itself when it is plain (letters, digits, ``_.-``),
+    else a cleaned name with a short hash of the original, so two submissions never share a page."""
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "_", submission).strip(".") or "_"
+    if cleaned == submission:
+        return cleaned
+    return f"{cleaned}-{hashlib.sha256(submission.encode('utf-8')).hexdigest()[:8]}"
 
 
 def _exercise(key: str):
@@ -55,7 +75,7 @@ def write_feedback(graded: list[GradedNotebook], folder: Path) -> list[Path]:
         by_submission.setdefault(notebook.submission, []).append(notebook)
     pages = []
     for submission, notebooks in by_submission.items():
-        page = folder / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', submission)}.md"
+        page = folder / f"{feedback_name(submission)}.md"
         page.write_text(feedback_page(submission, notebooks), encoding="utf-8")
         pages.append(page)
     return pages

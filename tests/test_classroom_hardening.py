@@ -1,0 +1,92 @@
+"""One bad submission never stops the class: files the grader cannot analyse, a crash of the grader on one file,
+forged protocol lines, links out of the folder, a second notebook of a lesson, formula-like CSV cells and feedback
+pages whose names would collide. (No kernel runs here: the cases are decided before or around grading.)"""
+import csv
+import json
+
+import nbformat
+import pytest
+
+from course_utils.classroom import grader, report
+from course_utils.classroom.cells import parse_cell, program_slice
+from course_utils.classroom.grader import ERROR, GradedNotebook, Row
+
+
+def course_notebook(lesson: str = "03"):
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    notebook.metadata["course"] = {"lesson": lesson}
+    return notebook
+
+
+def test_a_cell_too_deep_to_parse_is_not_a_crash():
+    deep = "x = " + " + ".join(["1"] * 5000)
+    assert parse_cell(deep) is None
+    program_slice([deep, "y = 2"], {1: {"y"}})                  # analysing the notebook still works
+
+
+def test_a_crash_on_one_file_is_that_files_error_row(tmp_path, monkeypatch):
+    for name in ("alice", "bob", "carol"):
+        (tmp_path / name).mkdir()
+        nbformat.write(course_notebook(), tmp_path / name / "03.ipynb")
+
+    def fake_grade(path, submission, label, limits):
+        if submission == "bob":
+            raise RecursionError("maximum recursion depth exceeded")
+        return GradedNotebook(submission, label, [Row(submission, label, "lesson03.q1", "correct", "Correct!")])
+
+    monkeypatch.setattr(grader, "grade_notebook", fake_grade)
+    graded = {g.submission: g for g in grader.grade([tmp_path])}
+    assert set(graded) == {"alice", "bob", "carol"}
+    assert graded["alice"].rows[0].status == graded["carol"].rows[0].status == "correct"
+    assert graded["bob"].rows[0].status == ERROR and "RecursionError" in graded["bob"].rows[0].message
+
+
+def test_forged_or_malformed_protocol_lines_never_grade_and_never_crash():
+    token = "t0k3n"
+    line = lambda payload: {"name": "stdout", "text": f"{token} {payload}\n"}  # noqa: E731
+    real = json.dumps({"exercise": "q1", "status": "correct", "message": "Correct!"})
+    assert grader._protocol_reports(line(real), token) == [json.loads(real)]
+    assert grader._protocol_reports(line("{not json"), token) == [{"exercise": None}]
+    assert grader._protocol_reports(line(json.dumps({"exercise": "q1", "status": "perfect", "message": ""})),
+                                    token) == [{"exercise": None}]
+    assert grader._protocol_reports({"name": "stderr", "text": f"{token} {real}"}, token) == []
+
+
+def test_symlinks_are_refused_not_followed(tmp_path):
+    outside = tmp_path / "teacher.ipynb"
+    nbformat.write(course_notebook(), outside)
+    folder = tmp_path / "submissions"
+    (folder / "eve").mkdir(parents=True)
+    (folder / "eve" / "03.ipynb").symlink_to(outside)
+    (folder / "mallory").symlink_to(tmp_path, target_is_directory=True)
+    graded = grader.grade([folder])
+    assert graded and all(g.rows[0].status == ERROR and "symbolic link" in g.rows[0].message for g in graded)
+
+
+def test_a_second_notebook_of_the_same_lesson_is_flagged(tmp_path, monkeypatch):
+    (tmp_path / "dave").mkdir()
+    for name in ("03_attention.ipynb", "03_copy.ipynb"):
+        nbformat.write(course_notebook("03"), tmp_path / "dave" / name)
+    monkeypatch.setattr(grader, "grade_notebook", lambda path, submission, label, limits: GradedNotebook(
+        submission, label, [Row(submission, label, "lesson03.q1", "correct", "Correct!")]))
+    first, second = grader.grade([tmp_path])
+    assert first.rows[0].status == "correct"
+    assert second.rows[0].status == ERROR and "second notebook of lesson 03" in second.rows[0].message
+
+
+@pytest.mark.parametrize("text", ["=HYPERLINK(\"http://x\")", "+1", "-2", "@SUM(A1)", "\t=1"])
+def test_csv_cells_never_start_like_a_formula(tmp_path, text):
+    path = tmp_path / "grades.csv"
+    report.write_csv([GradedNotebook(text, text, [Row(text, text, "*", ERROR, text)])], path)
+    with open(path, newline="", encoding="utf-8") as handle:
+        row = list(csv.reader(handle))[1]
+    assert all(cell == "'" + text for cell in row if cell not in (ERROR, "*"))
+
+
+def test_feedback_pages_of_different_submissions_never_collide(tmp_path):
+    names = ["dave~smith", "dave_smith", "dave smith", "dave/smith", "..", "Dave"]
+    pages = report.write_feedback([GradedNotebook(n, "03.ipynb", [Row(n, "03.ipynb", "*", ERROR, "x")])
+                                   for n in names], tmp_path)
+    assert len({page.name for page in pages}) == len(names)
+    assert all(page.parent == tmp_path for page in pages)
+    assert report.feedback_name("dave_smith") == "dave_smith"                  # plain names stay readable
