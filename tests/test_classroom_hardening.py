@@ -90,3 +90,26 @@ def test_feedback_pages_of_different_submissions_never_collide(tmp_path):
     assert len({page.name for page in pages}) == len(names)
     assert all(page.parent == tmp_path for page in pages)
     assert report.feedback_name("dave_smith") == "dave_smith"                  # plain names stay readable
+
+
+def test_the_csv_holds_each_notebook_as_soon_as_it_is_graded(tmp_path, monkeypatch):
+    """An interrupted run keeps the rows of what it graded: the CSV is written notebook by notebook."""
+    from course_utils.classroom.__main__ import main
+
+    for name in ("alice", "bob"):
+        (tmp_path / "in" / name).mkdir(parents=True)
+        nbformat.write(course_notebook(), tmp_path / "in" / name / "03.ipynb")
+    out = tmp_path / "grades.csv"
+    seen_before_bob = []
+
+    def fake_grade(path, submission, label, limits):
+        if submission == "bob":
+            with open(out, newline="", encoding="utf-8") as handle:
+                seen_before_bob.extend(row[0] for row in list(csv.reader(handle))[1:])
+        return GradedNotebook(submission, label, [Row(submission, label, "lesson03.q1", "correct", "Correct!")])
+
+    monkeypatch.setattr(grader, "grade_notebook", fake_grade)
+    assert main(["grade", str(tmp_path / "in"), "--out", str(out)]) == 0
+    assert seen_before_bob == ["alice"]
+    with open(out, newline="", encoding="utf-8") as handle:
+        assert [row[0] for row in list(csv.reader(handle))[1:]] == ["alice", "bob"]

@@ -76,17 +76,18 @@ def main(argv: list[str] | None = None) -> int:
                   f"{arguments.out_dir / 'teaching_notes'}")
         else:
             from .grader import grade
-            from .report import write_csv, write_feedback
+            from .report import CsvWriter, write_feedback
 
             limits = Limits(arguments.cell_timeout, arguments.notebook_timeout, int(arguments.memory_gb * 2**30))
             started = time.monotonic()
+            with CsvWriter(arguments.out) as csv_rows:   # each notebook's rows as soon as it is graded
 
-            def progress(graded):
-                summary = ", ".join(f"{row.exercise} {row.status}" for row in graded.rows)
-                print(f"{graded.seconds:6.1f} s  {graded.submission} / {graded.notebook}: {summary}", flush=True)
+                def progress(graded):
+                    csv_rows.add(graded)
+                    summary = ", ".join(f"{row.exercise} {row.status}" for row in graded.rows)
+                    print(f"{graded.seconds:6.1f} s  {graded.submission} / {graded.notebook}: {summary}", flush=True)
 
-            graded = grade(arguments.submissions, limits, progress)
-            write_csv(graded, arguments.out)
+                graded = grade(arguments.submissions, limits, progress)
             print(f"{len(graded)} notebooks graded in {time.monotonic() - started:.1f} s → {arguments.out}")
             if arguments.feedback:
                 pages = write_feedback(graded, arguments.feedback)

@@ -21,14 +21,36 @@ def spreadsheet_safe(text: str) -> str:
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
+class CsvWriter:
+    """``grades.csv`` written as grading goes: the header at once, each notebook's rows as soon as it is graded (and
+    flushed), so an interrupted run keeps what it graded. No cell starts like a spreadsheet formula (file names and
+    messages come from the submissions)."""
+
+    def __init__(self, path: Path) -> None:
+        self.handle = open(path, "w", newline="", encoding="utf-8")
+        self.writer = csv.writer(self.handle)
+        self.writer.writerow(CSV_COLUMNS)
+        self.handle.flush()
+
+    def add(self, notebook: GradedNotebook) -> None:
+        self.writer.writerows([spreadsheet_safe(str(value)) for value in astuple(row)] for row in notebook.rows)
+        self.handle.flush()
+
+    def close(self) -> None:
+        self.handle.close()
+
+    def __enter__(self) -> "CsvWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def write_csv(graded: list[GradedNotebook], path: Path) -> None:
-    """``grades.csv``: one row per exercise; no cell starts like a spreadsheet formula (file names and messages come
-    from the submissions)."""
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(CSV_COLUMNS)
+    """``grades.csv`` of notebooks already graded (see :class:`CsvWriter`)."""
+    with CsvWriter(path) as writer:
         for notebook in graded:
-            writer.writerows([spreadsheet_safe(str(value)) for value in astuple(row)] for row in notebook.rows)
+            writer.add(notebook)
 
 
 def feedback_name(submission: str) -> str:
