@@ -113,3 +113,28 @@ def test_the_csv_holds_each_notebook_as_soon_as_it_is_graded(tmp_path, monkeypat
     assert seen_before_bob == ["alice"]
     with open(out, newline="", encoding="utf-8") as handle:
         assert [row[0] for row in list(csv.reader(handle))[1:]] == ["alice", "bob"]
+
+
+def test_the_grading_kernels_have_no_solution_to_give(tmp_path):
+    """A submission that asks the package for the answers (run_solution, the solution strings) earns nothing: the
+    kernels that run learner code import a copy of the package with every solution withheld."""
+    from classroom_helpers import small_notebook
+
+    from course_utils.classroom.cells import lesson_exercises
+
+    def cheat(key: str) -> str:
+        exercise = lesson_exercises("03")[key]
+        return ("from course_utils.exercises import lesson03 as _l\n"
+                f"_s = _l.{key}.run_solution(globals())\n"
+                + "".join(f"{name} = _s[{name!r}]\n" for name in exercise.variables))
+
+    notebook = small_notebook("03", {key: cheat(key) for key in lesson_exercises("03")})
+    path = tmp_path / "cheat.ipynb"
+    nbformat.write(notebook, path)
+    graded = grader.grade_notebook(path, "cheat", path.name)
+    assert [row.status for row in graded.rows] and not any(row.status == "correct" for row in graded.rows)
+    root = grader.withheld_package_root()
+    text = (root / "course_utils" / "exercises" / "lesson04.py").read_text(encoding="utf-8")
+    from course_utils.exercises import lesson04
+    assert lesson04.ENCODER_LAYER_SOLUTION.splitlines()[-2] not in text
+    assert lesson04.SUBLAYER_SOLUTION.splitlines()[-2] not in text

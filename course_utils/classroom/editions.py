@@ -91,14 +91,27 @@ def withhold_solutions(source: str) -> str:
             found += node.args[4:5]  # Exercise(name, variables, checker, hint, solution)
             values += found
             constants |= {name.id for value in found for name in ast.walk(value) if isinstance(name, ast.Name)}
-    values += [statement.value for statement in tree.body if isinstance(statement, ast.Assign)
-               and any(isinstance(t, ast.Name) and t.id in constants for t in statement.targets)]
+    assignments = {t.id: statement.value for statement in tree.body if isinstance(statement, ast.Assign)
+                   for t in statement.targets if isinstance(t, ast.Name)}
+    pending = list(constants)
+    while pending:  # the constants a withheld constant is built from are withheld too (SUBLAYER_SOLUTION + …)
+        value = assignments.get(pending.pop())
+        if value is not None and value not in values:
+            values.append(value)
+            pending += [name.id for name in ast.walk(value) if isinstance(name, ast.Name) and name.id not in constants]
+            constants |= {name.id for name in ast.walk(value) if isinstance(name, ast.Name)}
+    values = [value for value in values if not any(other is not value and contains(other, value) for other in values)]
     spans = [(lines[value.lineno - 1] + value.col_offset, lines[value.end_lineno - 1] + value.end_col_offset)
              for value in values]
     data = source.encode("utf-8")
     for start, end in sorted(spans, reverse=True):
         data = data[:start] + repr(WITHHELD).encode("utf-8") + data[end:]
     return data.decode("utf-8")
+
+
+def contains(outer: ast.AST, inner: ast.AST) -> bool:
+    """Whether ``inner`` is a node inside ``outer``'s subtree."""
+    return any(node is inner for node in ast.walk(outer))
 
 
 def without_section(markdown: str, heading: str) -> str:

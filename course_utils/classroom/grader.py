@@ -18,10 +18,13 @@ deleted it, the end of the notebook.
 """
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import os
 import re
 import secrets
+import shutil
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -79,9 +82,27 @@ class Execution:
     stop_message: str = ""
 
 
-def kernel_environment(limits: Limits) -> dict[str, str]:
-    """The grader's environment plus the sandbox: network blocked, memory capped, the grader's ``course_utils``."""
-    package_root = str(Path(course_utils.__file__).resolve().parent.parent)
+@functools.lru_cache(maxsize=None)
+def withheld_package_root() -> Path:
+    """A folder holding a copy of ``course_utils`` whose exercise modules have every solution withheld (as in the
+    student edition), made once per grading process: the kernels that run learner code import this copy, so
+    ``q1.run_solution()``, ``q1.solution()`` or ``lesson04.ENCODER_LAYER_SOLUTION`` give the learner nothing."""
+    from .editions import withhold_solutions
+
+    root = Path(tempfile.mkdtemp(prefix="course-withheld-"))
+    atexit.register(shutil.rmtree, root, True)
+    source = Path(course_utils.__file__).resolve().parent
+    target = root / source.name
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for module in sorted((target / "exercises").glob("lesson*.py")):
+        module.write_text(withhold_solutions(module.read_text(encoding="utf-8")), encoding="utf-8")
+    return root
+
+
+def kernel_environment(limits: Limits, package_root: Path | None = None) -> dict[str, str]:
+    """The grader's environment plus the sandbox: network blocked, memory capped, and ``course_utils`` from
+    ``package_root`` (default: the grader's own package)."""
+    package_root = str(package_root or Path(course_utils.__file__).resolve().parent.parent)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SANDBOX_PATH), package_root, env.get("PYTHONPATH")]))
     env["COURSE_BLOCK_NETWORK"] = "1"
@@ -93,7 +114,8 @@ def kernel_environment(limits: Limits) -> dict[str, str]:
 
 
 def run_cells(sources: list[str], limits: Limits, workdir: str, setup_seconds: float | None = None) -> Execution:
-    """Execute ``sources`` one cell after another in a fresh kernel; stop at a timeout or a dead kernel.
+    """Execute ``sources`` one cell after another in a fresh kernel on the solution-free package copy; stop at a
+    timeout or a dead kernel.
 
     ``setup_seconds``: the first cell is the grader's own set-up and gets this limit instead of the learner's.
     """
@@ -103,7 +125,7 @@ def run_cells(sources: list[str], limits: Limits, workdir: str, setup_seconds: f
     execution = Execution(outputs=[[] for _ in sources])
     deadline = time.monotonic() + limits.notebook_seconds
     try:
-        with client.setup_kernel(env=kernel_environment(limits), cwd=workdir):
+        with client.setup_kernel(env=kernel_environment(limits, withheld_package_root()), cwd=workdir):
             for index, cell in enumerate(notebook.cells):
                 is_setup = index == 0 and setup_seconds is not None
                 remaining = deadline - time.monotonic()
