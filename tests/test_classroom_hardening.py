@@ -138,3 +138,24 @@ def test_the_grading_kernels_have_no_solution_to_give(tmp_path):
     from course_utils.exercises import lesson04
     assert lesson04.ENCODER_LAYER_SOLUTION.splitlines()[-2] not in text
     assert lesson04.SUBLAYER_SOLUTION.splitlines()[-2] not in text
+
+
+def test_a_submission_cannot_plant_a_startup_file_or_leave_a_process_behind(tmp_path):
+    """Each kernel gets fresh IPython/Jupyter directories, and its process group is killed when it ends."""
+    marker = tmp_path / "late.txt"
+    planted = tmp_path / "planted.txt"
+    plant = f"open({str(planted)!r}, 'w').write('ran')"
+    child = f"import time; time.sleep(3); open({str(marker)!r}, 'w')"
+    attack = grader.run_cells([
+        "import os, pathlib, subprocess, sys\n"
+        "startup = pathlib.Path(os.environ['IPYTHONDIR']) / 'profile_default' / 'startup'\n"
+        "startup.mkdir(parents=True, exist_ok=True)\n"
+        f"(startup / '00-plant.py').write_text({plant!r})\n"
+        f"subprocess.Popen([sys.executable, '-c', {child!r}])\n"
+    ], grader.Limits(), str(tmp_path))
+    assert attack.stopped_at is None
+    later = grader.run_cells(["x = 1"], grader.Limits(), str(tmp_path))   # the next submission's kernel
+    assert later.stopped_at is None and not planted.exists()
+    import time
+    time.sleep(4)
+    assert not marker.exists()                                # the child died with its kernel

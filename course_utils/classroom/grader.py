@@ -19,12 +19,14 @@ deleted it, the end of the notebook.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import json
 import os
 import re
 import secrets
 import shutil
+import signal
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -124,8 +126,13 @@ def run_cells(sources: list[str], limits: Limits, workdir: str, setup_seconds: f
                             shutdown_kernel="immediate", interrupt_on_timeout=False, startup_timeout=120)
     execution = Execution(outputs=[[] for _ in sources])
     deadline = time.monotonic() + limits.notebook_seconds
+    session: list[int] = []   # the kernel's process group: whatever the learner's code started in it ends with it
     try:
-        with client.setup_kernel(env=kernel_environment(limits, withheld_package_root()), cwd=workdir):
+        with private_jupyter_dirs() as env_dirs, client.setup_kernel(
+                env={**kernel_environment(limits, withheld_package_root()), **env_dirs}, cwd=workdir):
+            group = os.getpgid(client.km.provisioner.process.pid)
+            if group != os.getpgid(0):   # the kernel leads its own session (jupyter_client starts it so)
+                session.append(group)
             for index, cell in enumerate(notebook.cells):
                 is_setup = index == 0 and setup_seconds is not None
                 remaining = deadline - time.monotonic()
@@ -155,7 +162,20 @@ def run_cells(sources: list[str], limits: Limits, workdir: str, setup_seconds: f
         if execution.stopped_at is None:
             execution.stopped_at, execution.stop_reason = 0, ERROR
             execution.stop_message = f"the kernel could not run the notebook ({type(failure).__name__}: {failure})"
+    finally:
+        for group in session:
+            with contextlib.suppress(OSError):
+                os.killpg(group, signal.SIGKILL)
     return execution
+
+
+@contextlib.contextmanager
+def private_jupyter_dirs():
+    """Fresh IPython and Jupyter directories for one kernel (removed afterwards): a startup file or configuration
+    one submission writes there never runs for another."""
+    with tempfile.TemporaryDirectory(prefix="course-kernel-home-") as home:
+        yield {"IPYTHONDIR": os.path.join(home, "ipython"), "JUPYTER_CONFIG_DIR": os.path.join(home, "config"),
+               "JUPYTER_DATA_DIR": os.path.join(home, "data"), "MPLCONFIGDIR": os.path.join(home, "matplotlib")}
 
 
 def _first_line(source: str) -> str:
