@@ -186,6 +186,11 @@ def length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
     log-probability); larger ``alpha`` gives long hypotheses a fairer chance.
     """
     check_tensor("length", length)
+    if length.dtype.is_complex or length.dtype == torch.bool:
+        raise CourseTypeError(f"length must hold numbers of tokens, got a {length.dtype} tensor")
+    if length.numel() and bool((length < 0).any()):
+        raise CourseValueError(f"length must be >= 0 (a number of tokens), got a smallest length of "
+                               f"{float(length.min()):g}")
     check_real("alpha", alpha)
     return ((5.0 + length.float()) / 6.0) ** alpha
 

@@ -19,7 +19,9 @@ from .diagrams import (  # noqa: F401
     draw_multihead_split,
     draw_residual_stream,
 )
-from .errors import CourseValueError
+from .errors import CourseTypeError, CourseValueError
+from .training import History
+from .validation import describe
 
 
 def show_heatmaps(matrices, row_labels: Sequence[str] | None = None, col_labels: Sequence[str] | None = None,
@@ -101,6 +103,9 @@ def annotate_cells(ax: plt.Axes, matrix: torch.Tensor, image, value_format: str 
 
 def plot_history(history, metrics: Sequence[str] = (), title: str = "Training") -> plt.Figure:
     """Training loss per step (left) and the chosen evaluation metrics (right) of a ``training.History``."""
+    if not isinstance(history, History):
+        raise CourseTypeError(f"plot_history expects the History that fit returns, got {describe(history)}; pass "
+                              "history = fit(...) (for a plain list of losses use plt.plot(losses))")
     n_panels = 2 if metrics else 1
     fig, axes = plt.subplots(1, n_panels, figsize=(5.5 * n_panels, 3.6), squeeze=False, constrained_layout=True)
     axes[0, 0].plot(history.train_loss, lw=1)

@@ -467,6 +467,9 @@ class WordTokenizer(_TableTokenizer):
         counts = Counter()
         for text in _check_texts(texts, "WordTokenizer.train"):
             counts.update(_WORD_OR_PUNCT.findall(text.lower() if lowercase else text))
+        if not counts:
+            raise CourseValueError("WordTokenizer.train found no word in the texts (they are empty or only "
+                                   "whitespace); pass texts with words in them")
         return cls(cls._most_common(counts, vocab_size, min_count), lowercase=lowercase)
 
     def tokenize(self, text: str) -> list[str]:

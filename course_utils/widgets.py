@@ -137,6 +137,11 @@ def draw_attention(tokens: list[str], weights, head: int | str = "all"):
     """Heatmaps of ``weights (heads, q, k)``: every head (``head="all"``) or one head. Returns the figure."""
     from .plotting import show_heatmaps
 
+    n_heads = weights.size(0)
+    if head != "all" and (isinstance(head, bool) or not isinstance(head, (int, str)) or not str(head).isdigit()
+                          or int(head) >= n_heads):
+        raise CourseValueError(f"head must be 'all' or a head index in [0, {n_heads}), got {head!r}; these weights "
+                               f"have {n_heads} heads")
     if head == "all":
         return show_heatmaps(weights, tokens, tokens, titles=[f"head {h}" for h in range(weights.size(0))],
                              panel_size=2.8, suptitle="attention weights (rows: queries, columns: keys)")

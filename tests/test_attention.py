@@ -313,3 +313,28 @@ def test_a_cache_from_another_batch_is_refused():
     attention(*[torch.randn(2, 1, 16)] * 3, cache=cache)
     with pytest.raises(CourseValueError, match="holds keys for 2 rows"):
         attention(*[torch.randn(3, 1, 16)] * 3, cache=cache)
+
+
+
+@pytest.mark.parametrize("poison", [float("nan"), float("inf")])
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_padded_key_or_value_contributes_nothing_even_when_it_holds_nan(poison, fast):
+    """Padding is hidden from every query, so whatever a padded position holds — NaN, inf — never reaches a real
+    output (0 × NaN would be NaN): on both paths, and in the step-by-step function."""
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(16, 4, use_fast_path=fast).eval()
+    x = torch.randn(2, 5, 16)
+    ids = torch.tensor([[7, 8, 9, 0, 0], [7, 8, 9, 10, 11]])
+    mask = padding_mask(ids)
+    clean, _ = attention(x, x, x, mask)
+    poisoned = x.clone()
+    poisoned[0, 3:] = poison                                    # only padded positions of row 0
+    with torch.no_grad():
+        out, _ = attention(poisoned, poisoned, poisoned, mask)
+    torch.testing.assert_close(out[0, :3], clean[0, :3])        # the real queries of the poisoned row
+    torch.testing.assert_close(out[1], clean[1])
+    q, k, v = torch.randn(3, 1, 2, 5, 8).unbind(0)
+    k[..., 3:, :], v[..., 3:, :] = poison, poison
+    weights_mask = torch.tensor([True, True, True, False, False])[None, None, None]
+    output, weights = scaled_dot_product_attention(q, k, v, weights_mask)
+    assert torch.isfinite(output).all() and torch.isfinite(weights).all()

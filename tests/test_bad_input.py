@@ -5,7 +5,7 @@ import torch.nn as nn
 
 from course_utils.attention import MultiHeadAttention, scaled_dot_product_attention
 from course_utils.config import TransformerConfig
-from course_utils.decoding import beam_search, generate, greedy_decode
+from course_utils.decoding import beam_search, generate, greedy_decode, length_penalty
 from course_utils.embedding import TokenEmbedding
 from course_utils.errors import CourseError, CourseTypeError, CourseValueError
 from course_utils.kv_cache import KVCache
@@ -15,10 +15,12 @@ from course_utils.losses import classification_loss, masked_lm_loss, translation
 from course_utils.mlm import UnigramBaseline, mask_tokens
 from course_utils.models import Encoder, InputEmbedding, MaskedLanguageModel, Seq2SeqTransformer, TransformerClassifier
 from course_utils.modern import rotate_half
+from course_utils.plotting import plot_history
 from course_utils.positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
 from course_utils.runtime import seed_everything, set_threads
-from course_utils.tokenization import BOS_ID, EOS_ID
+from course_utils.tokenization import BOS_ID, EOS_ID, WordTokenizer
 from course_utils.training import fit, make_loader, train_lm
+from course_utils.widgets import draw_attention
 
 CONFIG = TransformerConfig(vocab_size=20, d_model=16, n_heads=4, d_ff=32, n_layers=1, max_len=8, dropout=0.0)
 MODELS = {  # name: (build, call with token ids)
@@ -113,6 +115,21 @@ def ids(*shape, high=20, dtype=torch.long):
 
 
 BAD_CALLS = {  # case: (call, expected error class, message pattern)
+    "plot_history of a plain dict (was AttributeError)": (
+        lambda: plot_history({"train_loss": [1.0, 0.5]}), CourseTypeError, "expects the History that fit returns"),
+    "draw_attention of head 5 on 2 heads (was IndexError)": (
+        lambda: draw_attention(["a", "b"], torch.rand(2, 2, 2), head=5), CourseValueError, r"head index in \[0, 2\)"),
+    "length_penalty of a negative length (was accepted)": (
+        lambda: length_penalty(torch.tensor([3, -1]), 0.6), CourseValueError, "length must be >= 0"),
+    "WordTokenizer.train on whitespace only (was accepted)": (
+        lambda: WordTokenizer.train(["   ", "\n\t"]), CourseValueError, "found no word"),
+    "scaled_dot_product_attention with float64 query, float32 key/value (was silently promoted)": (
+        lambda: scaled_dot_product_attention(torch.rand(1, 2, 3, dtype=torch.float64), torch.rand(1, 2, 3),
+                                             torch.rand(1, 2, 3)), CourseTypeError, "must have one dtype"),
+    "fit with a per-example loss (was 'Boolean value of Tensor')": (
+        lambda: fit(nn.Linear(3, 1), [(torch.ones(2, 3), torch.zeros(2, 1))],
+                    lambda model, batch: (model(batch[0]) - batch[1]).pow(2), progress=False),
+        CourseTypeError, "must return a scalar"),
     "config tgt_vocab_size=0": (lambda: TransformerConfig(vocab_size=20, tgt_vocab_size=0), CourseValueError,
                                 "tgt_vocab_size must be an int >= 1, got 0"),
     "config negative d_ff": (lambda: TransformerConfig(vocab_size=20, d_ff=-5), CourseValueError, "d_ff.*>= 1"),
