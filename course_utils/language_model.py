@@ -19,12 +19,11 @@ import torch.nn as nn
 
 from .attention import MultiHeadAttention
 from .config import TransformerConfig
-from .errors import CourseValueError
 from .kv_cache import KVCache, LayerCache
 from .layers import ResidualSublayer, make_feed_forward
 from .masks import causal_mask, padding_mask
 from .models import InputEmbedding, check_cache, check_config, init_weights, make_final_norm
-from .validation import check_bool, check_positive_int, check_token_ids, check_vectors, checked_by
+from .validation import check_bool, check_context, check_positive_int, check_token_ids, check_vectors, checked_by
 
 
 class DecoderOnlyBlock(nn.Module):
@@ -110,10 +109,7 @@ class DecoderOnlyLM(nn.Module):
         check_token_ids(ids, config.vocab_size, name="ids")
         check_cache(cache, len(self.blocks), ids.size(0))
         offset = cache.length if cache is not None else 0
-        if offset + ids.size(1) > config.max_len:
-            raise CourseValueError(f"positions {offset}..{offset + ids.size(1) - 1} exceed the context of "
-                                   f"max_len={config.max_len}; keep only the last {config.max_len} tokens or build "
-                                   "the model with a larger max_len")
+        check_context(offset, ids.size(1), config.max_len, fix=f"keep only the last {config.max_len} tokens")
 
     @checked_by(check_inputs)
     def forward(self, ids: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:

@@ -19,6 +19,7 @@ from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
 from .validation import (
     check_bool,
     check_choice,
+    check_context,
     check_features,
     check_int,
     check_module,
@@ -89,9 +90,7 @@ class InputEmbedding(nn.Module):
     def check_inputs(self, ids: torch.Tensor, offset: int = 0) -> None:
         check_token_ids(ids, self.tokens.vocab_size, name="ids")
         check_non_negative_int("offset", offset)
-        if offset + ids.size(1) > self.max_len:
-            raise CourseValueError(f"positions {offset}..{offset + ids.size(1) - 1} exceed max_len={self.max_len}; "
-                                   "truncate the input or build the model with a larger max_len")
+        check_context(offset, ids.size(1), self.max_len)
 
     @checked_by(check_inputs)
     def forward(self, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:
@@ -298,10 +297,7 @@ class Seq2SeqTransformer(nn.Module):
                                    f"{src_ids.size(1)}; pass the src_ids that produced memory = model.encode(src_ids)")
         check_cache(cache, len(self.decoder.layers), tgt_in_ids.size(0), cross_attention=True)
         offset = cache.length if cache is not None else 0
-        if offset + tgt_in_ids.size(1) > config.max_len:
-            raise CourseValueError(f"target positions {offset}..{offset + tgt_in_ids.size(1) - 1} exceed "
-                                   f"max_len={config.max_len}; generate fewer tokens or build the model with a "
-                                   "larger max_len")
+        check_context(offset, tgt_in_ids.size(1), config.max_len, "target positions", "generate fewer tokens")
 
     @checked_by(check_decode_inputs)
     def decode(self, tgt_in_ids: torch.Tensor, memory: torch.Tensor, src_ids: torch.Tensor,

@@ -286,6 +286,15 @@ def check_token_ids(ids: object, vocab_size: int, max_len: int | None = None, *,
     return ids.long()
 
 
+def check_context(first: int, count: int, max_len: int, what: str = "positions",
+                  fix: str = "truncate the input") -> None:
+    """Refuse positions ``first .. first + count - 1`` that do not fit a model's context of ``max_len`` positions
+    (``first`` is the number of positions already in a KV cache)."""
+    if first + count > max_len:
+        raise CourseValueError(f"{what} {first}..{first + count - 1} exceed the context of max_len={max_len}; "
+                               f"{fix} or build the model with a larger max_len")
+
+
 def module_dtype(module: nn.Module) -> torch.dtype | None:
     """The floating dtype of the module's first floating parameter or buffer (``None`` if it has none)."""
     for tensor in itertools.chain(module.parameters(), module.buffers()):

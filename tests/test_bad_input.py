@@ -170,7 +170,7 @@ BAD_CALLS = {  # case: (call, expected error class, message pattern)
                            r"cache must be a KVCache with cross-attention entries for 1 layers.*new_cache\(\)"),
     "cache of another batch": (lambda: cache_of_another_batch(), CourseValueError, "holds keys for 2 rows but"),
     "positions past max_len in decode": (lambda: seq2seq().decode(ids(1, 9), torch.zeros(1, 5, 16), ids(1, 5)),
-                                         CourseValueError, "exceed max_len=8"),
+                                         CourseValueError, "exceed the context of max_len=8"),
     "negative positional offset": (lambda: SinusoidalPositionalEncoding(16, 8)(torch.zeros(1, 3, 16), offset=-1),
                                    CourseValueError, "offset must be an int >= 0"),
     "a decoder-only cache handed to the translator": (

@@ -22,6 +22,9 @@ def test_a_cell_too_deep_to_parse_is_not_a_crash():
     deep = "x = " + " + ".join(["1"] * 5000)
     assert parse_cell(deep) is None
     program_slice([deep, "y = 2"], {1: {"y"}})                  # analysing the notebook still works
+    assert parse_cell("z = 3") is not None                      # and so does every later parse, in any thread
+    import ast
+    ast.parse("w = 4")
 
 
 def test_a_crash_on_one_file_is_that_files_error_row(tmp_path, monkeypatch):

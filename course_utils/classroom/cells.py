@@ -16,6 +16,7 @@ import builtins
 import functools
 import importlib
 import symtable
+import threading
 from dataclasses import dataclass, field
 
 from IPython.core.inputtransformer2 import TransformerManager
@@ -29,11 +30,27 @@ BUILTIN_NAMES = frozenset(dir(builtins))
 @functools.lru_cache(maxsize=4096)
 def parse_cell(source: str) -> ast.Module | None:
     """The cell as a Python syntax tree, or ``None`` if it is not valid (IPython) Python — or too deeply nested
-    to analyse (``1 + 1 + …`` thousands of times exhausts the parser's recursion)."""
+    to analyse (``1 + 1 + …`` thousands of times exhausts the parser's recursion).
+
+    The parse runs in a thread of its own: after a ``RecursionError`` CPython 3.11's parser leaves its thread's
+    recursion count wrong, and every later ``ast.parse`` in that thread fails — one hostile cell must not break the
+    analysis of every notebook graded after it."""
     try:
-        return ast.parse(TransformerManager().transform_cell(source))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        text = TransformerManager().transform_cell(source)
+    except (SyntaxError, ValueError):
         return None
+    outcome: dict[str, ast.Module | None] = {"tree": None}
+
+    def parse() -> None:
+        try:
+            outcome["tree"] = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, SystemError):
+            pass
+
+    worker = threading.Thread(target=parse, name="course-parse-cell")
+    worker.start()
+    worker.join()
+    return outcome["tree"]
 
 
 def lesson_exercises(lesson: str) -> dict[str, Exercise]:
