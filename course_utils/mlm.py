@@ -203,7 +203,7 @@ class UnigramBaseline:
 def logits_at(model: nn.Module, inputs: torch.Tensor, selected: torch.Tensor) -> torch.Tensor:
     """Vocabulary logits of a :class:`~course_utils.models.MaskedLanguageModel` at the ``selected`` positions only.
 
-    Equal to ``model(inputs)[selected]`` (``tests/test_mlm.py`` checks it), but the MLM head — the largest matrix
+    Equal to ``model(inputs)[selected]``, but the MLM head — the largest matrix
     product, ``d_model × vocab_size`` per token — runs on ~15 % of the tokens instead of all of them.
 
     Args:

@@ -7,7 +7,7 @@ training sentences (the same held-out split, so the notebook's held-out numbers 
 * ``model.pt`` — the ``state_dict`` (tensors only; read with ``torch.load(..., weights_only=True)``);
 * ``tokenizer.json`` — its byte-level BPE, trained on the training sentences;
 * ``meta.json`` — the model config, the recipe, the corpus fingerprint and Python version it was trained on, the
-  wall time, and the held-out metrics it reached (checked by ``tests/test_mlm_checkpoint.py``).
+  wall time, and the held-out metrics it reached.
 
 Make it (seeded; the shipped one trained 11440 steps in 1236 s on one thread of a shared 2-core machine)::
 
