@@ -90,11 +90,6 @@ class TransformerConfig:
     def d_head(self) -> int:
         return self.d_model // self.n_heads
 
-    @property
-    def kv_heads(self) -> int:
-        """Key/value heads per attention layer: ``n_kv_heads``, or ``n_heads`` when it is ``None``."""
-        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
-
     def layer_options(self) -> dict:
         """The settings every layer of a model built from this config takes (see :mod:`course_utils.layers`)."""
         return {"d_model": self.d_model, "n_heads": self.n_heads, "d_ff": self.d_ff, "dropout": self.dropout,

@@ -54,11 +54,6 @@ def checked_by(check: Callable[..., object], trusts_callees: bool = True) -> Cal
     return decorate
 
 
-def inside_the_package() -> bool:
-    """True while a course entry point decorated with :func:`checked_by` is running (its inner calls are trusted)."""
-    return _INSIDE_THE_PACKAGE.get()
-
-
 @contextlib.contextmanager
 def unchecked() -> Iterator[None]:
     """Run the block without the course's input checks, as if called from inside the package — for measuring what

@@ -366,13 +366,14 @@ def test_modern_config_turns_every_switch_on_and_lets_any_field_be_overridden():
     config = modern_config(10)
     assert (config.norm, config.bias, config.positional, config.normalization, config.activation) == (
         "pre", False, "rope", "rmsnorm", "swiglu")
-    assert config.n_kv_heads == config.n_heads // 2 and config.kv_heads == config.n_kv_heads
+    assert config.n_kv_heads == config.n_heads // 2
     assert all(getattr(config, field) == value for field, value in MODERN_SWITCHES.items())
     assert modern_config(10, n_heads=8, d_model=64).n_kv_heads == 4
     assert modern_config(10, n_heads=1, d_model=16).n_kv_heads == 1
     assert modern_config(10, n_kv_heads=1).n_kv_heads == 1
     assert modern_config(10, normalization="layernorm").normalization == "layernorm"
-    assert TransformerConfig(10).kv_heads == TransformerConfig(10).n_heads
+    plain = TransformerConfig(10, d_model=16)                  # n_kv_heads None: as many K/V heads as heads
+    assert DecoderOnlyLM(plain).blocks[0].self_attn.n_kv_heads == plain.n_heads
     model = DecoderOnlyLM(modern_config(10, d_model=16, max_len=8))
     assert isinstance(model.blocks[0].attn_block.norm, RMSNorm)
     assert isinstance(model.blocks[0].feed_forward, SwiGLUFeedForward)
