@@ -10,34 +10,43 @@ of a sequence. Probabilities are over the whole vocabulary (``vocab_size`` ids) 
 * :class:`InterpolatedTrigramLM` — Jelinek–Mercer interpolation of the trigram, bigram and unigram relative
   frequencies and the uniform distribution; the four weights λ are fitted on a validation split by EM, one set
   per bucket of how often the two-token context was seen in training (a rare context trusts the trigram less).
+* :class:`KneserNeyLM` — interpolated modified Kneser–Ney of any order ``n`` (three discounts per order, tuned on
+  a validation split by coordinate search): the strongest count baseline here.
+
+Models of order above 3 read longer contexts: :func:`contexts_and_targets` with ``order=n`` gives
+``(n - 1 tokens back…, target)`` rows, and :func:`perplexity` asks each model for rows of its ``order`` (3 for the
+three models above, which read at most two tokens back).
 """
 from __future__ import annotations
 
-__all__ = ["BigramLM", "InterpolatedTrigramLM", "UnigramLM", "contexts_and_targets", "perplexity"]
+__all__ = ["BigramLM", "InterpolatedTrigramLM", "KneserNeyLM", "UnigramLM", "contexts_and_targets", "perplexity"]
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Sequence
 
 import torch
 
-from .errors import CourseValueError
+from .errors import CourseTypeError, CourseValueError
 from .tokenization import BOS_ID
-from .validation import check_positive_int, check_real
+from .validation import check_id_lists, check_positive_int, check_real, describe
 
 
-def contexts_and_targets(sequences: Sequence[Sequence[int]]) -> list[tuple[int, int, int]]:
-    """Every scored position as ``(token two back, token one back, target)``; before [BOS] comes [BOS]."""
+def contexts_and_targets(sequences: Sequence[Sequence[int]], order: int = 3) -> list[tuple[int, ...]]:
+    """Every scored position as an ``order``-tuple ``(…, token two back, token one back, target)``; before [BOS]
+    comes [BOS] again. The default ``order=3`` gives the triples the unigram, bigram and trigram models read."""
+    check_positive_int("order", order)
     if not sequences:
         raise CourseValueError("no sequences given; pass encode_documents(...) output")
-    triples = []
+    rows = []
     for seq in sequences:
         if len(seq) < 2 or seq[0] != BOS_ID:
             raise CourseValueError(f"each sequence must be [BOS] followed by at least one id, got {list(seq)[:8]}; "
                                    "build them with language_model.encode_documents")
-        padded = [BOS_ID] + list(seq)
-        triples.extend((padded[i - 2], padded[i - 1], padded[i]) for i in range(2, len(padded)))
-    return triples
+        padded = [BOS_ID] * (order - 1) + list(seq[1:])
+        rows.extend(tuple(padded[i - order + 1:i + 1]) for i in range(order - 1, len(padded)))
+    return rows
 
 
 class UnigramLM:
@@ -164,7 +173,233 @@ class InterpolatedTrigramLM:
         return history
 
 
+MIN_DISCOUNT = 1e-3  # the smallest discount the tuning tries: 0 would give unseen continuations probability 0
+
+
+class KneserNeyLM:
+    """Interpolated modified Kneser–Ney of order ``n`` (Chen & Goodman, 1998), tuned on a validation split.
+
+    Level ``k`` (``k = 1 … n``) predicts the target from the ``k - 1`` tokens before it (``h``, left-padded with
+    [BOS] as in :func:`contexts_and_targets`)::
+
+        P_k(w | h) = (c_k(h w) - D_k(c_k(h w)) + γ_k(h) · P_{k-1}(w | h′)) / c_k(h ·)
+        γ_k(h)     = D_k1 · N1(h ·) + D_k2 · N2(h ·) + D_k3+ · N3+(h ·)           (the mass the discounts free)
+        P_0(w)     = 1 / vocab_size                                              (every id of the vocabulary)
+
+    where ``h′`` is ``h`` without its first token, ``c_k(h ·) = Σ_w c_k(h w)``, ``Nj(h ·)`` is the number of
+    targets ``w`` with ``c_k(h w) = j`` (``N3+``: ``≥ 3``), and ``D_k(c)`` is 0, ``D_k1``, ``D_k2`` or ``D_k3+`` for
+    ``c`` = 0, 1, 2 or ≥ 3. A context never seen at level ``k`` (``c_k(h ·) = 0``) passes ``P_{k-1}`` on unchanged.
+    The counts: at the top level ``c_n`` is how often the ``n``-gram occurs in training; below it is the
+    *continuation count* ``c_k(g) = |{x : x g is a (k+1)-gram of level k+1}|`` — in how many different contexts
+    ``g`` was seen, not how often. With every discount in ``(0, j]`` each ``P(· | context)`` is a distribution over
+    all ``vocab_size`` ids, positive everywhere (unseen tokens and contexts included).
+
+    ``discounts`` is a float64 ``(order, 3)`` tensor: row ``k - 1`` holds ``(D_k1, D_k2, D_k3+)`` of level ``k``
+    (row 0: the unigram level). Left as ``None`` they start at Chen & Goodman's estimates from each level's counts
+    of counts ``n_j`` (``Y = n1 / (n1 + 2 n2)``, ``D_j = j - (j + 1) Y n_{j+1} / n_j``, clipped into
+    ``[MIN_DISCOUNT, j]``); :meth:`tune_discounts` then fits them to a validation split.
+    Rows (:meth:`target_probs`) are ``(order - 1 context ids…, target)`` tuples: ``contexts_and_targets(sequences,
+    order)``; :func:`perplexity` builds them itself. The baseline for lesson 08's GPT: ``benchmarks/lm_baselines.py``
+    scores both on the lesson's data.
+    """
+
+    def __init__(self, sequences: Sequence[Sequence[int]], vocab_size: int, order: int = 3,
+                 discounts: Sequence[Sequence[float]] | torch.Tensor | None = None) -> None:
+        self.vocab_size = check_positive_int("vocab_size", vocab_size, hint="; pass tokenizer.vocab_size")
+        self.order = check_positive_int("order", order, hint="; 3 is a trigram model")
+        if vocab_size ** order >= 2 ** 62:
+            raise CourseValueError(f"order={order} with vocab_size={vocab_size} gives {vocab_size}**{order} possible "
+                                   "n-grams, more than the int64 keys that store them can number; use a smaller order")
+        rows = self._rows(torch.tensor(contexts_and_targets(check_ids_in_vocabulary("sequences", sequences,
+                                                                                    vocab_size), order)))
+        self.levels = self._count(rows)
+        self.discounts = self.estimated_discounts() if discounts is None else self._checked_discounts(discounts)
+
+    # ------------------------------------------------------------------ counting
+    def _rows(self, rows: torch.Tensor) -> torch.Tensor:
+        return rows.reshape(-1, self.order).long()
+
+    def _keys(self, rows: torch.Tensor, k: int) -> torch.Tensor:
+        """One int64 key per row for its last ``k`` ids (base ``vocab_size`` digits): ``(m,)``."""
+        key = torch.zeros(rows.size(0), dtype=torch.long)
+        for column in range(self.order - k, self.order):
+            key = key * self.vocab_size + rows[:, column]
+        return key
+
+    def _count(self, rows: torch.Tensor) -> list[dict[str, torch.Tensor]]:
+        """Per level ``k`` (list index ``k - 1``): the sorted keys of its ``k``-grams and their counts, and per
+        context (the key without its last id) the total and the numbers of targets seen once, twice, ≥ 3 times."""
+        levels = []
+        keys, counts = torch.unique(self._keys(rows, self.order), return_counts=True)  # raw counts at the top
+        for k in range(self.order, 0, -1):
+            if k < self.order:  # continuation counts: distinct left extensions in the level above
+                keys, counts = torch.unique(levels[0]["keys"] % self.vocab_size ** k, return_counts=True)
+            contexts, position = torch.unique(keys // self.vocab_size, return_inverse=True)
+            counts = counts.double()
+            per_context = [torch.zeros(contexts.numel(), dtype=torch.float64).index_add_(0, position, values.double())
+                           for values in (counts, counts == 1, counts == 2, counts >= 3)]
+            levels.insert(0, {"keys": keys, "counts": counts, "contexts": contexts,
+                              **dict(zip(("total", "n1", "n2", "n3"), per_context))})
+        return levels
+
+    def estimated_discounts(self) -> torch.Tensor:
+        """Chen & Goodman's discounts from each level's counts of counts, ``(order, 3)`` float64 (see the class)."""
+        rows = []
+        for level in self.levels:
+            n = [(level["counts"] == j).sum().item() for j in (1, 2, 3, 4)]
+            if min(n) > 0:
+                y = n[0] / (n[0] + 2 * n[1])
+                estimate = [j - (j + 1) * y * n[j] / n[j - 1] for j in (1, 2, 3)]
+            else:  # too few counts to estimate (a tiny corpus): the middle of each range
+                estimate = [0.5, 1.0, 1.5]
+            rows.append([min(max(d, MIN_DISCOUNT), j) for j, d in zip((1, 2, 3), estimate)])
+        return torch.tensor(rows, dtype=torch.float64)
+
+    def _checked_discounts(self, discounts: object) -> torch.Tensor:
+        table = discounts.tolist() if isinstance(discounts, torch.Tensor) else discounts
+        shape_ok = isinstance(table, Sequence) and len(table) == self.order and all(
+            isinstance(row, Sequence) and len(row) == 3 for row in table)
+        if not shape_ok:
+            raise CourseValueError(f"discounts must be {self.order} rows (one per level, unigram first) of three "
+                                   f"numbers (D1, D2, D3+), got {describe(discounts)}; or pass None for the estimates")
+        for k, row in enumerate(table, start=1):
+            for j, d in zip((1, 2, 3), row):
+                check_real(f"discounts[{k - 1}][{j - 1}]", d, 0.0, float(j), low_inclusive=False,
+                           hint=f"; D{j}{'+' if j == 3 else ''} of level {k} must be in (0, {j}] so the discounted "
+                                "count stays >= 0 and unseen targets keep some probability")
+        return torch.tensor(table, dtype=torch.float64)
+
+    # ------------------------------------------------------------------ scoring
+    def _statistics(self, rows: torch.Tensor) -> list[torch.Tensor]:
+        """Per level, a float64 ``(5, m)`` tensor: ``c_k(h w)``, ``c_k(h ·)``, ``N1(h ·)``, ``N2(h ·)``, ``N3+(h ·)``
+        of each row (zeros where unseen) — everything the probability needs besides the discounts."""
+        statistics = []
+        for k, level in enumerate(self.levels, start=1):
+            keys = self._keys(rows, k)
+            count = lookup(level["keys"], level["counts"], keys)
+            where = keys // self.vocab_size
+            statistics.append(torch.stack([count] + [lookup(level["contexts"], level[name], where)
+                                                     for name in ("total", "n1", "n2", "n3")]))
+        return statistics
+
+    def _probs(self, statistics: list[torch.Tensor], discounts: torch.Tensor) -> torch.Tensor:
+        """The class's formula, level by level from the uniform distribution up: float64 ``(m,)``."""
+        probs = torch.full((statistics[0].size(1),), 1.0 / self.vocab_size, dtype=torch.float64)
+        for (count, total, n1, n2, n3), d in zip(statistics, discounts):
+            discount = torch.cat([d.new_zeros(1), d])[count.clamp(max=3).long()]  # D(c): 0, D1, D2, D3+
+            backoff = d[0] * n1 + d[1] * n2 + d[2] * n3                              # γ(h)
+            probs = torch.where(total > 0, (count - discount + backoff * probs) / total.clamp(min=1), probs)
+        return probs
+
+    def target_probs(self, rows: Sequence[Sequence[int]] | torch.Tensor) -> torch.Tensor:
+        """``P(target | context)`` of each ``(order - 1 context ids…, target)`` row, float64 ``(m,)``."""
+        return self._probs(self._statistics(self._checked_rows(rows)), self.discounts)
+
+    def distribution(self, context: Sequence[int]) -> torch.Tensor:
+        """``P(· | context)`` as a float64 ``(vocab_size,)`` tensor; the context is left-padded with [BOS] and only
+        its last ``order - 1`` ids are read."""
+        context = check_ids_in_vocabulary("context", [context], self.vocab_size, allow_empty=True)[0]
+        context = ([BOS_ID] * self.order + context)[len(context) + 1:]  # the last order - 1 ids
+        rows = torch.tensor(context, dtype=torch.long).repeat(self.vocab_size, 1)
+        return self.target_probs(torch.cat([rows, torch.arange(self.vocab_size)[:, None]], dim=1))
+
+    def _checked_rows(self, rows: object) -> torch.Tensor:
+        if isinstance(rows, torch.Tensor):
+            if rows.dim() != 2 or rows.dtype.is_floating_point or rows.dtype in (torch.bool, torch.complex64,
+                                                                                 torch.complex128):
+                raise CourseTypeError(f"rows must be an integer (m, {self.order}) tensor, got {describe(rows)}; "
+                                      f"build them with contexts_and_targets(sequences, order={self.order})")
+            table = rows.long()
+        else:
+            table = check_ids_in_vocabulary("rows", rows, self.vocab_size)
+            table = torch.tensor(table, dtype=torch.long) if all(len(row) == self.order for row in table) else None
+        if table is None or table.dim() != 2 or table.size(1) != self.order:
+            raise CourseValueError(f"each row must hold {self.order} ids ({self.order - 1} context ids, then the "
+                                   f"target); build them with contexts_and_targets(sequences, order={self.order})")
+        if table.numel() and (table.min() < 0 or table.max() >= self.vocab_size):
+            raise CourseValueError(f"rows must hold ids in [0, {self.vocab_size}), found range "
+                                   f"[{int(table.min())}, {int(table.max())}]; pass ids of the same tokenizer")
+        return table
+
+    # ------------------------------------------------------------------ tuning
+    def tune_discounts(self, validation: Sequence[Sequence[int]], sweeps: int = 4,
+                       tolerance: float = 1e-4) -> list[float]:
+        """Fit the ``3 · order`` discounts to ``validation`` by coordinate search; returns the validation
+        perplexity before the first sweep and after each.
+
+        A sweep visits each discount in turn (level 1 first) and sets it by golden-section search on its range
+        ``[MIN_DISCOUNT, j]`` to the value of highest validation log-likelihood, the others held fixed (each
+        probability is affine in any one discount, so the log-likelihood is concave along each coordinate and the
+        1-D search finds its maximum); a value is kept only if it is better. Sweeps stop after ``sweeps`` or when
+        one gains less than ``tolerance`` in perplexity. Deterministic, and never worse than the start.
+        """
+        check_positive_int("sweeps", sweeps)
+        check_real("tolerance", tolerance, 0.0)
+        statistics = self._statistics(self._rows(torch.tensor(contexts_and_targets(
+            check_ids_in_vocabulary("validation", validation, self.vocab_size), self.order))))
+        discounts = self.discounts.clone()
+
+        def log_likelihood(level: int, j: int, value: float) -> float:
+            trial = discounts.clone()
+            trial[level, j] = value
+            return self._probs(statistics, trial).log().mean().item()
+
+        history = [math.exp(-self._probs(statistics, discounts).log().mean().item())]
+        for _ in range(sweeps):
+            for level in range(self.order):
+                for j in range(3):
+                    best = golden_section_max(functools.partial(log_likelihood, level, j), MIN_DISCOUNT, j + 1.0)
+                    if log_likelihood(level, j, best) > log_likelihood(level, j, discounts[level, j].item()):
+                        discounts[level, j] = best
+            history.append(math.exp(-self._probs(statistics, discounts).log().mean().item()))
+            if history[-2] - history[-1] < tolerance:
+                break
+        self.discounts = discounts
+        return history
+
+
+def golden_section_max(function, low: float, high: float, iterations: int = 40) -> float:
+    """The argmax of a function that is concave on ``[low, high]``, to ``(high - low) · 0.618**iterations``."""
+    ratio = (math.sqrt(5) - 1) / 2
+    a, b = low, high
+    c, d = b - ratio * (b - a), a + ratio * (b - a)
+    fc, fd = function(c), function(d)
+    for _ in range(iterations):
+        if fc >= fd:
+            b, d, fd = d, c, fc
+            c = b - ratio * (b - a)
+            fc = function(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + ratio * (b - a)
+            fd = function(d)
+    candidates = [(function(x), x) for x in (low, (a + b) / 2, high)]
+    return max(candidates)[1]
+
+
+def lookup(sorted_keys: torch.Tensor, values: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
+    """``values[i]`` where ``sorted_keys[i] == query``, else 0 — a vectorised dictionary lookup, float64 ``(m,)``."""
+    if sorted_keys.numel() == 0:
+        return torch.zeros(queries.shape, dtype=torch.float64)
+    index = torch.searchsorted(sorted_keys, queries).clamp(max=sorted_keys.numel() - 1)
+    return torch.where(sorted_keys[index] == queries, values[index], torch.zeros((), dtype=torch.float64))
+
+
+def check_ids_in_vocabulary(name: str, sequences: object, vocab_size: int,
+                            allow_empty: bool = False) -> list[list[int]]:
+    """``sequences`` as lists of ids in ``[0, vocab_size)`` (see :func:`~course_utils.validation.check_id_lists`)."""
+    rows = check_id_lists(name, sequences)
+    if not allow_empty and any(not row for row in rows):
+        raise CourseValueError(f"{name} holds an empty sequence; each must hold at least one id")
+    high = max((max(row) for row in rows if row), default=0)
+    if high >= vocab_size:
+        raise CourseValueError(f"{name} holds id {high}, outside the vocabulary [0, {vocab_size}); pass "
+                               "vocab_size=tokenizer.vocab_size of the tokenizer that encoded them")
+    return rows
+
+
 def perplexity(model, sequences: Sequence[Sequence[int]]) -> float:
-    """``exp(mean −log P(target | context))`` over every scored position of ``sequences``."""
-    probs = model.target_probs(contexts_and_targets(sequences))
+    """``exp(mean −log P(target | context))`` over every scored position of ``sequences``; the rows have the
+    model's ``order`` (3 for models without one)."""
+    probs = model.target_probs(contexts_and_targets(sequences, getattr(model, "order", 3)))
     return math.exp(-probs.log().mean().item())

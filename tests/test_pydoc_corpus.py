@@ -18,6 +18,7 @@ from course_utils.data.pydoc_corpus import (
     split_sentences,
     stdlib_source_files,
 )
+from course_utils.errors import CourseTypeError, CourseValueError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -154,3 +155,35 @@ def test_source_files_skip_third_party_and_tests():
     root = Path(sysconfig.get_paths()["stdlib"])
     assert not any(skipped & set(p.relative_to(root).parts) for p in files)
     assert any(p.name == "textwrap.py" for p in files)
+
+
+def test_package_corpus_reads_installed_packages_without_importing_them(tmp_path, monkeypatch):
+    package = tmp_path / "explosive_course_pkg"
+    (package / "tests").mkdir(parents=True)
+    (package / "__init__.py").write_text('"""The package reads every file of the archive in order."""\n'
+                                         'raise SystemExit("imported!")\n')
+    (package / "tests" / "test_it.py").write_text('"""Tests are never part of the prose we read here."""\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert pydoc_corpus.package_source_files("explosive_course_pkg") == [package / "__init__.py"]
+    held_out = pydoc_corpus.read_package_corpus(("explosive_course_pkg",))
+    assert held_out.sentences == ("The package reads every file of the archive in order.",)
+    assert "explosive_course_pkg" in held_out.description
+
+
+def test_package_corpus_is_prose_outside_the_documentation_corpus(corpus):
+    held_out = pydoc_corpus.read_package_corpus(("sacrebleu", "tqdm"))
+    assert len(held_out) > 100 and held_out == pydoc_corpus.read_package_corpus(("sacrebleu", "tqdm"))
+    assert all(is_prose_sentence(s) for s in held_out.sentences)
+    assert not set(held_out.sentences) & set(corpus.sentences)
+    files = pydoc_corpus.package_source_files("sacrebleu")
+    assert files == sorted(files, key=lambda p: p.as_posix())
+    assert files and all("site-packages" in p.parts for p in files)  # the folder the corpus never reads
+
+
+def test_package_corpus_refuses_what_is_not_an_installed_package():
+    with pytest.raises(CourseTypeError, match=r"wrap it: \(name,\)"):
+        pydoc_corpus.read_package_corpus("numpy")
+    with pytest.raises(CourseValueError, match="no installed Python package"):
+        pydoc_corpus.read_package_corpus(("no_such_course_package",))
+    with pytest.raises(CourseValueError, match="without dots"):
+        pydoc_corpus.package_source_files("numpy.linalg")

@@ -28,18 +28,29 @@ Size (Python 3.11.7, measured with ``python -m course_utils.data.pydoc_corpus``)
     language reference, 9 218 from docstrings), fingerprint ``f5c51d922059``. Other Python versions give slightly
     different text: compare :attr:`Corpus.fingerprint` and :attr:`Corpus.python_version` before comparing results.
 
+Out-of-corpus prose (:func:`read_package_corpus`)
+    The same cleaning applied to the docstrings of installed third-party packages — by default
+    :data:`HELD_OUT_PACKAGES`, pinned in ``requirements.txt`` and never read for the corpus above (it skips
+    ``site-packages``) — minus every sentence the corpus above also holds: English documentation prose on other
+    topics, to test a language model trained on this corpus outside it. Measured with the pinned versions and
+    Python 3.11.7: 12 107 sentences, 929 777 characters (numpy, matplotlib and Django give most), fingerprint
+    ``4cd1f24c9914``; about 5 s to build, no cache file.
+
 The first call parses ~450 source files (several seconds); the result is kept in memory and in a JSON cache
 file under the user's cache folder (``$COURSE_UTILS_CACHE_DIR``, else ``$XDG_CACHE_HOME`` or ``~/.cache``,
 then ``transformer-course/``) — never inside the repository. Later loads take a fraction of a second.
 """
 from __future__ import annotations
 
-__all__ = ["Corpus", "build_sentences", "cache_dir", "extract_sentences", "is_prose_sentence", "load_pydoc_corpus",
-           "prose_paragraphs", "read_docstrings", "read_pydoc_corpus", "split_sentences", "stdlib_source_files"]
+__all__ = ["HELD_OUT_PACKAGES", "Corpus", "build_sentences", "cache_dir", "extract_sentences", "is_prose_sentence",
+           "load_pydoc_corpus", "package_source_files", "prose_paragraphs", "read_docstrings", "read_package_corpus",
+           "read_pydoc_corpus", "split_sentences", "stdlib_source_files"]
 
 import ast
 import functools
 import hashlib
+import importlib.metadata
+import importlib.util
 import json
 import os
 import platform
@@ -255,6 +266,66 @@ def build_sentences() -> list[str]:
     for path in stdlib_source_files():
         documents.extend(read_docstrings(path))
     return extract_sentences(documents)
+
+
+# ---------------------------------------------------------------------------- out-of-corpus prose
+HELD_OUT_PACKAGES = ("numpy", "matplotlib", "django", "hypothesis", "babel", "sacrebleu", "nbformat", "nbconvert",
+                     "tqdm")
+
+
+def package_source_files(package: str) -> list[Path]:
+    """The ``.py`` files of the installed top-level package ``package`` (e.g. ``"numpy"``), in sorted order,
+    without the folders the corpus skips (tests, ``__pycache__``, …). The package is located with
+    :func:`importlib.util.find_spec`, which does not import a top-level package: nothing is executed."""
+    check_str("package", package)
+    if not package.isidentifier():
+        raise CourseValueError(f"package must be the name of an installed top-level package such as 'numpy', got "
+                               f"{package!r}; pass the import name without dots or spaces")
+    spec = importlib.util.find_spec(package)
+    if spec is None or not (spec.submodule_search_locations or str(spec.origin or "").endswith(".py")):
+        raise CourseValueError(f"no installed Python package named {package!r} (with .py sources) in this "
+                               "environment; install the course's requirements (pip install -r requirements.txt) "
+                               "or pass packages that are installed")
+    if not spec.submodule_search_locations:  # a single-module distribution such as six.py
+        return [Path(spec.origin)]
+    files = []
+    for root in spec.submodule_search_locations:
+        for folder, subfolders, names in os.walk(root):
+            subfolders[:] = [d for d in subfolders if d not in SKIPPED_DIRS]
+            files.extend(Path(folder) / name for name in names if name.endswith(".py"))
+    return sorted(set(files), key=lambda p: p.as_posix())
+
+
+def read_package_corpus(packages: tuple[str, ...] = HELD_OUT_PACKAGES) -> Corpus:
+    """Docstring prose of installed ``packages`` — an out-of-corpus test set for models trained on
+    :func:`load_pydoc_corpus` (see the module docstring).
+
+    Cleaned by the same rules, in a fixed order (packages as given, each one's files sorted, first occurrence wins),
+    and every sentence that :func:`load_pydoc_corpus` also holds is dropped. Deterministic for fixed package
+    versions (the description names them); offline; read with :mod:`ast`, never imported. Not cached: about 5 s
+    for :data:`HELD_OUT_PACKAGES`.
+    """
+    if isinstance(packages, (str, bytes)) or not isinstance(packages, (tuple, list)) or not packages:
+        raise CourseTypeError(f"packages must be a non-empty tuple of package names such as ('numpy', 'django'), got "
+                              f"{describe(packages)}" + ("; for one package wrap it: (name,)"
+                                                         if isinstance(packages, str) else ""))
+    documents, versions = [], []
+    for i, package in enumerate(packages):
+        check_str(f"packages[{i}]", package)
+        for path in package_source_files(package):
+            documents.extend(read_docstrings(path))
+        try:
+            versions.append(f"{package} {importlib.metadata.version(package)}")
+        except importlib.metadata.PackageNotFoundError:
+            versions.append(package)
+    in_corpus = set(load_pydoc_corpus().sentences)
+    sentences = tuple(s for s in extract_sentences(documents) if s not in in_corpus)
+    if not sentences:
+        raise CourseValueError(f"the docstrings of {tuple(packages)} hold no prose sentence outside the documentation "
+                               "corpus; pass packages with documented Python code")
+    return Corpus(sentences, platform.python_version(),
+                  f"docstring prose of {', '.join(versions)} (their own licences), minus the sentences of the "
+                  "Python documentation corpus")
 
 
 # ---------------------------------------------------------------------------- cache
