@@ -2,14 +2,15 @@
 
 Read it like the course's table of contents: ``masks`` → ``embedding`` → ``positional`` → ``attention`` →
 ``layers`` → ``models`` → ``losses`` → ``training`` → ``decoding`` → ``language_model`` (lesson 08) → ``modern``
-(lesson 09's switches); plus ``kv_cache``, ``tokenization``, ``data``, ``mlm``, ``ngram``, ``runtime`` (seeds,
-device, threads), ``plotting``, ``widgets``, ``exercises`` and the commands (``train``, ``ablation``, ``classroom``).
+(lesson 09's switches) → ``interop`` (GPT-2, BERT and Llama weights in the course's blocks); plus ``kv_cache``,
+``tokenization``, ``data``, ``mlm``, ``ngram``, ``runtime`` (seeds, device, threads), ``plotting``, ``widgets``,
+``exercises`` and the commands (``train``, ``ablation``, ``classroom``).
 
 Its floors, each importing only from the floors below: the ground (``errors``, ``validation``, ``masks``,
 ``kv_cache``, ``config``, ``runtime``); blocks (``embedding``, ``positional``, ``modern``, ``attention``, ``layers``,
-``memory``); models (``models``, ``language_model``, ``reference``); text and data (``tokenization``, ``data``); the
-loop (``losses``, ``training``, ``decoding``, ``mlm``, ``ngram``, ``distributed``, ``mlm_transfer``); recipes and
-commands (``tasks``, ``train``, ``ablation``, ``mlm_checkpoint``); pictures (``plotting``, ``diagrams``,
+``memory``); models (``models``, ``language_model``, ``reference``, ``interop``); text and data (``tokenization``,
+``data``); the loop (``losses``, ``training``, ``decoding``, ``mlm``, ``ngram``, ``distributed``, ``mlm_transfer``);
+recipes and commands (``tasks``, ``train``, ``ablation``, ``mlm_checkpoint``); pictures (``plotting``, ``diagrams``,
 ``widgets``); teaching (``exercises``); the classroom (``classroom``).
 """
 from .attention import MultiHeadAttention, capture_attention, scaled_dot_product_attention

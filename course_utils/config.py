@@ -16,12 +16,13 @@ from .validation import (
     check_choice,
     check_index,
     check_module,
+    check_non_negative_int,
     check_positive_int,
     check_probability,
     check_real,
 )
 
-ACTIVATIONS = ("relu", "gelu", "swiglu")       # swiglu: the gated feed-forward of lesson 09
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swiglu")  # gelu_tanh: GPT-2's GELU; swiglu: lesson 09's gated FFN
 NORM_PLACEMENTS = ("post", "pre")
 NORMALIZATIONS = ("layernorm", "rmsnorm")
 POSITIONAL_KINDS = ("sinusoidal", "learned", "rope")  # rope: no table added, queries and keys rotated (lesson 09)
@@ -41,8 +42,22 @@ class TransformerConfig:
     ``d_ff``), ``n_kv_heads`` < ``n_heads`` (grouped-query attention; ``None`` = ``n_heads``, 1 = multi-query), and
     ``bias=False`` (no bias in any linear layer or LayerNorm).
 
+    The switches the published model families need (lesson 09's last section; :mod:`course_utils.interop` sets
+    them when it loads GPT-2, BERT or Llama weights), each off by default so every course model stays as it was:
+
+    * ``activation="gelu_tanh"``: GELU with the tanh approximation (GPT-2's ``gelu_new``);
+    * ``scale_embeddings=False``: token embeddings are *not* multiplied by √d_model (GPT-2, BERT, Llama);
+    * ``n_token_types``: that many token-type (segment) embeddings are added to the input (BERT's sentence A/B;
+      0 = none);
+    * ``embedding_norm=True``: the summed input embeddings are normalised before the first layer (BERT);
+    * ``final_norm=False``: no normalisation after the last layer (BERT's Post-LN encoder has none);
+    * ``norm_eps``: the ε of every LayerNorm / RMSNorm (``None``: PyTorch's defaults, 1e-5 for LayerNorm and the
+      machine epsilon for RMSNorm; BERT uses 1e-12, Llama 1e-6);
+    * ``pad_id=None``: the vocabulary has no padding token (GPT-2, Llama), so no position is masked by its id.
+
     Every field is checked when the config is built: sizes are positive ints, ``dropout`` lies in [0, 1),
-    ``pad_id`` is a valid id of both vocabularies, ``n_kv_heads`` divides ``n_heads``, RoPE has an even ``d_head``.
+    ``pad_id`` is ``None`` or a valid id of both vocabularies, ``n_kv_heads`` divides ``n_heads``, RoPE has an even
+    ``d_head``, ``norm_eps`` is ``None`` or positive.
     """
 
     vocab_size: int
@@ -55,12 +70,17 @@ class TransformerConfig:
     activation: str = "relu"
     norm: str = "post"
     positional: str = "sinusoidal"
-    pad_id: int = 0
+    pad_id: int | None = 0
     tgt_vocab_size: int | None = None
     normalization: str = "layernorm"
     n_kv_heads: int | None = None
     rope_base: float = 10000.0
     bias: bool = True
+    scale_embeddings: bool = True
+    n_token_types: int = 0
+    embedding_norm: bool = False
+    final_norm: bool = True
+    norm_eps: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
@@ -74,17 +94,25 @@ class TransformerConfig:
         check_choice("positional", self.positional, POSITIONAL_KINDS)
         check_choice("normalization", self.normalization, NORMALIZATIONS)
         check_bool("bias", self.bias)
+        for name in ("scale_embeddings", "embedding_norm", "final_norm"):
+            check_bool(name, getattr(self, name))
+        check_non_negative_int("n_token_types", self.n_token_types, hint="; 0 = no token-type embeddings, 2 in BERT")
+        if self.norm_eps is not None:
+            check_real("norm_eps", self.norm_eps, low=0.0, low_inclusive=False,
+                       hint="; None = PyTorch's default, 1e-5 for GPT-2, 1e-12 for BERT, 1e-6 for Llama")
         if self.n_kv_heads is not None:  # None: as many as n_heads (kept None, so replace(n_heads=...) still works)
             check_kv_heads(self.n_heads, self.n_kv_heads)
         check_real("rope_base", self.rope_base, low=1.0, low_inclusive=False, hint="; 10000.0 is the usual value")
         if self.positional == "rope" and self.d_head % 2:
             raise CourseValueError(f"RoPE rotates pairs of dimensions, so d_head = d_model // n_heads must be even, "
                                    f"got {self.d_head}; pick d_model and n_heads with an even quotient")
-        check_index("pad_id", self.pad_id, self.vocab_size, f"the vocabulary (vocab_size={self.vocab_size})")
+        if self.pad_id is not None:  # None: a vocabulary without a padding token (GPT-2, Llama)
+            check_index("pad_id", self.pad_id, self.vocab_size, f"the vocabulary (vocab_size={self.vocab_size})")
         if self.tgt_vocab_size is None:
             self.tgt_vocab_size = self.vocab_size
-        check_index("pad_id", self.pad_id, self.tgt_vocab_size,
-                    f"the target vocabulary (tgt_vocab_size={self.tgt_vocab_size})")
+        if self.pad_id is not None:
+            check_index("pad_id", self.pad_id, self.tgt_vocab_size,
+                        f"the target vocabulary (tgt_vocab_size={self.tgt_vocab_size})")
 
     @property
     def d_head(self) -> int:
@@ -95,7 +123,7 @@ class TransformerConfig:
         return {"d_model": self.d_model, "n_heads": self.n_heads, "d_ff": self.d_ff, "dropout": self.dropout,
                 "activation": self.activation, "norm": self.norm, "bias": self.bias,
                 "normalization": self.normalization, "n_kv_heads": self.n_kv_heads,
-                "rope_base": self.rope_base if self.positional == "rope" else None}
+                "rope_base": self.rope_base if self.positional == "rope" else None, "norm_eps": self.norm_eps}
 
 
 def check_heads(d_model: int, n_heads: int) -> None:

@@ -473,7 +473,7 @@ def check_generate_arguments(model: object, prompt_ids: object, max_new_tokens: 
     check_module("model", model, DecoderOnlyLM)
     config = model.config
     prompt_ids = check_token_ids(prompt_ids, config.vocab_size, config.max_len, name="prompt_ids")
-    if bool((prompt_ids == config.pad_id).any()):
+    if config.pad_id is not None and bool((prompt_ids == config.pad_id).any()):
         raise CourseValueError(f"prompt_ids contain the padding id {config.pad_id}; generate from prompts of equal "
                                "length without padding (one prompt per call, or prompts cut to the same length)")
     check_positive_int("max_new_tokens", max_new_tokens)
@@ -517,9 +517,11 @@ def generate(model: DecoderOnlyLM, prompt_ids: torch.Tensor, max_new_tokens: int
             with probability ≥ ``top_p``). repetition_penalty: ``≥ 1``; > 1 discourages tokens already present.
         generator: a seeded ``torch.Generator`` makes sampling reproducible.
         use_cache: feed only the newest token and reuse the cached keys/values (same tokens, less work).
-        eos_id: stop a row once it has produced this id; later positions are filled with the model's ``pad_id``.
+        eos_id: stop a row once it has produced this id; later positions are filled with the model's ``pad_id``
+            (with ``eos_id`` itself when the model has no padding token, ``pad_id=None``, as ``transformers`` does).
         forbidden_ids: ids never generated; ``None`` forbids the model's ``pad_id`` and [BOS] — not words, and a
-            generated [PAD] would be hidden by the padding mask of a full recomputation but not by the cache.
+            generated [PAD] would be hidden by the padding mask of a full recomputation but not by the cache. A
+            model whose vocabulary is not the course's (GPT-2, Llama) should pass ``()``: id 5 is not its [BOS].
 
     The logits each token is drawn from: forbidden ids removed → repetition penalty → temperature → top-k → top-p
     (:func:`next_token_logits`).
@@ -534,10 +536,12 @@ def generate(model: DecoderOnlyLM, prompt_ids: torch.Tensor, max_new_tokens: int
     model.eval()
     ids = prompt_ids.long()
     if forbidden_ids is None:
-        forbidden_ids = sorted({model.config.pad_id, BOS_ID} & set(range(model.config.vocab_size)))
+        forbidden_ids = sorted({model.config.pad_id, BOS_ID} & set(range(model.config.vocab_size)))  # pad_id None: out
     forbidden = torch.tensor(list(forbidden_ids), dtype=torch.long, device=ids.device)
     finished = torch.zeros(ids.size(0), dtype=torch.bool, device=ids.device)
     cache = model.new_cache() if use_cache else None
+    # what follows a row's [EOS]: [PAD], or the [EOS] again for a vocabulary without padding (rows end only at eos_id)
+    filler = next(i for i in (model.config.pad_id, eos_id, 0) if i is not None)
     step_input = ids
     for _ in range(max_new_tokens):
         logits = model(step_input if use_cache else ids, cache)[:, -1].float()  # (batch, vocab)
@@ -547,7 +551,7 @@ def generate(model: DecoderOnlyLM, prompt_ids: torch.Tensor, max_new_tokens: int
             token = logits.argmax(dim=-1)
         else:
             token = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator).squeeze(1)
-        token = token.masked_fill(finished, model.config.pad_id)
+        token = token.masked_fill(finished, filler)
         ids = torch.cat([ids, token[:, None]], dim=1)
         step_input = token[:, None]
         if eos_id is not None:

@@ -22,7 +22,7 @@ from .config import TransformerConfig
 from .kv_cache import KVCache, LayerCache
 from .layers import ResidualSublayer, make_feed_forward
 from .masks import causal_mask, padding_mask
-from .models import InputEmbedding, check_cache, check_config, init_weights, make_final_norm
+from .models import check_cache, check_config, init_weights, make_final_norm, make_input_embedding
 from .validation import check_bool, check_context, check_positive_int, check_token_ids, check_vectors, checked_by
 
 
@@ -33,13 +33,13 @@ class DecoderOnlyBlock(nn.Module):
     ``with_feed_forward=False`` drops the feed-forward sublayer: the lower rungs of lesson 08's ladder.
     With both ``True`` it has the same parameters (same names) as ``EncoderLayer`` and computes the same function
     under the same mask. The keyword-only switches are lesson 09's
-    (see :class:`~course_utils.config.TransformerConfig`).
+    (see :class:`~course_utils.config.TransformerConfig`); ``norm_eps`` is the ε of its norms (``None``: default).
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, activation: str = "relu",
                  norm: str = "pre", bias: bool = True, *, normalization: str = "layernorm",
                  n_kv_heads: int | None = None, rope_base: float | None = None, with_residual: bool = True,
-                 with_feed_forward: bool = True) -> None:
+                 with_feed_forward: bool = True, norm_eps: float | None = None) -> None:
         super().__init__()
         self.with_residual = check_bool("with_residual", with_residual)
         check_bool("with_feed_forward", with_feed_forward)
@@ -47,8 +47,9 @@ class DecoderOnlyBlock(nn.Module):
                                             rope_base=rope_base)
         self.feed_forward = make_feed_forward(d_model, d_ff, dropout, activation, bias) if with_feed_forward else None
         if with_residual:
-            self.attn_block = ResidualSublayer(d_model, dropout, norm, bias, normalization)
-            self.ff_block = ResidualSublayer(d_model, dropout, norm, bias, normalization) if with_feed_forward else None
+            self.attn_block = ResidualSublayer(d_model, dropout, norm, bias, normalization, norm_eps)
+            self.ff_block = (ResidualSublayer(d_model, dropout, norm, bias, normalization, norm_eps)
+                             if with_feed_forward else None)
         self.dropout = nn.Dropout(dropout)
 
     def check_inputs(self, x: torch.Tensor, mask: torch.Tensor | None = None,
@@ -76,8 +77,11 @@ class DecoderOnlyLM(nn.Module):
 
     Args:
         config: sizes, ``norm`` ("pre" is the GPT-2 placement, "post" the original paper's), ``positional``
-            ("sinusoidal", "learned" or lesson 09's "rope"), ``pad_id``; ``max_len`` is the longest context. Lesson
-            09's switches (``normalization``, ``activation="swiglu"``, ``n_kv_heads``, ``bias``) reach every block.
+            ("sinusoidal", "learned" or lesson 09's "rope"), ``pad_id`` (``None``: no padding token, nothing is
+            masked); ``max_len`` is the longest context. Lesson 09's switches (``normalization``,
+            ``activation="swiglu"``, ``n_kv_heads``, ``bias``) reach every block, and so do the published families'
+            (``scale_embeddings``, ``norm_eps``, ``final_norm``, ``activation="gelu_tanh"``: see
+            :mod:`course_utils.interop`).
         tie_weights: the output layer reuses the token-embedding matrix (saves ``vocab_size × d_model`` weights).
         with_residual, with_feed_forward: passed to every :class:`DecoderOnlyBlock` (the ladder's lower rungs).
     """
@@ -89,12 +93,12 @@ class DecoderOnlyLM(nn.Module):
         check_bool("tie_weights", tie_weights)
         check_bool("with_residual", with_residual)
         check_bool("with_feed_forward", with_feed_forward)
-        self.embedding = InputEmbedding(config.vocab_size, config.d_model, config.max_len, config.positional,
-                                        config.dropout, config.pad_id)
+        self.embedding = make_input_embedding(config)
         self.blocks = nn.ModuleList(
             DecoderOnlyBlock(**config.layer_options(), with_residual=with_residual,
                              with_feed_forward=with_feed_forward) for _ in range(config.n_layers))
-        self.norm = make_final_norm(config) if config.norm == "pre" and with_residual else nn.Identity()
+        final_norm = config.norm == "pre" and with_residual and config.final_norm
+        self.norm = make_final_norm(config) if final_norm else nn.Identity()
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         init_weights(self)
         if tie_weights:
@@ -126,7 +130,7 @@ class DecoderOnlyLM(nn.Module):
         """
         offset = cache.length if cache is not None else 0
         mask = causal_mask(ids.size(1), past=offset, device=ids.device)  # (1, 1, new, offset + new)
-        if cache is None:
+        if cache is None and self.config.pad_id is not None:
             mask = mask & padding_mask(ids, self.config.pad_id)
         x = self.embedding(ids, offset)
         for i, block in enumerate(self.blocks):

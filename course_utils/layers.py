@@ -29,7 +29,11 @@ __all__ = ["DecoderLayer", "EncoderLayer", "PositionwiseFeedForward", "ResidualS
 
 
 class PositionwiseFeedForward(nn.Module):
-    """``Linear(d_model → d_ff) → activation → dropout → Linear(d_ff → d_model)``, applied to every position alone."""
+    """``Linear(d_model → d_ff) → activation → dropout → Linear(d_ff → d_model)``, applied to every position alone.
+
+    ``activation`` is ``"relu"``, ``"gelu"`` (exact, with erf: BERT's) or ``"gelu_tanh"`` (the tanh approximation
+    GPT-2 was trained with: ``0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))``).
+    """
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu",
                  bias: bool = True) -> None:
@@ -38,12 +42,12 @@ class PositionwiseFeedForward(nn.Module):
         check_positive_int("d_ff", d_ff)
         check_probability("dropout", dropout)
         check_bool("bias", bias)
-        check_choice("activation", activation, ("relu", "gelu"))
+        check_choice("activation", activation, ("relu", "gelu", "gelu_tanh"))
         self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
         self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
         self.activation_name = activation
-        self.activation = F.relu if activation == "relu" else F.gelu
+        self.activation = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": _gelu_tanh}[activation]
 
     def check_input(self, x: torch.Tensor) -> None:
         check_features(x, self, self.linear1.in_features)
@@ -54,10 +58,16 @@ class PositionwiseFeedForward(nn.Module):
         return self.linear2(self.dropout(self.activation(self.linear1(x))))
 
 
+def _gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    """GELU with the tanh approximation (GPT-2's ``gelu_new``)."""
+    return F.gelu(x, approximate="tanh")
+
+
 def make_feed_forward(d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu",
                       bias: bool = True) -> nn.Module:
-    """The feed-forward sublayer an ``activation`` names: :class:`PositionwiseFeedForward` for ``"relu"`` and
-    ``"gelu"``, :class:`~course_utils.modern.SwiGLUFeedForward` (hidden size ``d_ff``) for ``"swiglu"``."""
+    """The feed-forward sublayer an ``activation`` names: :class:`PositionwiseFeedForward` for ``"relu"``,
+    ``"gelu"`` and ``"gelu_tanh"``, :class:`~course_utils.modern.SwiGLUFeedForward` (hidden size ``d_ff``) for
+    ``"swiglu"``."""
     check_choice("activation", activation, ACTIVATIONS)
     check_positive_int("d_ff", d_ff)  # SwiGLUFeedForward alone would read None as its default width
     if activation == "swiglu":
@@ -71,18 +81,19 @@ class ResidualSublayer(nn.Module):
     post: ``norm(x + dropout(sublayer(x)))`` — the original paper.
     pre:  ``x + dropout(sublayer(norm(x)))`` — the residual path stays an identity, easier to train deep.
 
-    ``normalization`` is ``"layernorm"`` (lessons 04–08) or ``"rmsnorm"`` (lesson 09).
+    ``normalization`` is ``"layernorm"`` (lessons 04–08) or ``"rmsnorm"`` (lesson 09); ``eps`` its ε (``None``:
+    the norm's default).
     """
 
     def __init__(self, d_model: int, dropout: float, norm: str, bias: bool = True,
-                 normalization: str = "layernorm") -> None:
+                 normalization: str = "layernorm", eps: float | None = None) -> None:
         super().__init__()
         self.d_model = check_positive_int("d_model", d_model)
         check_probability("dropout", dropout)
         check_bool("bias", bias)
         check_choice("norm", norm, NORM_PLACEMENTS)
         self.norm_first = norm == "pre"
-        self.norm = make_norm(normalization, d_model, bias)
+        self.norm = make_norm(normalization, d_model, bias, eps)
         self.dropout = nn.Dropout(dropout)
 
     def check_inputs(self, x: torch.Tensor, sublayer) -> None:
@@ -103,19 +114,20 @@ class EncoderLayer(nn.Module):
     """Self-attention then feed-forward, each wrapped in a residual + normalisation.
 
     ``bias=False`` drops every bias (projections, feed-forward, LayerNorm), like ``nn.TransformerEncoderLayer``'s.
-    The keyword-only switches are lesson 09's (see :class:`~course_utils.config.TransformerConfig`).
+    The keyword-only switches are lesson 09's (see :class:`~course_utils.config.TransformerConfig`); ``norm_eps``
+    is the ε of both norms (``None``: the default).
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
                  activation: str = "relu", norm: str = "post", bias: bool = True, *,
                  normalization: str = "layernorm", n_kv_heads: int | None = None,
-                 rope_base: float | None = None) -> None:
+                 rope_base: float | None = None, norm_eps: float | None = None) -> None:
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, bias=bias, n_kv_heads=n_kv_heads,
                                             rope_base=rope_base)
         self.feed_forward = make_feed_forward(d_model, d_ff, dropout, activation, bias)
-        self.attn_block = ResidualSublayer(d_model, dropout, norm, bias, normalization)
-        self.ff_block = ResidualSublayer(d_model, dropout, norm, bias, normalization)
+        self.attn_block = ResidualSublayer(d_model, dropout, norm, bias, normalization, norm_eps)
+        self.ff_block = ResidualSublayer(d_model, dropout, norm, bias, normalization, norm_eps)
 
     def check_inputs(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> None:
         check_vectors(x, self, self.attn_block.d_model)
@@ -133,21 +145,22 @@ class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention to the encoder memory, feed-forward; each residual + normalisation.
 
     ``bias=False`` drops every bias (projections, feed-forward, LayerNorm), like ``nn.TransformerDecoderLayer``'s.
-    The keyword-only switches are lesson 09's; RoPE (``rope_base``) rotates the self-attention only.
+    The keyword-only switches are lesson 09's; RoPE (``rope_base``) rotates the self-attention only; ``norm_eps`` is
+    the ε of the three norms (``None``: the default).
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
                  activation: str = "relu", norm: str = "post", bias: bool = True, *,
                  normalization: str = "layernorm", n_kv_heads: int | None = None,
-                 rope_base: float | None = None) -> None:
+                 rope_base: float | None = None, norm_eps: float | None = None) -> None:
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, bias=bias, n_kv_heads=n_kv_heads,
                                             rope_base=rope_base)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, bias=bias, n_kv_heads=n_kv_heads)
         self.feed_forward = make_feed_forward(d_model, d_ff, dropout, activation, bias)
-        self.self_attn_block = ResidualSublayer(d_model, dropout, norm, bias, normalization)
-        self.cross_attn_block = ResidualSublayer(d_model, dropout, norm, bias, normalization)
-        self.ff_block = ResidualSublayer(d_model, dropout, norm, bias, normalization)
+        self.self_attn_block = ResidualSublayer(d_model, dropout, norm, bias, normalization, norm_eps)
+        self.cross_attn_block = ResidualSublayer(d_model, dropout, norm, bias, normalization, norm_eps)
+        self.ff_block = ResidualSublayer(d_model, dropout, norm, bias, normalization, norm_eps)
 
     def check_inputs(self, y: torch.Tensor, memory: torch.Tensor, tgt_mask: torch.Tensor | None = None,
                      memory_mask: torch.Tensor | None = None, self_cache: LayerCache | None = None,

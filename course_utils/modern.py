@@ -167,12 +167,19 @@ class RMSNorm(nn.Module):
         return (normed * self.weight.to(compute)).to(x.dtype)
 
 
-def make_norm(normalization: str, d_model: int, bias: bool = True) -> nn.Module:
-    """``"layernorm"`` → ``nn.LayerNorm(d_model, bias=bias)``; ``"rmsnorm"`` → :class:`RMSNorm` (which has no bias)."""
+def make_norm(normalization: str, d_model: int, bias: bool = True, eps: float | None = None) -> nn.Module:
+    """``"layernorm"`` → ``nn.LayerNorm(d_model, bias=bias)``; ``"rmsnorm"`` → :class:`RMSNorm` (which has no bias).
+
+    ``eps`` is the norm's ε; ``None`` keeps each one's default (1e-5 for LayerNorm, the machine epsilon for RMSNorm).
+    """
     check_choice("normalization", normalization, NORMALIZATIONS)
     check_positive_int("d_model", d_model)
     check_bool("bias", bias)
-    return nn.LayerNorm(d_model, bias=bias) if normalization == "layernorm" else RMSNorm(d_model)
+    if eps is not None:
+        check_real("eps", eps, low=0.0, low_inclusive=False, hint="; None keeps the norm's default")
+    if normalization == "rmsnorm":
+        return RMSNorm(d_model, eps)
+    return nn.LayerNorm(d_model, bias=bias) if eps is None else nn.LayerNorm(d_model, eps=eps, bias=bias)
 
 
 # ---------------------------------------------------------------------------- SwiGLU

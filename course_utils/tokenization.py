@@ -543,6 +543,11 @@ class BPETokenizer(Tokenizer):
 
     Training and encoding follow Hugging Face ``tokenizers`` step for step (lesson 01 compares them), so both learn
     the same merges in the same order and cut every text into the same tokens.
+
+    :meth:`write_vocab_and_merges` and :meth:`read_vocab_and_merges` write and read the two files of a GPT-2-format
+    tokenizer (``vocab.json`` + ``merges.txt``), so a tokenizer trained here loads in Hugging Face's
+    ``ByteLevelBPETokenizer``, and GPT-2's own files (or a tokenizer trained with ``tokenizers``) load here, giving
+    the same ids.
     """
 
     n_byte_tokens = 256
@@ -564,6 +569,11 @@ class BPETokenizer(Tokenizer):
         for rank, pair in enumerate(merges):
             self._add_merge(rank, pair)
         self._word_cache: dict[str, list[int]] = {}
+        # a vocabulary read from vocab.json numbers the tokens its own way (see read_vocab_and_merges):
+        self._file_ids: list[int] | None = None       # our id -> the file's id (-1: our special token, not in it)
+        self._from_file: dict[int, int] = {}          # the file's id -> our id
+        self._file_specials: dict[int, str] = {}      # the file's tokens that bytes and merges never make
+        self._file_vocab_size = 0
 
     def _add_merge(self, rank: int, pair) -> int:
         if isinstance(pair, torch.Tensor) and pair.dim() == 1:
@@ -588,7 +598,7 @@ class BPETokenizer(Tokenizer):
 
     @property
     def vocab_size(self) -> int:
-        return len(self.token_bytes)
+        return len(self.token_bytes) if self._file_ids is None else self._file_vocab_size
 
     # ------------------------------------------------------------------ training
     @classmethod
@@ -717,7 +727,10 @@ class BPETokenizer(Tokenizer):
         what Hugging Face ``tokenizers`` does by default.
         """
         _check_text(text)
-        if not check_bool("recognize_special_tokens", recognize_special_tokens):
+        recognize = check_bool("recognize_special_tokens", recognize_special_tokens)
+        if self._file_ids is not None:
+            return self._encode_in_file_ids(text, recognize)
+        if not recognize:
             return [i for word in _WORD_SPLIT.findall(text) for i in self._encode_word(word)]
         ids, start = [], 0
         for match in _SPECIAL_TOKEN_TEXT.finditer(text):
@@ -726,18 +739,53 @@ class BPETokenizer(Tokenizer):
             start = match.end()
         return ids + self.encode(text[start:])
 
+    def _encode_in_file_ids(self, text: str, recognize: bool) -> list[int]:
+        """:meth:`encode` for a vocabulary read from files: our ids turned into the file's; with ``recognize`` the
+        file's special tokens (those bytes and merges never make, e.g. ``<|endoftext|>``) become their ids."""
+        to_file = self._file_ids
+
+        def plain(part: str) -> list[int]:
+            return [to_file[i] for word in _WORD_SPLIT.findall(part) for i in self._encode_word(word)]
+
+        if not recognize or not self._file_specials:
+            return plain(text)
+        by_text = {t: i for i, t in self._file_specials.items()}
+        pattern = regex.compile("|".join(regex.escape(t) for t in sorted(by_text, key=len, reverse=True)))
+        ids, start = [], 0
+        for match in pattern.finditer(text):
+            ids += plain(text[start:match.start()])
+            ids.append(by_text[match.group()])
+            start = match.end()
+        return ids + plain(text[start:])
+
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
         """Text of ``ids``. Special tokens are dropped (or written as ``[CLS]`` etc. when
         ``skip_special_tokens=False``); byte sequences that are not valid UTF-8 become U+FFFD."""
         ids = self._check_ids(ids)
-        if check_bool("skip_special_tokens", skip_special_tokens):
+        skip = check_bool("skip_special_tokens", skip_special_tokens)
+        if self._file_ids is not None:
+            pieces = [self._file_token_bytes(i, position) for position, i in enumerate(ids)
+                      if not (skip and i in self._file_specials)]
+            return b"".join(pieces).decode("utf-8", errors="replace")
+        if skip:
             ids = [i for i in ids if i >= N_SPECIAL_TOKENS]
         return b"".join(self.token_bytes[i] for i in ids).decode("utf-8", errors="replace")
 
+    def _file_token_bytes(self, file_id: int, position: int = 0) -> bytes:
+        """The bytes of the file's token ``file_id`` (a special token: its text)."""
+        if file_id in self._file_specials:
+            return self._file_specials[file_id].encode("utf-8")
+        ours = self._from_file.get(file_id)
+        if ours is None:
+            raise CourseValueError(f"id {file_id} at position {position} is not in this vocabulary: vocab.json has no "
+                                   "token with that id; were these ids made by another tokenizer?")
+        return self.token_bytes[ours]
+
     def token_str(self, token_id: int) -> str:
         """Readable form of one token: its text, or ``\\xe4``-style escapes for a partial UTF-8 character."""
-        token_id = _check_id(token_id, "token_id", where="token_str")
-        return self.token_bytes[self._check_ids([token_id], "token_str")[0]].decode("utf-8", errors="backslashreplace")
+        token_id = self._check_ids([_check_id(token_id, "token_id", where="token_str")], "token_str")[0]
+        data = self.token_bytes[token_id] if self._file_ids is None else self._file_token_bytes(token_id)
+        return data.decode("utf-8", errors="backslashreplace")
 
     def tokenize(self, text: str) -> list[str]:
         """The pieces ``encode`` produces, as readable strings (see :meth:`token_str`)."""
@@ -746,6 +794,9 @@ class BPETokenizer(Tokenizer):
     # ------------------------------------------------------------------ files
     def save(self, path: str | Path) -> None:
         """Write the tokenizer as JSON (the merge list is the whole model)."""
+        if self._file_ids is not None:
+            raise CourseValueError("this tokenizer was read from vocab.json + merges.txt and numbers its tokens as "
+                                   "they do; save it in that format with write_vocab_and_merges(folder)")
         data = {"type": "byte_level_bpe", "format_version": 2, "special_tokens": list(SPECIAL_TOKENS),
                 "word_split_pattern": WORD_SPLIT_PATTERN, "merges": [list(m) for m in self.merges]}
         path = _check_path(path, "save")
@@ -774,6 +825,110 @@ class BPETokenizer(Tokenizer):
                 f"{path} was saved with other special tokens or word splitting; retrain the tokenizer."
             )
         return cls(data["merges"])
+
+
+    # ------------------------------------------------------------------ GPT-2's two files
+    def write_vocab_and_merges(self, folder: str | Path) -> tuple[Path, Path]:
+        """Write ``vocab.json`` and ``merges.txt`` into ``folder``: the two files of a GPT-2-format byte-level BPE.
+
+        ``vocab.json`` maps each token, written in GPT-2's printable byte characters (:func:`byte_level_text`: a
+        space is ``Ġ``), to its id, the seven special tokens included; ``merges.txt`` lists the merges in the order
+        they were learned, one ``left right`` pair a line, after a ``#version: 0.2`` line. Hugging Face's
+        ``ByteLevelBPETokenizer(vocab, merges)`` (or ``GPT2TokenizerFast``) reading them gives the ids this tokenizer
+        gives. Returns the two paths.
+        """
+        folder = _check_folder(folder, "write_vocab_and_merges")
+        if self._file_ids is None:
+            vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS)}
+            numbered = range(N_SPECIAL_TOKENS, len(self.token_bytes))
+            ids = list(range(len(self.token_bytes)))
+        else:
+            vocab = {token: i for i, token in self._file_specials.items()}
+            numbered = [i for i in range(N_SPECIAL_TOKENS, len(self.token_bytes))]
+            ids = self._file_ids
+        for i in numbered:
+            token = byte_level_text(self.token_bytes[i])
+            if token in vocab:
+                raise CourseValueError(f"the learned token {token!r} has the text of a special token; vocab.json "
+                                       "cannot hold both. Retrain without it")
+            vocab[token] = ids[i]
+        lines = ["#version: 0.2"] + [f"{byte_level_text(self.token_bytes[a])} {byte_level_text(self.token_bytes[b])}"
+                                     for a, b in self.merges]
+        vocab_path, merges_path = folder / "vocab.json", folder / "merges.txt"
+        vocab_path.write_text(json.dumps(dict(sorted(vocab.items(), key=lambda item: item[1])), ensure_ascii=False),
+                              encoding="utf-8")
+        merges_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return vocab_path, merges_path
+
+    @classmethod
+    def read_vocab_and_merges(cls, folder: str | Path) -> "BPETokenizer":
+        """Read a GPT-2-format byte-level BPE: ``vocab.json`` + ``merges.txt`` in ``folder`` (what
+        :meth:`write_vocab_and_merges`, Hugging Face's ``save_model`` and GPT-2's checkpoints hold).
+
+        The merges are replayed on the 256 bytes as in :meth:`train`; ``encode`` then returns the *file's* ids and
+        ``decode`` reads them, so the ids are those of Hugging Face's tokenizer built from the same files. A file
+        written by :meth:`write_vocab_and_merges` gives back the course's own layout (special tokens 0..6, byte
+        ``b`` = ``7 + b``); another layout (GPT-2's: byte characters first, ``<|endoftext|>`` last) is kept, and
+        then the course's special ids 0..6 mean nothing in it: the file's own special tokens (the entries bytes and
+        merges never make) are recognised by ``encode(text, recognize_special_tokens=True)``, and dropped by
+        ``decode`` unless ``skip_special_tokens=False``.
+        """
+        folder = _check_folder(folder, "read_vocab_and_merges", must_exist=True)
+        vocab_path, merges_path = folder / "vocab.json", folder / "merges.txt"
+        for path in (vocab_path, merges_path):
+            if not path.is_file():
+                raise CourseValueError(f"read_vocab_and_merges: {str(path)!r} does not exist; the folder must hold "
+                                       "vocab.json and merges.txt (a GPT-2-format tokenizer)")
+        try:
+            vocab = json.loads(vocab_path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            vocab = None
+        if not (isinstance(vocab, dict) and all(isinstance(k, str) and _is_int(v) and int(v) >= 0
+                                                for k, v in vocab.items())):
+            raise CourseValueError(f"{vocab_path} is not a vocabulary: expected a JSON object of token -> id >= 0")
+        tokenizer = cls()
+        for line_number, line in enumerate(merges_path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip() or line.startswith("#version"):
+                continue
+            parts = line.split(" ")
+            if len(parts) != 2:
+                raise CourseValueError(f"{merges_path}, line {line_number}: {line!r} is not a merge 'left right'")
+            try:
+                pair = [tokenizer._bytes_to_id[byte_level_bytes(part)] for part in parts]
+            except (KeyError, CourseValueError):
+                raise CourseValueError(f"{merges_path}, line {line_number}: {line!r} uses a token that is neither a "
+                                       "byte nor made by an earlier merge; the file is not a byte-level BPE") from None
+            tokenizer._add_merge(len(tokenizer.merges), pair)
+        file_ids = [-1] * N_SPECIAL_TOKENS
+        for i in range(N_SPECIAL_TOKENS, len(tokenizer.token_bytes)):
+            token = byte_level_text(tokenizer.token_bytes[i])
+            if token not in vocab:
+                raise CourseValueError(f"{vocab_path} has no entry for {token!r}, which the byte alphabet or "
+                                       f"merges.txt makes; the two files do not belong together")
+            file_ids.append(int(vocab[token]))
+        made = set(file_ids)
+        specials = {int(i): token for token, i in vocab.items() if int(i) not in made}
+        if all(file_ids[i] == i for i in range(N_SPECIAL_TOKENS, len(file_ids))) and specials == dict(
+                enumerate(SPECIAL_TOKENS)):
+            return tokenizer                                        # the course's own layout
+        tokenizer._file_ids = file_ids
+        tokenizer._from_file = {f: i for i, f in enumerate(file_ids) if f >= 0}
+        tokenizer._file_specials = specials
+        tokenizer._file_vocab_size = max(int(i) for i in vocab.values()) + 1
+        if PAD in vocab:
+            tokenizer.pad_id = int(vocab[PAD])
+        return tokenizer
+
+
+def _check_folder(folder, what: str, must_exist: bool = False) -> Path:
+    if not isinstance(folder, (str, Path)) or str(folder) == "":
+        raise CourseTypeError(f"{what} expects a folder path (str or pathlib.Path), got {folder!r}.")
+    folder = Path(folder)
+    if not folder.is_dir():
+        fix = "pass the folder that holds vocab.json and merges.txt" if must_exist else \
+            f"create it first with Path({str(folder)!r}).mkdir(parents=True)"
+        raise CourseValueError(f"{what}: {str(folder)!r} is not a folder; {fix}.")
+    return folder
 
 
 def _check_path(path, what: str) -> Path:

@@ -6,7 +6,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "course_utils"
 FLOORS = [
     ("ground", {"errors", "validation", "masks", "kv_cache", "config", "runtime"}),
     ("blocks", {"embedding", "positional", "modern", "attention", "layers", "memory"}),
-    ("models", {"models", "language_model", "reference"}),
+    ("models", {"models", "language_model", "reference", "interop"}),
     ("text and data", {"tokenization", "data"}),
     ("the loop", {"losses", "training", "decoding", "mlm", "ngram", "distributed", "mlm_transfer"}),
     ("recipes and commands", {"tasks", "train", "ablation", "mlm_checkpoint"}),

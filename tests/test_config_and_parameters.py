@@ -7,6 +7,7 @@ from course_utils.config import (
     decoder_layer_parameter_count,
     encoder_layer_parameter_count,
 )
+from course_utils.errors import CourseError
 from course_utils.layers import DecoderLayer, EncoderLayer
 from course_utils.models import Seq2SeqTransformer, TransformerClassifier
 
@@ -45,7 +46,35 @@ def test_base_seq2seq_is_about_the_papers_size():
     (dict(dropout=1.5), "dropout"),
     (dict(pad_id=5000), "pad_id"),
     (dict(n_layers=0), "n_layers"),
+    (dict(norm_eps=0.0), "norm_eps"),
+    (dict(norm_eps=-1e-5), "norm_eps"),
+    (dict(n_token_types=-1), "n_token_types"),
+    (dict(scale_embeddings="no"), "scale_embeddings"),
+    (dict(embedding_norm=1), "embedding_norm"),
+    (dict(final_norm=None), "final_norm"),
+    (dict(activation="gelu_new"), "activation must be one of"),
 ])
 def test_bad_config_names_the_fix(bad, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(CourseError, match=message):
         TransformerConfig(**{**SMALL, **bad})
+
+
+def test_switches_for_published_families_default_to_the_course_model():
+    """The switches the published families need are off by default: a config that does not name them builds the
+    model it always built (same parameter names and shapes)."""
+    import torch
+
+    from course_utils.language_model import DecoderOnlyLM
+    from course_utils.models import MaskedLanguageModel
+
+    config = TransformerConfig(**SMALL)
+    assert (config.scale_embeddings, config.n_token_types, config.embedding_norm, config.final_norm,
+            config.norm_eps, config.pad_id) == (True, 0, False, True, None, 0)
+    for make in (lambda c: DecoderOnlyLM(TransformerConfig(**{**SMALL, "norm": "pre"})), MaskedLanguageModel):
+        names = {name: tuple(p.shape) for name, p in make(config).state_dict().items()}
+        assert not any("token_types" in name or "embedding.norm" in name for name in names)
+    model = MaskedLanguageModel(config).eval()
+    ids = torch.randint(7, 1000, (2, 5))
+    assert torch.equal(model.text_encoder.embedding(ids),
+                       model.text_encoder.embedding.tokens.lookup(ids) * config.d_model ** 0.5
+                       + model.text_encoder.embedding.positions.table[:5])

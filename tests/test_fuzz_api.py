@@ -36,7 +36,7 @@ from course_utils.validation import describe
 
 MODULES = ("config", "embedding", "positional", "attention", "masks", "layers", "models", "reference", "mlm",
            "decoding", "training", "runtime", "tokenization", "kv_cache", "losses", "language_model", "modern",
-           "data.pydoc_corpus", "data.language_id", "data.numbers", "data.batching", "data.lm_data")
+           "data.pydoc_corpus", "data.language_id", "data.numbers", "data.batching", "data.lm_data", "interop")
 EXAMPLES_PER_ARGUMENT = 8
 SCRATCH = Path(tempfile.gettempdir())  # files the save/load entries write
 
@@ -126,6 +126,10 @@ KINDS: dict[str, Any] = {
     "unit_real": (fixed(*NOT_A_NUMBER, 1.5, -0.5), None),
     "bool": (fixed(0, 1, "yes", None, 1.0, torch.tensor(True)), None),
     "choice": (mutations(lambda v: v + "x", lambda v: v.upper(), lambda v: "", lambda v: 3, lambda v: None), None),
+    "optional_choice": (mutations(lambda v: v + "x", lambda v: v.upper(), lambda v: "", lambda v: 3), None),
+    "settings": (fixed({}, {"model_type": "t5"}, "gpt2", 3, None, [("model_type", "gpt2")]), None),  # config.json
+    "weights": (fixed({}, {"a": 1}, 3, None, "weights", {"wte.weight": torch.zeros(2)}), None),     # a state dict
+    "folder": (fixed(3, None, "", "/nonexistent/folder", Path("/nonexistent/folder")), None),
     "text": (fixed(b"bytes", 3, None, ["a list"]), None),
     "texts": (fixed("one str", [3], [None], 3, None), None),
     "callable": (fixed(3, "f", None), None),
@@ -189,6 +193,15 @@ KINDS: dict[str, Any] = {
              + mutations(lambda r: r.tolist(), must_raise=False), None),            # (new_batch,) long row indices
     "positions": (mutations(lambda p: p.float(), lambda p: p.bool(), lambda p: p[None], lambda p: p - 10,
                             lambda p: p.tolist(), lambda p: None), None),               # (seq,) integer positions
+    "token_type_ids": (mutations(lambda t: t.float(), lambda t: t.bool(), lambda t: t.flatten(), lambda t: t[..., None],
+                                 lambda t: -t - 1, lambda t: t + 10_000, lambda t: t[:, :-1], lambda t: t.tolist(),
+                                 lambda t: t.to(torch.complex64))
+                       + mutations(lambda t: t.to(torch.uint8), lambda t: t.to(torch.int32), lambda t: None,
+                                   must_raise=False), None),                 # (batch, seq) segment ids, or None
+    "projection_rows": (mutations(lambda w: w.long(), lambda w: w.bool(), lambda w: w.tolist(), lambda w: None,
+                                  lambda w: w[:-1], lambda w: w[None], lambda w: w[:0])
+                        + mutations(lambda w: w[0], lambda w: w.double(), lambda w: w.bfloat16(), with_extra_column,
+                                    must_raise=False), None),              # (heads · even d_head, ...) float rows
 }
 
 
@@ -347,6 +360,58 @@ def po_file() -> Path:
     return path
 
 
+def scratch_folder() -> Path:
+    folder = SCRATCH / "course_fuzz_bpe_files"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def gpt2_layout_files() -> Path:
+    """vocab.json + merges.txt numbered as GPT-2 numbers them: the bytes first, an ``<|endoftext|>`` last."""
+    import json
+
+    folder = SCRATCH / "course_fuzz_gpt2_files"
+    folder.mkdir(exist_ok=True)
+    vocab_path, _ = bpe().write_vocab_and_merges(folder)
+    vocab = {token: i - 7 for token, i in json.loads(vocab_path.read_text(encoding="utf-8")).items() if i >= 7}
+    vocab["<|endoftext|>"] = len(vocab)
+    vocab_path.write_text(json.dumps(vocab), encoding="utf-8")
+    return folder
+
+
+@lru_cache(maxsize=None)
+def course_gpt2():
+    """A course model built as GPT-2 is (what the interop entries convert)."""
+    from course_utils.language_model import DecoderOnlyLM
+    torch.manual_seed(0)
+    return DecoderOnlyLM(config(norm="pre", positional="learned", scale_embeddings=False, activation="gelu_tanh",
+                                pad_id=None)).eval()
+
+
+@lru_cache(maxsize=None)
+def published():
+    from course_utils.interop import to_hf
+    return to_hf(course_gpt2())
+
+
+@lru_cache(maxsize=None)
+def hf_gpt2():
+    from course_utils.interop import to_transformers
+    return to_transformers(course_gpt2())
+
+
+def checkpoint_folder() -> Path:
+    import json
+
+    from safetensors.torch import save_file
+    folder = SCRATCH / "course_fuzz_checkpoint"
+    folder.mkdir(exist_ok=True)
+    settings, state = published()
+    (folder / "config.json").write_text(json.dumps(settings), encoding="utf-8")
+    save_file({k: v.contiguous() for k, v in state.items()}, str(folder / "model.safetensors"))
+    return folder
+
+
 def capture_and_release(model):
     from course_utils.attention import capture_attention
     with capture_attention(model) as maps:
@@ -391,15 +456,19 @@ def build_registry() -> dict[str, Case | None]:
     tokenization, corpus, language_id, numbers = (m("tokenization"), m("data.pydoc_corpus"), m("data.language_id"),
                                                   m("data.numbers"))
     kv_cache, losses, language_model, modern = m("kv_cache"), m("losses"), m("language_model"), m("modern")
+    interop = m("interop")
     batching, lm_data = m("data.batching"), m("data.lm_data")
     sizes = dict(vocab_size="size", d_model="size", n_heads="size", d_ff="size", n_layers="size", max_len="size")
     r: dict[str, Case | None] = {}
     # config
     r["config:TransformerConfig"] = case(config_.TransformerConfig, {
-        **sizes, "dropout": "prob", "activation": "choice", "norm": "choice", "positional": "choice", "pad_id": "id",
-        "tgt_vocab_size": "optional_size", "normalization": "choice", "n_kv_heads": "optional_size",
-        "rope_base": "base", "bias": "bool"}, **TINY, activation="relu", norm="post", positional="sinusoidal",
-        pad_id=0, tgt_vocab_size=None, normalization="layernorm", n_kv_heads=None, rope_base=10000.0, bias=True)
+        **sizes, "dropout": "prob", "activation": "choice", "norm": "choice", "positional": "choice",
+        "pad_id": "optional_id", "tgt_vocab_size": "optional_size", "normalization": "choice",
+        "n_kv_heads": "optional_size", "rope_base": "base", "bias": "bool", "scale_embeddings": "bool",
+        "n_token_types": "count", "embedding_norm": "bool", "final_norm": "bool",
+        "norm_eps": "optional_positive_real"}, **TINY, activation="relu", norm="post", positional="sinusoidal",
+        pad_id=0, tgt_vocab_size=None, normalization="layernorm", n_kv_heads=None, rope_base=10000.0, bias=True,
+        scale_embeddings=True, n_token_types=0, embedding_norm=False, final_norm=True, norm_eps=None)
     r["config:TransformerConfig.layer_options"] = None  # no arguments
     r["config:check_heads"] = case(config_.check_heads, {"d_model": "size", "n_heads": "size"}, d_model=8, n_heads=2)
     r["config:check_kv_heads"] = case(config_.check_kv_heads, {"n_heads": "size", "n_kv_heads": "size"}, n_heads=4,
@@ -412,8 +481,8 @@ def build_registry() -> dict[str, Case | None]:
         r[f"config:{name}"] = case(getattr(config_, name), {"d_model": "size", "d_ff": "size"}, d_model=8, d_ff=16)
     # embedding
     r["embedding:TokenEmbedding"] = case(embedding.TokenEmbedding, {"vocab_size": "size", "d_model": "size",
-                                                                   "pad_id": "optional_id"},
-                                         vocab_size=20, d_model=8, pad_id=0)
+                                                                   "pad_id": "optional_id", "scale": "bool"},
+                                         vocab_size=20, d_model=8, pad_id=0, scale=True)
     for name in ("forward", "check_ids"):
         r[f"embedding:TokenEmbedding.{name}"] = case(method(lambda: embedding.TokenEmbedding(20, 8), name),
                                                      {"ids": "ids"}, ids=ids)
@@ -478,8 +547,9 @@ def build_registry() -> dict[str, Case | None]:
             "d_model": "size", "d_ff": "size", "dropout": "prob", "activation": "choice", "bias": "bool"},
             d_model=8, d_ff=16, dropout=0.0, activation=activation, bias=True)
     r["layers:ResidualSublayer"] = case(layers.ResidualSublayer, {
-        "d_model": "size", "dropout": "prob", "norm": "choice", "bias": "bool", "normalization": "choice"},
-        d_model=8, dropout=0.0, norm="post", bias=True, normalization="layernorm")
+        "d_model": "size", "dropout": "prob", "norm": "choice", "bias": "bool", "normalization": "choice",
+        "eps": "optional_positive_real"}, d_model=8, dropout=0.0, norm="post", bias=True, normalization="layernorm",
+        eps=None)
     for name in ("forward", "check_inputs"):
         r[f"layers:ResidualSublayer.{name}"] = case(method(lambda: layers.ResidualSublayer(8, 0.0, "post"), name),
                                                     {"x": "vectors", "sublayer": "callable"}, x=vectors,
@@ -488,8 +558,9 @@ def build_registry() -> dict[str, Case | None]:
         r[f"layers:{name}"] = case(getattr(layers, name), {
             "d_model": "size", "n_heads": "size", "d_ff": "size", "dropout": "prob", "activation": "choice",
             "norm": "choice", "bias": "bool", "normalization": "choice", "n_kv_heads": "optional_size",
-            "rope_base": "optional_base"}, d_model=8, n_heads=2, d_ff=16, dropout=0.0, activation="relu", norm="post",
-            bias=True, normalization="layernorm", n_kv_heads=None, rope_base=None)
+            "rope_base": "optional_base", "norm_eps": "optional_positive_real"}, d_model=8, n_heads=2, d_ff=16,
+            dropout=0.0, activation="relu", norm="post", bias=True, normalization="layernorm", n_kv_heads=None,
+            rope_base=None, norm_eps=None)
     for name in ("forward", "check_inputs"):
         r[f"layers:EncoderLayer.{name}"] = case(method(lambda: layers.EncoderLayer(8, 2, 16, 0.0).eval(), name),
                                                 {"x": "vectors", "mask": "mask"}, x=vectors, mask=padding)
@@ -527,12 +598,28 @@ def build_registry() -> dict[str, Case | None]:
                                    cache=lambda: seq2seq().new_cache(), n_layers=1, batch=2, cross_attention=True)
     r["models:InputEmbedding"] = case(models.InputEmbedding, {
         "vocab_size": "size", "d_model": "size", "max_len": "size", "positional": "choice", "dropout": "prob",
-        "pad_id": "optional_id"}, vocab_size=20, d_model=8, max_len=8, positional="sinusoidal", dropout=0.0, pad_id=0)
+        "pad_id": "optional_id", "scale": "bool", "n_token_types": "count", "norm": "optional_choice",
+        "norm_eps": "optional_positive_real", "bias": "bool"}, vocab_size=20, d_model=8, max_len=8,
+        positional="sinusoidal", dropout=0.0, pad_id=0, scale=True, n_token_types=2, norm="layernorm", norm_eps=None,
+        bias=True)
     for name in ("Encoder", "Decoder", "TextEncoder", "Seq2SeqTransformer", "make_final_norm"):
         r[f"models:{name}"] = case(getattr(models, name), {"config": "config"}, config=config)
+    r["models:make_input_embedding"] = case(models.make_input_embedding, {"config": "config",
+                                                                         "vocab_size": "optional_size"},
+                                            config=lambda: config(n_token_types=2, embedding_norm=True),
+                                            vocab_size=None)
+    segments = lambda: torch.randint(0, 2, (2, 5), generator=generator())  # noqa: E731
     for name in ("forward", "check_inputs"):
         r[f"models:InputEmbedding.{name}"] = case(method(lambda: models.InputEmbedding(20, 8, 8), name),
                                                   {"ids": "ids", "offset": "count"}, ids=ids, offset=0)
+        r[f"models:InputEmbedding.{name}[token_types]"] = case(
+            method(lambda: models.InputEmbedding(20, 8, 8, n_token_types=2, norm="layernorm", scale=False), name),
+            {"ids": "ids", "offset": "count", "token_type_ids": "token_type_ids"}, ids=ids, offset=0,
+            token_type_ids=segments)
+        r[f"models:TextEncoder.{name}[token_types]"] = case(
+            method(lambda: models.TextEncoder(config(n_token_types=2)).eval(), name),
+            {"ids": "ids", "mask_padding": "bool", "token_type_ids": "token_type_ids"}, ids=ids, mask_padding=True,
+            token_type_ids=segments)
         r[f"models:Encoder.{name}"] = case(method(lambda: models.Encoder(config()).eval(), name),
                                            {"x": "vectors", "mask": "mask"}, x=vectors, mask=padding)
         r[f"models:Decoder.{name}"] = case(
@@ -552,6 +639,9 @@ def build_registry() -> dict[str, Case | None]:
     r["models:MaskedLanguageModel"] = case(models.MaskedLanguageModel, {"config": "config", "tie_weights": "bool"},
                                            config=config, tie_weights=True)
     r["models:MaskedLanguageModel.forward"] = case(method(mlm_model, "forward"), {"ids": "ids"}, ids=ids)
+    r["models:MaskedLanguageModel.forward[token_types]"] = case(
+        method(lambda: models.MaskedLanguageModel(config(n_token_types=2, pad_id=None)).eval(), "forward"),
+        {"ids": "ids", "token_type_ids": "token_type_ids"}, ids=ids, token_type_ids=segments)
     for name in ("head", "check_hidden"):
         r[f"models:MaskedLanguageModel.{name}"] = case(method(mlm_model, name), {"hidden": "features"},
                                                        hidden=vectors)
@@ -724,9 +814,11 @@ def build_registry() -> dict[str, Case | None]:
     r["language_model:DecoderOnlyBlock"] = case(language_model.DecoderOnlyBlock, {
         "d_model": "size", "n_heads": "size", "d_ff": "size", "dropout": "prob", "activation": "choice",
         "norm": "choice", "bias": "bool", "normalization": "choice", "n_kv_heads": "optional_size",
-        "rope_base": "optional_base", "with_residual": "bool", "with_feed_forward": "bool"},
+        "rope_base": "optional_base", "with_residual": "bool", "with_feed_forward": "bool",
+        "norm_eps": "optional_positive_real"},
         d_model=8, n_heads=2, d_ff=16, dropout=0.0, activation="relu", norm="pre", bias=True,
-        normalization="layernorm", n_kv_heads=None, rope_base=None, with_residual=True, with_feed_forward=True)
+        normalization="layernorm", n_kv_heads=None, rope_base=None, with_residual=True, with_feed_forward=True,
+        norm_eps=None)
     blocks = {"": lambda: language_model.DecoderOnlyBlock(8, 2, 16, 0.0).eval(),
               "[modern]": lambda: language_model.DecoderOnlyBlock(
                   8, 2, 16, 0.0, "swiglu", bias=False, normalization="rmsnorm", n_kv_heads=1,
@@ -769,8 +861,9 @@ def build_registry() -> dict[str, Case | None]:
         r[f"modern:RMSNorm.{name}"] = case(method(lambda: modern.RMSNorm(8), name), {"x": "features"}, x=vectors)
         r[f"modern:SwiGLUFeedForward.{name}"] = case(method(lambda: modern.SwiGLUFeedForward(8, 16), name),
                                                      {"x": "features"}, x=vectors)
-    r["modern:make_norm"] = case(modern.make_norm, {"normalization": "choice", "d_model": "size", "bias": "bool"},
-                                 normalization="layernorm", d_model=8, bias=True)
+    r["modern:make_norm"] = case(modern.make_norm, {"normalization": "choice", "d_model": "size", "bias": "bool",
+                                                   "eps": "optional_positive_real"},
+                                 normalization="layernorm", d_model=8, bias=True, eps=None)
     r["modern:swiglu_hidden_size"] = case(modern.swiglu_hidden_size, {"d_ff": "size"}, d_ff=32)
     r["modern:repeat_kv"] = case(modern.repeat_kv, {"x": "model_tensor", "n_repeats": "size"},
                                  x=lambda: head_vectors(heads=1), n_repeats=2)
@@ -822,6 +915,28 @@ def build_registry() -> dict[str, Case | None]:
     r["tokenization:BPETokenizer.load"] = case(tokenization.BPETokenizer.load, {"path": "path"},
                                                path=lambda: (bpe().save(str(SCRATCH / "course_fuzz_bpe.json")),
                                                              str(SCRATCH / "course_fuzz_bpe.json"))[1])
+    r["tokenization:BPETokenizer.write_vocab_and_merges"] = case(method(bpe, "write_vocab_and_merges"),
+                                                                 {"folder": "folder"}, folder=scratch_folder)
+    r["tokenization:BPETokenizer.read_vocab_and_merges"] = case(tokenization.BPETokenizer.read_vocab_and_merges,
+                                                                {"folder": "folder"}, folder=gpt2_layout_files)
+    read_back = lambda: tokenization.BPETokenizer.read_vocab_and_merges(gpt2_layout_files())  # noqa: E731
+    r["tokenization:BPETokenizer.encode[file_ids]"] = case(method(read_back, "encode"), {
+        "text": "text", "recognize_special_tokens": "bool"}, text="one <|endoftext|> two",
+        recognize_special_tokens=True)
+    r["tokenization:BPETokenizer.decode[file_ids]"] = case(method(read_back, "decode"), {
+        "ids": "int_list", "skip_special_tokens": "bool"}, ids=lambda: [0, 1, 283], skip_special_tokens=False)
+    r["tokenization:BPETokenizer.token_str[file_ids]"] = case(method(read_back, "token_str"),
+                                                              {"token_id": "token_id"}, token_id=283)
+    # interop (published helper)
+    r["interop:from_hf"] = case(interop.from_hf, {"hf_config": "settings", "state_dict": "weights"},
+                                hf_config=lambda: published()[0], state_dict=lambda: published()[1])
+    r["interop:from_transformers"] = case(interop.from_transformers, {"model": "module"}, model=hf_gpt2)
+    r["interop:load_checkpoint"] = case(interop.load_checkpoint, {"folder": "folder"}, folder=checkpoint_folder)
+    for name in ("to_hf", "to_transformers"):
+        r[f"interop:{name}"] = case(getattr(interop, name), {"model": "module"}, model=course_gpt2)
+    for name in ("interleaved_to_halves", "halves_to_interleaved"):
+        r[f"interop:{name}"] = case(getattr(interop, name), {"weight": "projection_rows", "n_heads": "size"},
+                                    weight=lambda: torch.randn(8, 6, generator=generator()), n_heads=2)
     # data: the Python-documentation corpus
     small = lambda: corpus.Corpus(("One sentence is here.", "Another one is there."), "3.x")  # noqa: E731
     r["data.pydoc_corpus:Corpus"] = case(corpus.Corpus, {"sentences": "texts", "python_version": "text",
@@ -842,6 +957,10 @@ def build_registry() -> dict[str, Case | None]:
                                                   path=lambda: Path(corpus.__file__))
     for name in ("load_pydoc_corpus", "read_pydoc_corpus"):
         r[f"data.pydoc_corpus:{name}"] = case(getattr(corpus, name), {"use_cache_file": "bool"}, use_cache_file=True)
+    r["data.pydoc_corpus:package_source_files"] = case(corpus.package_source_files, {"package": "text"},
+                                                       package="sacrebleu")
+    r["data.pydoc_corpus:read_package_corpus"] = case(corpus.read_package_corpus, {"packages": "texts"},
+                                                      packages=("sacrebleu",))
     for name in ("build_sentences", "cache_dir", "stdlib_source_files"):
         r[f"data.pydoc_corpus:{name}"] = None
     # data: language identification
