@@ -8,6 +8,9 @@
 * ``COURSE_GPU_CELLS=1`` asks for the notebooks' GPU cells to run: the session stops at once unless CUDA is
   available, so a "passed" run with that variable set means every GPU-gated cell really executed on a GPU
   (``COURSE_GPU_CELLS=1 pytest -n 1 notebooks/``).
+* Exercise checks draw fresh random inputs per call; in test kernels they draw from ``COURSE_CHECK_SEED=0``, the
+  seed the notebooks' stored outputs were executed with (a demo of a wrong answer names the input it failed on).
+  Unit tests under ``tests/`` set a seed of their own per test.
 * No tqdm progress bars in test kernels: a live bar sends hundreds of widget messages, and on a busy machine nbval
   gave up waiting for a cell's output (its fixed 5 s wait); learners still see the bars.
 """
@@ -23,6 +26,7 @@ os.environ["COURSE_BLOCK_NETWORK"] = "1"
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(GUARD.parent), os.environ.get("PYTHONPATH")]))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TQDM_DISABLE", "1")
+os.environ.setdefault("COURSE_CHECK_SEED", "0")  # the inputs an exercise check draws; stored notebook outputs use 0
 
 _spec = importlib.util.spec_from_file_location("course_network_guard", GUARD)
 network_guard = importlib.util.module_from_spec(_spec)

@@ -71,9 +71,8 @@ def build_class(folder: Path) -> dict[str, dict[str, tuple[str, str]]]:
     exercises01 = lesson_exercises("01")
     want["printer"] = {
         "lesson01.q1": ("incorrect", exercises01["q1"].evaluate_code(WRONG_COUNT_PAIRS, PRELUDE).message),
-        "lesson01.q2": ("incorrect", "use your own function: `merge_pair` is or calls the course's finished "
-                                     "`course_utils.tokenization.merge_pair`. The exercise is to build it yourself — "
-                                     "define `merge_pair` in the notebook without the package's version."),
+        "lesson01.q2": ("incorrect", exercises01["q2"].evaluate_code(  # the checker refuses the package's block
+            "from course_utils.tokenization import merge_pair\n").message),
         "lesson01.q3": ("not attempted", exercises01["q3"].evaluate({}).message),
         "lesson01.q4": stopped("error", cell_of(printer, "q4") + 1, "import os",
                                "the kernel stopped (the code exited Python or ran out of memory)"),

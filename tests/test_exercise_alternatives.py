@@ -2,7 +2,7 @@
 import torch
 
 from course_utils.exercises import lesson01, lesson02, lesson03, lesson05, lesson06
-from course_utils.exercises.core import CORRECT
+from course_utils.exercises.core import CORRECT, INCORRECT
 
 
 def test_check_prints_and_never_raises(capsys):
@@ -36,9 +36,10 @@ def test_masked_solution_matches_the_package():
     assert not torch.isnan(weights).any() and weights[1, 0].abs().sum() == 0
 
 
-def test_presence_accepts_a_tensor_answer():
+def test_presence_asks_for_a_python_float_not_a_tensor():
     code = "def p_token_present(v, n):\n    return 1 - (1 - 1 / torch.tensor(float(v), dtype=torch.float64)) ** n\n"
-    assert lesson05.q1.evaluate_code(code, "import torch\n").status == CORRECT
+    result = lesson05.q1.evaluate_code(code, "import torch\n")
+    assert result.status == INCORRECT and "Python float" in result.message
 
 
 def test_tying_the_embedding_to_the_output_is_accepted_too():

@@ -6,12 +6,13 @@ prove that every checker can fail.
 import importlib
 
 import pytest
-from mistakes import all_mistakes
+from mistakes import all_alternatives, all_mistakes
 
-from course_utils.exercises.core import INCORRECT, Exercise
+from course_utils.exercises.core import CORRECT, INCORRECT, Exercise
 from tests.helpers import EXERCISES
 
 MISTAKES = all_mistakes()
+ALTERNATIVES = all_alternatives()
 
 
 def exercise_of(mistake) -> Exercise:
@@ -25,9 +26,34 @@ def test_mistake_is_rejected_with_its_message(mistake):
     assert mistake.message in result.message, result.message
 
 
+@pytest.mark.parametrize("alternative", ALTERNATIVES,
+                         ids=[f"{a.lesson}.{a.exercise}:{a.name}" for a in ALTERNATIVES])
+def test_right_answer_written_differently_is_accepted(alternative):
+    result = exercise_of(alternative).evaluate_code(alternative.code, alternative.prelude)
+    assert result.status == CORRECT, result.message
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_rejections_do_not_depend_on_the_drawn_inputs(seed, monkeypatch):
+    """Each checker draws fresh inputs per check: a mistake is rejected, a right answer accepted, whatever the draw."""
+    monkeypatch.setenv("COURSE_CHECK_SEED", str(seed))
+    accepted = [f"{m.lesson}.{m.exercise}:{m.name}" for m in MISTAKES
+                if exercise_of(m).evaluate_code(m.code, m.prelude).status != INCORRECT]
+    rejected = [f"{a.lesson}.{a.exercise}:{a.name}" for a in ALTERNATIVES
+                if exercise_of(a).evaluate_code(a.code, a.prelude).status != CORRECT]
+    assert not accepted and not rejected, (accepted, rejected)
+
+
 def test_catalogue_names_are_unique():
     keys = [(m.lesson, m.exercise, m.name) for m in MISTAKES]
     assert len(keys) == len(set(keys))
+    keys = [(a.lesson, a.exercise, a.name) for a in ALTERNATIVES]
+    assert len(keys) == len(set(keys))
+
+
+@pytest.mark.parametrize("lesson,name,exercise", EXERCISES, ids=[f"{e[0]}.{e[1]}" for e in EXERCISES])
+def test_every_exercise_has_right_answers_written_differently(lesson, name, exercise):
+    assert any((a.lesson, a.exercise) == (lesson, name) for a in ALTERNATIVES), f"{lesson}.{name}: no alternatives"
 
 
 def test_every_exercise_has_a_catalogue_so_every_checker_is_shown_to_fail():
@@ -44,6 +70,9 @@ CLASSIC_BUGS = {  # the classic Transformer bugs every capstone catalogue must h
                     "always Pre-LN", "dropout active in eval"],
     "lesson04.q5": ["final norm missing"],
     "lesson05.q4": ["zero_grad forgotten", "scheduler stepped per epoch"],
+    "lesson06.q4": ["padding excluded, other specials selected", "step 2 missing", "select_prob hard-coded",
+                    "generator ignored", "labels everywhere"],
+    "lesson06.q5": ["mean over every position", "per-row means", "python float"],
     "lesson07.q4": ["cross-attention with queries and keys swapped", "memory mask missing", "dropout active in eval"],
     "lesson07.q5": ["target not shifted (no [BOS] start)", "EOS not handled", "no_grad forgotten",
                     "eval mode forgotten"],

@@ -37,10 +37,33 @@ CAPSTONES = [entry for entry in EXERCISES if entry[2].starter]
 
 
 def test_the_four_lessons_that_build_a_block_have_a_capstone():
-    assert {lesson for lesson, _, _ in CAPSTONES} == {"lesson03", "lesson04", "lesson05", "lesson07"}
+    assert {lesson for lesson, _, _ in CAPSTONES} == {"lesson03", "lesson04", "lesson05", "lesson06", "lesson07",
+                                                      "lesson08", "lesson09", "lesson10"}
 
 
 @pytest.mark.parametrize("lesson,name,exercise", CAPSTONES, ids=[f"{e[0]}.{e[1]}" for e in CAPSTONES])
 def test_capstone_task_names_the_package_block_to_load_when_stuck(lesson, name, exercise):
     assert "from course_utils" in exercise.task and ".solution()" in exercise.task
     assert "NotImplementedError" in exercise.starter
+
+
+def code_lines(code: str) -> set[str]:
+    """The lines of ``code`` that carry an idea (no imports, signatures, comments or bare returns), spaces removed."""
+    lines = set()
+    for line in code.splitlines():
+        line = line.split("#")[0].strip()
+        if (len(line) < 12 or line.startswith(("import ", "from ", "def ", "class ", "@")) or line in {"return x"}
+                or line.startswith("super().__init__")):
+            continue
+        lines.add("".join(line.split()))
+    return lines
+
+
+@pytest.mark.parametrize("lesson,name,exercise", EXERCISES, ids=[f"{e[0]}.{e[1]}" for e in EXERCISES])
+def test_hints_are_tiered_and_share_no_line_of_code_with_the_solution(lesson, name, exercise):
+    assert len(exercise.hints) >= 2, "hint() is a nudge, hint(2) the steps in pseudo-code"
+    solution = code_lines(exercise.solution)
+    for level, hint in enumerate(exercise.hints, 1):
+        text = "".join(hint.split())
+        shared = [line for line in solution if line in text]
+        assert not shared, f"hint({level}) gives away solution code: {shared}"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Insert the capstone exercises into notebooks 03, 04, 05 and 07 — idempotent.
+"""Insert the capstone exercises into their notebooks (the CAPSTONES table below) — idempotent.
 
 Usage (from the repository root; the notebooks and the package of this checkout are used)::
 
@@ -30,7 +30,11 @@ CAPSTONES = {  # notebook -> (exercise module, capstones in the order they appea
     "03_attention.ipynb": ("lesson03", ("q5",)),
     "04_encoder_layer.ipynb": ("lesson04", ("q4", "q5")),
     "05_classifier.ipynb": ("lesson05", ("q4",)),
+    "06_masked_language_model.ipynb": ("lesson06", ("q4", "q5")),
     "07_translation.ipynb": ("lesson07", ("q4", "q5")),
+    "08_gpt.ipynb": ("lesson08", ("q5", "q6")),
+    "09_modern_block.ipynb": ("lesson09", ("q5",)),
+    "10_scaling_out.ipynb": ("lesson10", ("q4",)),
 }
 ANCHOR = "## Summary"  # the capstones go right before the one markdown cell that starts with this
 CHECK_TAGS = ["nbval-check-output"]  # the check prints a fixed line ("not attempted") in the stored notebook

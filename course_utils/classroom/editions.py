@@ -27,9 +27,8 @@ from .cells import answer_cells, check_points, checked_exercises, lesson_exercis
 from .grader import Limits, kernel_environment
 
 COURSE_ROOT = Path(course_utils.__file__).resolve().parent.parent
-WITHHELD = ("Withheld in the student edition: work it out with .hint() and .check(), or ask your teacher.")
-STUDENT_EXCLUDED = ("tests/test_exercise*.py", "tests/test_modern_exercises.py", "tests/classroom_helpers.py",
-                    "tests/mistakes/*",
+STUDENT_EXCLUDED = ("tests/test_exercise*.py", "tests/classroom_helpers.py",
+                    "tests/mistakes/*", "course_utils/exercises/solutions/*",
                     "tests/test_classroom*.py", "course_utils/classroom/*")
 STUDENT_KEPT = ("course_utils/classroom/__init__.py", "course_utils/classroom/sandbox/*")  # the offline guard the
 # edition's own test run loads (conftest.py), not the grading tools
@@ -70,49 +69,6 @@ def all_exercises() -> dict[str, Exercise]:
 
 
 # ---------------------------------------------------------------------------------------------- student edition
-
-def _byte_offsets(source: str) -> list[int]:
-    offsets, total = [0], 0
-    for line in source.encode("utf-8").splitlines(keepends=True):
-        total += len(line)
-        offsets.append(total)
-    return offsets
-
-
-def withhold_solutions(source: str) -> str:
-    """The source of an exercises module with the value of every ``Exercise(…, solution=…)`` replaced, and of every
-    module-level constant such a value is built from (``solution=ENCODER_LAYER_SOLUTION``)."""
-    tree = ast.parse(source)
-    lines = _byte_offsets(source)
-    values, constants = [], set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "Exercise":
-            found = [keyword.value for keyword in node.keywords if keyword.arg == "solution"]
-            found += node.args[4:5]  # Exercise(name, variables, checker, hint, solution)
-            values += found
-            constants |= {name.id for value in found for name in ast.walk(value) if isinstance(name, ast.Name)}
-    assignments = {t.id: statement.value for statement in tree.body if isinstance(statement, ast.Assign)
-                   for t in statement.targets if isinstance(t, ast.Name)}
-    pending = list(constants)
-    while pending:  # the constants a withheld constant is built from are withheld too (SUBLAYER_SOLUTION + …)
-        value = assignments.get(pending.pop())
-        if value is not None and value not in values:
-            values.append(value)
-            pending += [name.id for name in ast.walk(value) if isinstance(name, ast.Name) and name.id not in constants]
-            constants |= {name.id for name in ast.walk(value) if isinstance(name, ast.Name)}
-    values = [value for value in values if not any(other is not value and contains(other, value) for other in values)]
-    spans = [(lines[value.lineno - 1] + value.col_offset, lines[value.end_lineno - 1] + value.end_col_offset)
-             for value in values]
-    data = source.encode("utf-8")
-    for start, end in sorted(spans, reverse=True):
-        data = data[:start] + repr(WITHHELD).encode("utf-8") + data[end:]
-    return data.decode("utf-8")
-
-
-def contains(outer: ast.AST, inner: ast.AST) -> bool:
-    """Whether ``inner`` is a node inside ``outer``'s subtree."""
-    return any(node is inner for node in ast.walk(outer))
-
 
 def without_section(markdown: str, heading: str) -> str:
     """``markdown`` without the ``## heading`` section (up to the next ``## ``)."""
@@ -185,9 +141,7 @@ def build_student_edition(out_dir: Path, lessons: set[str] | None = None, root: 
             continue
         target = out_dir / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        if fnmatch.fnmatch(path, "course_utils/exercises/*.py"):
-            target.write_text(withhold_solutions((root / path).read_text(encoding="utf-8")), encoding="utf-8")
-        elif path.endswith(".ipynb"):
+        if path.endswith(".ipynb"):
             notebook = nbformat.read(root / path, as_version=4)
             _clear_exercise_outputs(notebook)
             nbformat.write(notebook, target)

@@ -86,18 +86,15 @@ class Execution:
 
 @functools.lru_cache(maxsize=None)
 def withheld_package_root() -> Path:
-    """A folder holding a copy of ``course_utils`` whose exercise modules have every solution withheld (as in the
-    student edition), made once per grading process: the kernels that run learner code import this copy, so
-    ``q1.run_solution()``, ``q1.solution()`` or ``lesson04.ENCODER_LAYER_SOLUTION`` give the learner nothing."""
-    from .editions import withhold_solutions
-
+    """A folder holding a copy of ``course_utils`` without ``exercises/solutions`` (as in the student edition), made
+    once per grading process: the kernels that run learner code import this copy, so ``q1.run_solution()``,
+    ``q1.solution()`` or the solution modules give the learner nothing."""
     root = Path(tempfile.mkdtemp(prefix="course-withheld-"))
     atexit.register(shutil.rmtree, root, True)
     source = Path(course_utils.__file__).resolve().parent
     target = root / source.name
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for module in sorted((target / "exercises").glob("lesson*.py")):
-        module.write_text(withhold_solutions(module.read_text(encoding="utf-8")), encoding="utf-8")
+    shutil.rmtree(target / "exercises" / "solutions")  # solution_of() then says "withheld"
     return root
 
 

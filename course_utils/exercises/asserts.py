@@ -6,8 +6,14 @@ and how to fix it, so a lesson's checker reads as a list of expectations.
 from __future__ import annotations
 
 import inspect
-from typing import Any
+import math
+import os
+import random
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
+import numpy as np
 import torch
 import torch.nn as nn
 
@@ -96,13 +102,13 @@ def instantiate(cls: type[nn.Module], name: str, signature: str, *args, **kwargs
 
 def copy_weights(package_block: nn.Module, learner_block: nn.Module, name: str, layout: str,
                  extra_hint: str = "") -> None:
-    """Load the package block's weights into the learner's; name every missing, extra or misshaped parameter.
+    """Copy the package block's *parameters* into the learner's; name every missing, extra or misshaped one.
 
-    ``layout`` lists the expected attribute names (shown in the messages); ``extra_hint`` explains what an extra
-    parameter usually means for this block.
+    Buffers (a scale, a cached table) are the learner's own business and may differ. ``layout`` lists the expected
+    attribute names (shown in the messages); ``extra_hint`` explains what an extra parameter usually means.
     """
-    expected = package_block.state_dict()
-    got = learner_block.state_dict()
+    expected = dict(package_block.named_parameters())
+    got = dict(learner_block.named_parameters(remove_duplicate=False))
     missing = [key for key in expected if key not in got]
     extra = [key for key in got if key not in expected]
     if missing:
@@ -127,7 +133,73 @@ def copy_weights(package_block: nn.Module, learner_block: nn.Module, name: str, 
             raise ExerciseFailure(f"your `{name}.{key}` has shape {tuple(got[key].shape)}, the package's has "
                                   f"{tuple(value.shape)}: {layout}. (nn.Linear(in, out).weight is stored as "
                                   "(out, in).)")
-    learner_block.load_state_dict(expected)
+        if got[key].dtype != value.dtype:
+            raise ExerciseFailure(f"your `{name}.{key}` is {got[key].dtype}, the package's {value.dtype}: create "
+                                  "parameters in the default float32 (no .double(), no dtype=torch.float64).")
+    with torch.no_grad():
+        for key, value in expected.items():
+            got[key].copy_(value)
+
+
+def randomise_norms(module: nn.Module, generator: torch.Generator | None = None) -> None:
+    """Give every LayerNorm a gain and bias other than 1 and 0, so a misplaced or missing norm always shows."""
+    generator = generator or torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for m in module.modules():
+            if isinstance(m, nn.LayerNorm):
+                m.weight.copy_(1 + 0.5 * torch.randn(m.weight.shape, generator=generator))
+                m.bias.copy_(0.5 * torch.randn(m.bias.shape, generator=generator))
+
+
+def check_dropout_placement(package_block: nn.Module, learner_block: nn.Module, run: Callable, name: str,
+                            case: str) -> None:
+    """Train mode, dropout on: from the same random stream, the learner's block must drop exactly what the
+    package's drops — the same dropout layers, in the same places, in the same order. ``run(block)`` returns the
+    output tensor; both blocks hold the same weights and were built with the same dropout probability."""
+    package_block.train()
+    learner_block.train()
+    seed = random.Random(case).randrange(2 ** 31)
+    torch.manual_seed(seed)
+    expected = run(package_block)
+    torch.manual_seed(seed)
+    got = call_learner(lambda: run(learner_block), name, case)
+    got = got[0] if isinstance(got, tuple) else got
+    expected = expected[0] if isinstance(expected, tuple) else expected
+    if isinstance(got, torch.Tensor) and got.shape == expected.shape and close(got.detach(), expected.detach()):
+        return
+    torch.manual_seed(seed)
+    again = run(learner_block)
+    again = again[0] if isinstance(again, tuple) else again
+    if torch.equal(again.detach(), got.detach()):
+        torch.manual_seed(seed + 1)
+        other = run(learner_block)
+        other = other[0] if isinstance(other, tuple) else other
+        if torch.equal(other.detach(), got.detach()):
+            raise ExerciseFailure(f"on {case}, in train mode with dropout on, your `{name}` drops nothing: the "
+                                  "dropout argument is never used. Store nn.Dropout(dropout) and apply it where "
+                                  "the task says.")
+    raise ExerciseFailure(f"on {case}, in train mode with dropout on, your `{name}` differs from the package's "
+                          f"(by up to {max_difference(got.detach(), expected.detach()):.3g}) although it agrees "
+                          "with dropout off: dropout is applied in a different place (or a different number of "
+                          "times). Apply it exactly where the task says, with nn.Dropout modules.")
+
+
+def check_generator_use(draw: Callable[[torch.Generator], Any], name: str, case: str) -> None:
+    """``draw(generator)`` calls the learner's code with ``generator``: two generators with one seed must give the
+    same result, another seed a different one — and the global random state must not matter."""
+    def run(seed: int) -> Any:
+        return snapshot(call_learner(lambda: draw(torch.Generator().manual_seed(seed)), name, case))
+    first = run(1234)
+    torch.rand(17)  # move the global generator on: an answer that uses it gives another draw
+    second = run(1234)
+    if not same_content(first, second):
+        raise ExerciseFailure(f"on {case}: two generators seeded alike gave different results: your `{name}` "
+                              "draws from the global random state. Pass the given generator to every random "
+                              "call (torch.rand(..., generator=generator)).")
+    if same_content(first, run(4321)) and same_content(first, run(99)):
+        raise ExerciseFailure(f"on {case}: generators with different seeds gave the same result: your `{name}` "
+                              "does not draw from the generator it is given (a fixed seed inside, or numbers drawn "
+                              "once and reused). Draw with generator=generator on every call.")
 
 
 def first_output(result: Any, name: str, pair: bool) -> tuple[torch.Tensor, Any]:
@@ -240,3 +312,292 @@ def backward(value: torch.Tensor, name: str, case: str) -> None:
                               "(.detach(), .data, .item(), torch.no_grad() or a new tensor built from values "
                               "inside forward). Keep every step a tensor operation.")
     value.sum().backward()
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Contract checks on random inputs: the machinery every lesson's checker declares its cases with.
+# ------------------------------------------------------------------------------------------------------------------
+
+def check_seed() -> int:
+    """A fresh seed for each check (``COURSE_CHECK_SEED`` fixes it, for reproducing a report)."""
+    fixed = os.environ.get("COURSE_CHECK_SEED")
+    return int(fixed) if fixed else random.SystemRandom().randrange(2 ** 31)
+
+
+class Draw:
+    """The random inputs of one check, all from one seed: sizes (with no two equal where asked) and tensors."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.seed = check_seed() if seed is None else seed
+        self.rng = random.Random(self.seed)
+
+    def generator(self) -> torch.Generator:
+        return torch.Generator().manual_seed(self.rng.randrange(2 ** 31))
+
+    def integer(self, low: int, high: int) -> int:
+        """One int in ``[low, high]``."""
+        return self.rng.randint(low, high)
+
+    def distinct(self, count: int, low: int, high: int, avoid: tuple[int, ...] = ()) -> list[int]:
+        """``count`` different ints in ``[low, high]``, none in ``avoid`` — so swapping two axes always shows."""
+        pool = [n for n in range(low, high + 1) if n not in avoid]
+        return self.rng.sample(pool, count)
+
+    def choice(self, options):
+        return self.rng.choice(list(options))
+
+    def randn(self, *shape: int, scale: float = 1.0) -> torch.Tensor:
+        return torch.randn(*shape, generator=self.generator()) * scale
+
+    def randint(self, low: int, high: int, shape: tuple[int, ...]) -> torch.Tensor:
+        """Integers in ``[low, high)``, as ``torch.long``."""
+        return torch.randint(low, high, shape, generator=self.generator())
+
+
+@dataclass
+class Case:
+    """One input a checker tries: what the learner sees in a message, and the arguments."""
+
+    description: str
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+
+
+def code_objects(obj: Any) -> list[Any]:
+    """The code objects that run when ``obj`` (a function, or every method of a class) is called."""
+    if isinstance(obj, type):
+        members = [m for klass in obj.__mro__ if klass not in (object, nn.Module) for m in vars(klass).values()]
+        functions = []
+        for member in members:
+            if isinstance(member, (staticmethod, classmethod)):
+                member = member.__func__
+            elif isinstance(member, property):
+                member = member.fget
+            if inspect.isfunction(member):
+                functions.append(member)
+    else:
+        functions = [obj]
+    codes = []
+    for function in functions:
+        unwrapped = inspect.unwrap(function) if callable(function) else function
+        code = getattr(unwrapped, "__code__", None)
+        if code is not None:
+            codes.append(code)
+    return codes
+
+
+class OwnWork:
+    """While active, notices any call into ``forbidden`` (``{what: object}``, e.g. the package's block), whatever
+    path it is reached by — an import under another name, a wrapper, a subclass, ``getattr`` — so a checker can say
+    "use your own". Built-in functions (``torch.rms_norm``) are noticed too."""
+
+    def __init__(self, forbidden: dict[str, Any] | None = None) -> None:
+        self.codes: dict[Any, str] = {}
+        self.builtins: dict[int, str] = {}
+        for what, obj in (forbidden or {}).items():
+            codes = code_objects(obj)
+            if codes:
+                self.codes.update(dict.fromkeys(codes, what))
+            else:
+                self.builtins[id(obj)] = what
+        self.used: str | None = None
+
+    def _profile(self, frame, event, arg) -> None:
+        if self.used is not None:
+            return
+        if event == "call":
+            self.used = self.codes.get(frame.f_code)
+        elif event == "c_call":
+            self.used = self.builtins.get(id(arg))
+
+    def __enter__(self) -> "OwnWork":
+        self.used = None
+        if self.codes or self.builtins:
+            self._previous = sys.getprofile()
+            sys.setprofile(self._profile)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.codes or self.builtins:
+            sys.setprofile(self._previous)
+
+
+def call_learner(function: Callable, name: str, case: str, *args, forbidden: dict[str, Any] | None = None,
+                 error_hint: Callable[[BaseException], str | None] | None = None, **kwargs) -> Any:
+    """``function(*args, **kwargs)`` — the learner's code — with a crash reported on the input ``case`` it
+    happened on (``error_hint(error)`` may explain a crash typical for the task), and any call into ``forbidden``
+    refused."""
+    guard = OwnWork(forbidden)
+    try:
+        with guard:
+            result = function(*args, **kwargs)
+    except NotImplementedError:
+        raise
+    except ExerciseFailure:
+        raise
+    except Exception as error:  # noqa: BLE001 - the learner's code may raise anything
+        refuse_borrowed_work(guard, name)  # a forbidden call that then crashed is still a forbidden call
+        message = (str(error).strip().splitlines() or [""])[0]
+        hint = error_hint(error) if error_hint else None
+        raise ExerciseFailure(f"on {case}: your `{name}` raised {type(error).__name__}: {message}"
+                              + (f". {hint}" if hint else "")) from None
+    refuse_borrowed_work(guard, name)
+    return result
+
+
+def refuse_borrowed_work(guard: OwnWork, name: str) -> None:
+    """Fail if the learner's code called what ``guard`` forbids."""
+    if guard.used:
+        raise ExerciseFailure(f"your `{name}` calls {guard.used} to do the work: use your own code — write the "
+                              "steps yourself. (The package's version is there to move on with when you are stuck; "
+                              "this check wants yours.)")
+
+
+def snapshot(value: Any) -> Any:
+    """A deep copy of the tensors, lists, tuples and dicts in ``value`` (to see later whether they were changed)."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(snapshot(v) for v in value) if not hasattr(value, "_fields") else value
+    if isinstance(value, dict):
+        return {k: snapshot(v) for k, v in value.items()}
+    return value
+
+
+def same_content(a: Any, b: Any) -> bool:
+    """Whether two snapshots hold the same values (NaN equal to NaN, dtype and shape included)."""
+    if isinstance(a, torch.Tensor):
+        return (isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype
+                and bool(torch.equal(a, b) or (a.is_floating_point() and torch.allclose(a, b, 0.0, 0.0, True))))
+    if isinstance(a, (list, tuple)):
+        return (isinstance(b, (list, tuple)) and len(a) == len(b)
+                and all(same_content(x, y) for x, y in zip(a, b)))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same_content(a[k], b[k]) for k in a)
+    return a is b or a == b
+
+
+def check_inputs_kept(before: dict[str, Any], after: dict[str, Any], name: str, case: str) -> None:
+    """Each argument the learner's code received still holds what it held before the call."""
+    for argument, original in before.items():
+        if not same_content(original, snapshot(after[argument])):
+            raise ExerciseFailure(f"on {case}: your `{name}` changed its input `{argument}` in place. The caller "
+                                  "still needs it: build a new tensor/list (out-of-place operations, e.g. "
+                                  "masked_fill instead of masked_fill_, x = x + … instead of x += …).")
+
+
+def show(value: Any) -> str:
+    """A value for a message: numbers with enough digits to see a difference."""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, torch.Tensor):
+        if value.numel() == 1:
+            return show(value.item())
+        return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "…"
+
+
+def difference(got: Any, expected: Any, what: str = "the result", atol: float = 1e-5, rtol: float = 1e-4) -> str | None:
+    """``None`` if ``got`` fulfils the contract of ``expected`` (type, dtype, shape, device, values), else what
+    differs. What a reasonable learner writes is accepted: numpy/0-d torch integers for an int, any sequence (or
+    1-D tensor) for a list; a tensor is never accepted where a Python float is asked."""
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(got, torch.Tensor):
+            return f"{what} should be a torch.Tensor, got {type(got).__name__}"
+        if tuple(got.shape) != tuple(expected.shape):
+            return f"{what} should have shape {tuple(expected.shape)}, got {tuple(got.shape)}"
+        if got.dtype != expected.dtype:
+            return (f"{what} should be a {expected.dtype} tensor, got {got.dtype} (the values may be right: keep the "
+                    "dtype of the inputs — no float64 constants or .double(), ids stay torch.long)")
+        if got.device != expected.device:
+            return f"{what} should be on {expected.device}, got {got.device}"
+        got_d, expected_d = got.detach(), expected.detach()
+        if expected.is_floating_point() or expected.is_complex():
+            nan_mismatch = torch.isnan(got_d) & ~torch.isnan(expected_d)
+            if nan_mismatch.any():
+                index = tuple(int(i) for i in nan_mismatch.nonzero()[0])
+                return f"{what} holds NaN at index {index} where {show(expected_d[index])} belongs"
+            if close(got_d, expected_d, atol=atol, rtol=rtol):
+                return None
+            gap = (got_d.double() - expected_d.double()).abs().nan_to_num(float("inf"))
+        else:
+            if torch.equal(got_d, expected_d):
+                return None
+            gap = (got_d != expected_d).double()
+        index = tuple(int(i) for i in (gap == gap.max()).nonzero()[0]) if gap.dim() else ()
+        where = f" at index {index}" if index else ""
+        return f"{what} differs{where}: expected {show(expected_d[index])}, got {show(got_d[index])}"
+    if isinstance(expected, bool):
+        if not isinstance(got, (bool, np.bool_)):
+            return f"{what} should be a bool (True/False), got {type(got).__name__}"
+        return None if bool(got) == expected else f"{what} should be {expected}, got {bool(got)}"
+    if isinstance(expected, int):
+        if isinstance(got, torch.Tensor) and got.dim() == 0 and not got.is_floating_point() \
+                and got.dtype != torch.bool:
+            got = int(got)
+        if isinstance(got, (bool, np.bool_)) or not isinstance(got, (int, np.integer)):
+            return (f"{what} should be an int, got {type(got).__name__} {show(got)}"
+                    + (" (use // for whole numbers, or int(...))" if isinstance(got, (float, np.floating)) else ""))
+        return None if int(got) == expected else f"{what} should be {expected}, got {int(got)}"
+    if isinstance(expected, float):
+        if isinstance(got, torch.Tensor):
+            return (f"{what} should be a Python float, got a tensor {show(got)}: turn it into a number with "
+                    ".item() or float(...)")
+        if isinstance(got, (bool, np.bool_)) or not isinstance(got, (int, float, np.integer, np.floating)):
+            return f"{what} should be a number (float), got {type(got).__name__}"
+        if math.isclose(float(got), expected, rel_tol=rtol, abs_tol=atol):
+            return None
+        return f"{what} should be {expected:.6g}, got {float(got):.6g}"
+    if isinstance(expected, (list, tuple)):
+        if isinstance(got, torch.Tensor) and got.dim() == 1:
+            got = got.tolist()
+        elif isinstance(got, np.ndarray) and got.ndim == 1:
+            got = got.tolist()
+        if isinstance(expected, tuple) and not isinstance(got, (tuple, list)):
+            return f"{what} should be a tuple of {len(expected)}, got {type(got).__name__}"
+        if not isinstance(got, (list, tuple, range)):
+            return f"{what} should be a list, got {type(got).__name__}"
+        got = list(got)
+        if len(got) != len(expected):
+            return f"{what} should have {len(expected)} items, got {len(got)}: {show(got)} (expected {show(expected)})"
+        for i, (g, e) in enumerate(zip(got, expected)):
+            gap = difference(g, e, f"item {i} of {what}", atol, rtol)
+            if gap:
+                return gap
+        return None
+    if isinstance(expected, dict):
+        if not isinstance(got, dict):
+            return f"{what} should be a dict, got {type(got).__name__}"
+        if set(got) != set(expected):
+            return f"{what} should have the keys {sorted(expected, key=str)}, got {sorted(got, key=str)}"
+        for key in expected:
+            gap = difference(got[key], expected[key], f"{what}[{key!r}]", atol, rtol)
+            if gap:
+                return gap
+        return None
+    return None if got == expected else f"{what} should be {show(expected)}, got {show(got)}"
+
+
+def check_function(function: Callable, reference: Callable, cases: list[Case], name: str, *,
+                   forbidden: dict[str, Any] | None = None, diagnose: Callable[..., str | None] | None = None,
+                   error_hint: Callable[[BaseException], str | None] | None = None,
+                   atol: float = 1e-5, rtol: float = 1e-4) -> None:
+    """The learner's ``function`` against the ``reference`` on every case: same contract (:func:`difference`), no
+    input changed, no call into ``forbidden``. ``diagnose(case, got)`` may name the mistake behind a difference."""
+    try:
+        names = list(inspect.signature(reference).parameters)
+    except (TypeError, ValueError):
+        names = []
+    for case in cases:
+        expected = reference(*snapshot(case.args), **snapshot(case.kwargs))
+        args, kwargs = snapshot(case.args), snapshot(case.kwargs)
+        labels = [names[i] if i < len(names) else f"argument {i + 1}" for i in range(len(args))]
+        before = {**{label: snapshot(a) for label, a in zip(labels, args)}, **snapshot(kwargs)}
+        got = call_learner(function, name, case.description, *args, forbidden=forbidden, error_hint=error_hint,
+                           **kwargs)
+        check_inputs_kept(before, {**dict(zip(labels, args)), **kwargs}, name, case.description)
+        gap = difference(got, expected, f"the result of `{name}`", atol, rtol)
+        if gap:
+            specific = diagnose(case, got) if diagnose else None
+            raise ExerciseFailure(f"on {case.description}: {specific or gap}.")

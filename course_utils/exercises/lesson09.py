@@ -1,66 +1,216 @@
 """Exercises of notebook 09 (the modern block): RMSNorm by hand, applying RoPE, repeating K/V heads, the KV-cache
-size of grouped-query attention."""
+size of grouped-query attention.
+
+Every check draws fresh inputs (:class:`~.asserts.Draw`) — sizes with no two equal — plus the edge cases (a batch
+of one, one token, eps that matters, positions that do not start at 0 or are not consecutive, another base,
+seq == d_head, one K/V head, n_repeats = 1, a transposed view) and compares the learner's function with the
+package's (:mod:`course_utils.modern`), which is the reference: same type, shape, dtype and values, the caller's
+tensors left as they were, gradients that flow, and no call into the package's block or torch's ready-made one.
+"""
 from __future__ import annotations
 
+import numpy as np
 import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
+from .. import modern
 from ..modern import RMSNorm, apply_rotary, kv_cache_bytes, repeat_kv, rotate_half
-from .asserts import as_tensor, close, max_difference, own_function
-from .core import Exercise, ExerciseFailure
+from .asserts import (
+    Case,
+    Draw,
+    call_learner,
+    check_function,
+    close,
+    copy_weights,
+    instantiate,
+    max_difference,
+    own_module_class,
+    show,
+)
+from .core import Exercise, ExerciseFailure, solution_of
 
 EPS = 1e-6
 
 
-def example_vectors(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """``x (2, 4, 8)``: a tiny token (root mean square ~1e-3, where eps matters), then tokens with a non-zero mean
-    and growing scales; and a gain ``weight (8,)``."""
-    generator = torch.Generator().manual_seed(seed)
-    scales, shifts = torch.tensor([1e-3, 1.0, 5.0, 40.0]), torch.tensor([0.0, 0.7, 0.7, 0.7])
-    x = torch.randn(2, 4, 8, generator=generator) * scales[None, :, None] + shifts[None, :, None]
-    weight = torch.randn(8, generator=generator)
-    return x, weight
+def learner_function(ns, name: str):
+    """The learner's ``name``, after checking it is a function."""
+    function = ns[name]
+    if isinstance(function, type) or not callable(function):
+        raise ExerciseFailure(f"`{name}` should be a function (`def {name}(...):`), got {type(function).__name__}.")
+    return function
+
+
+def check_gradients(function, reference, case: Case, name: str, forbidden: dict, inputs: tuple[str, ...]) -> None:
+    """Gradients reach the floating inputs named ``inputs`` (positions in ``case.args``) as through the package's
+    ``reference``: ``(output · probe).sum()`` backpropagated through both. (A general helper: the package's
+    ``compare_block`` does this for modules.)"""
+    def leaves():
+        return [a.detach().clone().requires_grad_() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                for a in case.args]
+    expected_args, got_args = leaves(), leaves()
+    expected = reference(*expected_args)
+    probe = torch.randn(expected.shape, generator=torch.Generator().manual_seed(1), dtype=expected.dtype)
+    (expected * probe).sum().backward()
+    got = call_learner(function, name, case.description, *got_args, forbidden=forbidden)
+    if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+        raise ExerciseFailure(f"on {case.description}: your `{name}` should return a tensor of shape "
+                              f"{tuple(expected.shape)}, got {show(got)}.")
+    if not got.requires_grad:
+        raise ExerciseFailure(f"on {case.description}: the output of your `{name}` carries no gradient: something "
+                              "cuts the graph (.detach(), .data, .item(), torch.no_grad() or a new tensor built "
+                              "from values). Keep every step a tensor operation.")
+    call_learner(lambda: (got * probe).sum().backward(), name, case.description)
+    for label, mine, theirs in zip(inputs, got_args, expected_args):
+        if not isinstance(theirs, torch.Tensor) or theirs.grad is None:
+            continue
+        if mine.grad is None or (mine.grad.abs().max() == 0 and theirs.grad.abs().max() > 0):
+            raise ExerciseFailure(f"on {case.description}: the output is right but no gradient reaches `{label}`: "
+                                  "something cuts the graph (.detach(), .data, .item(), torch.no_grad()). Keep "
+                                  "every step a tensor operation.")
+        if not close(mine.grad, theirs.grad, atol=1e-4, rtol=1e-3):
+            raise ExerciseFailure(f"on {case.description}: the output is right but the gradient of `{label}` "
+                                  f"differs (by up to {max_difference(mine.grad, theirs.grad):.3g}): a detached or "
+                                  "in-place intermediate alters backpropagation.")
+
+
+# ---------------------------------------------------------------------------- q1: RMSNorm
+RMS_FORBIDDEN = {"torch.nn.functional.rms_norm": F.rms_norm, "torch.rms_norm": torch.rms_norm,
+                 "torch.nn.RMSNorm": nn.RMSNorm, "the package's course_utils.modern.RMSNorm": RMSNorm,
+                 "the package's course_utils.modern.make_norm": modern.make_norm}
+
+
+def rms_reference(x: torch.Tensor, weight: torch.Tensor, eps: float = EPS) -> torch.Tensor:
+    """The package's RMSNorm with the gain ``weight`` (gradients reach ``weight`` too)."""
+    return torch.func.functional_call(RMSNorm(x.size(-1), eps=eps), {"weight": weight}, (x,))
+
+
+def tokens_of_many_sizes(draw: Draw, batch: int, seq: int, d_model: int) -> torch.Tensor:
+    """``(batch, seq, d_model)``: tokens whose root mean square ranges from 1e-3 (where eps matters) to ~40, most
+    with a mean far from 0 (so centring shows)."""
+    scales = torch.tensor([draw.choice((1e-3, 0.3, 1.0, 5.0, 40.0)) for _ in range(batch * seq)]).view(batch, seq, 1)
+    if batch * seq > 1:
+        scales.view(-1)[0] = 1e-3
+    shifts = torch.tensor([draw.choice((0.0, 0.7, -1.3)) for _ in range(batch * seq)]).view(batch, seq, 1)
+    return draw.randn(batch, seq, d_model) * scales + shifts * (scales > 1e-2)
+
+
+def rms_cases(draw: Draw) -> list[Case]:
+    batch, seq, d_model = draw.integer(2, 4), draw.integer(5, 8), draw.integer(9, 16)
+    small = draw.integer(3, 7)
+    big_eps = draw.choice((1e-2, 3e-3, 1e-4))
+    cases = []
+    for b, s, d, eps in ((1, 1, small, None), (1, seq, d_model, None), (batch, seq, d_model, None),
+                         (batch, seq, d_model, big_eps)):
+        x, weight = tokens_of_many_sizes(draw, b, s, d), draw.randn(d)
+        setting = "eps left at its default" if eps is None else f"eps={eps} given"
+        sizes = ", one token tiny (RMS 1e-3)" if b * s > 1 else ""
+        cases.append(Case(f"x of batch {b}, seq {s}, d_model {d}{sizes}, a random weight, {setting}",
+                          (x, weight) if eps is None else (x, weight, eps)))
+    return cases
+
+
+def diagnose_rms(case: Case, got) -> str | None:
+    x, weight = case.args[:2]
+    eps = case.args[2] if len(case.args) > 2 else EPS
+    if not (isinstance(got, torch.Tensor) and got.shape == x.shape and got.dtype == x.dtype):
+        return None
+    got = got.detach()
+    ms = x.pow(2).mean(-1, keepdim=True)
+    centred = x - x.mean(-1, keepdim=True)
+    candidates = [
+        (centred / torch.sqrt(centred.pow(2).mean(-1, keepdim=True) + eps) * weight,
+         "you subtracted the mean first: that is LayerNorm. RMSNorm does not centre, it only divides by the root "
+         "mean square of the raw features, sqrt(mean(x²) + eps)"),
+        (x / torch.sqrt(ms + eps),
+         "the gain is missing: multiply the normalised vector by `weight`, one factor per feature"),
+        (x / (ms + eps) * weight,
+         "you divided by the mean square itself; divide by its square root, sqrt(mean(x²) + eps) (or multiply by "
+         "its reciprocal square root)"),
+        (x / (ms.sqrt() + eps) * weight,
+         "eps is added outside the square root: x / (sqrt(mean(x²)) + eps). Put it inside, x / sqrt(mean(x²) + "
+         "eps), as torch.nn.RMSNorm does"),
+        (x / x.norm(dim=-1, keepdim=True) * weight,
+         "you divided by the vector's length (the L2 norm); RMSNorm divides by the *root mean* square: the length "
+         "divided by sqrt(d_model). Use the mean of x², not the sum"),
+        (x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps) * weight,
+         "you took the sum of x² (the squared length); RMSNorm takes its *mean* over the d_model features — the "
+         "mean of x², not the sum"),
+        (x / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + eps) * weight,
+         "you divided by the standard deviation (the variance, centred); RMSNorm divides by the root mean square "
+         "of the raw features, no mean removed"),
+        (x / torch.sqrt(x.pow(2).mean() + eps) * weight,
+         "you took one mean square over the whole tensor; each token is normalised on its own, over its d_model "
+         "features: the mean over the last axis"),
+        (x * torch.sqrt(ms + eps) * weight,
+         "you multiplied by the root mean square; divide by it (or multiply by its reciprocal)"),
+    ]
+    if x.size(0) == 1 and x.size(1) == 1:
+        candidates.append((x / torch.sqrt(x.pow(2) + eps) * weight,
+                           "you took the mean square over the sequence or the batch (both of size 1 here, so each "
+                           "feature was divided by its own size); each token is normalised over its d_model "
+                           "features: the mean over the last axis"))
+    if x.size(1) > 1:
+        candidates.append((x / torch.sqrt(x.pow(2).mean(1, keepdim=True) + eps) * weight,
+                           "you took the mean square over the sequence; each token is normalised on its own, over "
+                           "its d_model features: the mean over the last axis"))
+    if x.size(0) > 1:
+        candidates.append((x / torch.sqrt(x.pow(2).mean(0, keepdim=True) + eps) * weight,
+                           "you took the mean square over the batch; each token is normalised on its own, over its "
+                           "d_model features: the mean over the last axis"))
+    for wrong, message in candidates:
+        if close(got, wrong, atol=1e-4):
+            return message
+    for other in (EPS, 1e-5, 1e-8, 0.0, 1.1920929e-07):
+        if other != eps and close(got, x / torch.sqrt(ms + other) * weight, atol=1e-4):
+            setting = "the default eps=1e-6" if len(case.args) < 3 else f"eps={eps} (given)"
+            return (f"you used eps={other:g} where the check passed {setting}: use the `eps` parameter (its "
+                    "default 1e-6), inside the square root")
+    tiny = (ms < 1e-4).expand_as(x)
+    if tiny.any() and (~tiny).any() and close(got[~tiny], (x / torch.sqrt(ms + eps) * weight)[~tiny], atol=1e-4):
+        return (f"right on the normal tokens, wrong on the tiny one (RMS ~1e-3, where eps={eps:g} matters): add "
+                "exactly `eps` inside the square root, sqrt(mean(x²) + eps)")
+    return None
 
 
 def check_rms_norm(ns) -> None:
-    x, weight = example_vectors()
-    function = own_function(ns["rms_norm"], "rms_norm", "course_utils.modern.RMSNorm")
-    got = as_tensor(function(x.clone(), weight.clone()), "rms_norm", tuple(x.shape), "(batch, seq, d_model)")
-    reference = RMSNorm(8, eps=EPS)
-    with torch.no_grad():
-        reference.weight.copy_(weight)
-        expected = reference(x)
-    if close(got, expected):
-        return
-    ms = x.pow(2).mean(-1, keepdim=True)
-    centred = x - x.mean(-1, keepdim=True)
-    if close(got, centred / torch.sqrt(centred.pow(2).mean(-1, keepdim=True) + EPS) * weight):
-        raise ExerciseFailure("you subtracted the mean first: that is LayerNorm. RMSNorm does not centre, it only "
-                              "divides by the root mean square of the raw features, sqrt(mean(x²) + eps).")
-    if close(got, x / torch.sqrt(ms + EPS)):
-        raise ExerciseFailure("the gain is missing: multiply the normalised vector by `weight`, one factor per "
-                              "feature.")
-    if close(got, x / (ms + EPS) * weight):
-        raise ExerciseFailure("you divided by the mean square itself; divide by its square root, "
-                              "torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) (or multiply by torch.rsqrt).")
-    if close(got, x / (ms.sqrt() + EPS) * weight):
-        raise ExerciseFailure("eps is added outside the square root: x / (sqrt(mean(x²)) + eps). Put it inside, "
-                              "x / sqrt(mean(x²) + eps), as torch.nn.RMSNorm does.")
-    if close(got, x / x.norm(dim=-1, keepdim=True) * weight, atol=1e-4):
-        raise ExerciseFailure("you divided by the vector's length (the L2 norm); RMSNorm divides by the *root mean* "
-                              "square: the length divided by sqrt(d_model). Use the mean of x², not the sum.")
-    for dims, what in (((1,), "over the sequence"), ((0,), "over the batch")):
-        other = x / torch.sqrt(x.pow(2).mean(dims, keepdim=True) + EPS) * weight
-        if close(got, other):
-            raise ExerciseFailure(f"you took the mean square {what}; each token is normalised on its own, over "
-                                  "its d_model features: x.pow(2).mean(dim=-1, keepdim=True).")
-    raise ExerciseFailure(f"differs from torch.nn.RMSNorm (eps={EPS}) by up to {max_difference(got, expected):.3g}: "
-                          "x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight.")
+    function = learner_function(ns, "rms_norm")
+    cases = rms_cases(Draw())
+    check_function(function, rms_reference, cases, "rms_norm", forbidden=RMS_FORBIDDEN, diagnose=diagnose_rms,
+                   atol=1e-5, rtol=1e-4)
+    check_gradients(function, rms_reference, cases[-2], "rms_norm", RMS_FORBIDDEN, ("x", "weight"))
 
 
-def example_heads(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """``x (2, 3, 5, 8)`` = (batch, heads, seq, d_head) and the positions ``2..6`` of its five tokens."""
-    generator = torch.Generator().manual_seed(seed)
-    return torch.randn(2, 3, 5, 8, generator=generator), torch.arange(2, 7)
+# ---------------------------------------------------------------------------- q2: RoPE
+ROPE_FORBIDDEN = {"the package's course_utils.modern.apply_rotary": apply_rotary,
+                  "the package's course_utils.modern.rotary_embedding": modern.rotary_embedding,
+                  "the package's course_utils.modern._rotate": modern._rotate}
+
+
+def rope_reference(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
+    return apply_rotary(x, x, positions, base)[0]
+
+
+def rope_cases(draw: Draw) -> list[Case]:
+    batch, heads = draw.integer(2, 3), draw.integer(4, 5)
+    seq, d_head = draw.choice((6, 7, 9)), draw.choice((8, 10, 12, 16))
+    offset = draw.integer(3, 40)
+    scattered = sorted(draw.distinct(seq, 1, 60))
+    base = draw.choice((100.0, 500.0, 2000.0))
+    square = draw.choice((4, 6, 8))
+    cases = [
+        Case(f"x of batch 1, 1 head, 1 token, d_head 2, position {offset}",
+             (draw.randn(1, 1, 1, 2), torch.tensor([offset]))),
+        Case(f"x of batch 1, {heads} heads, seq {seq}, d_head {d_head}, positions {offset}..{offset + seq - 1}",
+             (draw.randn(1, heads, seq, d_head), torch.arange(offset, offset + seq))),
+        Case(f"x of batch {batch}, {heads} heads, seq {square} == d_head {square}, positions 0..{square - 1}",
+             (draw.randn(batch, heads, square, square), torch.arange(square))),
+        Case(f"x of batch {batch}, {heads} heads, seq {seq}, d_head {d_head}, positions {scattered} (not "
+             "consecutive)", (draw.randn(batch, heads, seq, d_head), torch.tensor(scattered))),
+        Case(f"x of batch {batch}, {heads} heads, seq {seq}, d_head {d_head}, positions {offset}..{offset + seq - 1}"
+             f", base={base} given", (draw.randn(batch, heads, seq, d_head), torch.arange(offset, offset + seq), base)),
+    ]
+    return cases
 
 
 def interleaved_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
@@ -78,135 +228,611 @@ def halves_rope(x: torch.Tensor, positions: torch.Tensor, frequencies: torch.Ten
     return x * angles.cos() + sign * rotate_half(x) * angles.sin()
 
 
+def diagnose_rope(case: Case, got) -> str | None:
+    x, positions = case.args[:2]
+    base = case.args[2] if len(case.args) > 2 else 10000.0
+    if not (isinstance(got, torch.Tensor) and got.shape == x.shape and got.dtype == x.dtype):
+        return None
+    got = got.detach()
+    d, seq = x.size(-1), x.size(-2)
+    right = base ** (-torch.arange(0, d, 2).float() / d)
+    first = int(positions[0])
+    if close(got, x, atol=1e-4):
+        if int(positions.max()) != 0 and close(halves_rope(x, torch.arange(seq), right), x, atol=1e-4):
+            return (f"nothing was rotated: the output equals the input, as if the token sat at position 0 — either "
+                    f"no rotation at all, or positions 0..seq-1 instead of the `positions` given (here "
+                    f"{show(positions.tolist())}). Rotate by the angles positions · θ")
+        return ("nothing was rotated: the output equals the input. Multiply by cos and add the half-rotated x "
+                "times sin, with angles positions · θ")
+    candidates = [
+        (interleaved_rope(x, positions, base),
+         "you rotated adjacent pairs (0, 1), (2, 3), …; the course (like GPT-NeoX and Llama) pairs dimension i "
+         "with i + d_head/2 — the two halves. Both layouts work if q and k use the same one, but a model trained "
+         "with one breaks with the other"),
+        (halves_rope(x, positions, right, sign=-1.0),
+         "the rotation goes backwards (sin has the wrong sign): the half-rotation maps the halves (x1, x2) to "
+         "(-x2, x1), and the formula is x·cos + rotate_half(x)·sin"),
+        (halves_rope(x, torch.arange(seq), right),
+         f"you used positions 0..seq-1 instead of the `positions` given (here {show(positions.tolist())}): with a "
+         "KV cache the new tokens do not start at 0"),
+        (halves_rope(x, torch.arange(first, first + seq), right),
+         f"you counted positions up from the first one ({first}, {first + 1}, …); use the `positions` given, "
+         f"here {show(positions.tolist())} — they need not be consecutive"),
+        (halves_rope(x, positions, base ** (-torch.arange(d // 2).float() / d)),
+         "the frequencies are off: θ_j = base^(-2j / d_head) for j = 0 .. d_head/2 - 1 (the even numbers "
+         "0, 2, … below d_head, divided by d_head, in the exponent)"),
+        (halves_rope(x, positions, base ** (torch.arange(0, d, 2).float() / d)),
+         "the exponent's sign is missing: θ_j = base^(-2j / d_head) is 1 for the first pair and small for the "
+         "last; yours grow"),
+        (halves_rope(x, positions, 10000.0 ** (-torch.arange(0, d, 2).float() / d)),
+         f"you used base 10000 where the check passed base={base}: use the `base` parameter"),
+        (x * (positions.float()[:, None] * right).repeat_interleave(2, dim=-1).cos()
+         + rotate_half(x) * (positions.float()[:, None] * right).repeat_interleave(2, dim=-1).sin(),
+         "the angles are laid out for adjacent pairs (each repeated twice in a row) while the rotation uses the "
+         "halves: repeat the d_head/2 angles as two halves, the whole list then the whole list again"),
+        (x * torch.cat([positions.float()[:, None] * right] * 2, dim=-1).sin()
+         + rotate_half(x) * torch.cat([positions.float()[:, None] * right] * 2, dim=-1).cos(),
+         "cos and sin are swapped: x is multiplied by cos(angles), its half-rotation by sin(angles)"),
+        (halves_rope(x, positions, right.flip(0)),
+         "the frequencies run the wrong way round: the first pair turns fastest (θ_0 = 1), the last slowest"),
+    ]
+    for wrong, message in candidates:
+        if wrong.shape == got.shape and close(got, wrong.to(got.dtype), atol=1e-4):
+            return message
+    return None
+
+
 def check_apply_rope(ns) -> None:
-    x, positions = example_heads()
-    function = own_function(ns["apply_rope"], "apply_rope", "course_utils.modern.apply_rotary")
-    got = as_tensor(function(x.clone(), positions.clone()), "apply_rope", tuple(x.shape),
-                    "(batch, heads, seq, d_head)")
-    expected, _ = apply_rotary(x, x, positions)
-    if close(got, expected):
-        return
-    d = x.size(-1)
-    right = 10000.0 ** (-torch.arange(0, d, 2).float() / d)
-    if close(got, x):
-        raise ExerciseFailure("nothing was rotated: the output equals the input. Multiply by cos and add "
-                              "rotate_half(x) times sin, with angles positions · θ.")
-    if close(got, interleaved_rope(x, positions)):
-        raise ExerciseFailure("you rotated adjacent pairs (0, 1), (2, 3), …; the course (like GPT-NeoX and Llama) "
-                              "pairs dimension i with i + d_head/2 — the two halves. Both layouts work if q and k "
-                              "use the same one, but a model trained with one breaks with the other.")
-    if close(got, halves_rope(x, positions, right, sign=-1.0)):
-        raise ExerciseFailure("the rotation goes backwards (sin has the wrong sign): rotate_half(x) is "
-                              "(-x2, x1), and the formula is x·cos + rotate_half(x)·sin.")
-    if close(got, halves_rope(x, torch.arange(x.size(-2)), right)):
-        raise ExerciseFailure("you used positions 0..seq-1 instead of the `positions` given (here 2..6): with a "
-                              "KV cache the new tokens do not start at 0.")
-    if close(got, halves_rope(x, positions, 10000.0 ** (-torch.arange(d // 2).float() / d))):
-        raise ExerciseFailure("the frequencies are off: θ_j = base^(-2j / d_head) for j = 0 .. d_head/2 - 1 "
-                              "(torch.arange(0, d_head, 2) / d_head in the exponent).")
-    if close(got, halves_rope(x, positions, 10000.0 ** (torch.arange(0, d, 2).float() / d))):
-        raise ExerciseFailure("the exponent's sign is missing: θ_j = base^(-2j / d_head) is 1 for the first pair "
-                              "and small for the last; yours grow.")
-    raise ExerciseFailure(f"differs from course_utils.modern.apply_rotary by up to "
-                          f"{max_difference(got, expected):.3g}: angles = positions[:, None] · θ, repeated for both "
-                          "halves; x·cos(angles) + rotate_half(x)·sin(angles).")
+    function = learner_function(ns, "apply_rope")
+    cases = rope_cases(Draw())
+    check_function(function, rope_reference, cases, "apply_rope", forbidden=ROPE_FORBIDDEN, diagnose=diagnose_rope,
+                   atol=1e-4, rtol=1e-4)
+    check_gradients(function, rope_reference, cases[3], "apply_rope", ROPE_FORBIDDEN, ("x",))
+
+
+# ---------------------------------------------------------------------------- q3: repeat K/V heads
+REPEAT_FORBIDDEN = {"the package's course_utils.modern.repeat_kv": repeat_kv}
+
+
+def transposed(draw: Draw, batch: int, heads: int, seq: int, d_head: int) -> torch.Tensor:
+    """``(batch, heads, seq, d_head)`` as attention makes it: a transposed view of ``(batch, seq, heads, d_head)``."""
+    return draw.randn(batch, seq, heads, d_head).transpose(1, 2)
+
+
+def repeat_cases(draw: Draw) -> list[Case]:
+    batch, kv_heads, seq, d_head = draw.integer(2, 3), draw.integer(4, 5), draw.integer(6, 8), draw.integer(9, 12)
+    n_repeats = draw.choice((2, 3))
+    return [
+        Case(f"kv of batch 1, 1 K/V head (multi-query), seq {seq}, d_head {d_head}, n_repeats {n_repeats + 4}",
+             (draw.randn(1, 1, seq, d_head), n_repeats + 4)),
+        Case(f"kv of batch {batch}, {kv_heads} K/V heads, seq {seq}, d_head {d_head}, n_repeats 1 (multi-head: "
+             "unchanged)", (draw.randn(batch, kv_heads, seq, d_head), 1)),
+        Case(f"kv of batch {batch}, {kv_heads} K/V heads, seq {seq}, d_head {d_head}, n_repeats {n_repeats}",
+             (draw.randn(batch, kv_heads, seq, d_head), n_repeats)),
+        Case(f"kv of batch {batch}, {kv_heads} K/V heads, seq {seq}, d_head {d_head} as attention makes it (a "
+             f"transposed view, not contiguous), n_repeats {n_repeats}",
+             (transposed(draw, batch, kv_heads, seq, d_head), n_repeats)),
+    ]
+
+
+def diagnose_repeat(case: Case, got) -> str | None:
+    kv, n = case.args
+    expected = repeat_kv(kv, n)
+    if not isinstance(got, torch.Tensor):
+        return None
+    got = got.detach()
+    if got.shape != expected.shape:
+        if got.shape == kv.shape:
+            return (f"expected shape {tuple(expected.shape)} = (batch, kv_heads · n_repeats, seq, d_head), got "
+                    f"{tuple(got.shape)}: the heads were not repeated")
+        return (f"expected shape {tuple(expected.shape)} = (batch, kv_heads · n_repeats, seq, d_head), got "
+                f"{tuple(got.shape)}: repeat along the heads axis, dim 1")
+    if got.dtype != kv.dtype:
+        return None
+    if torch.equal(got, kv.repeat(1, n, 1, 1)):
+        return ("the heads are tiled (0, 1, 0, 1, …); a group of query heads shares one K/V head, so the order "
+                "must be 0, 0, …, 1, 1, … — what enable_gqa=True assumes. Repeat each head n_repeats times in a "
+                "row")
+    return (f"expected each K/V head repeated n_repeats times in a row (head h at positions h·{n} … "
+            f"h·{n} + {n - 1}), got another arrangement")
 
 
 def check_repeat_kv_heads(ns) -> None:
-    generator = torch.Generator().manual_seed(0)
-    kv = torch.randn(2, 2, 5, 4, generator=generator)              # (batch, kv_heads=2, seq, d_head)
-    function = own_function(ns["repeat_kv_heads"], "repeat_kv_heads", "course_utils.modern.repeat_kv")
-    got = function(kv.clone(), 3)
-    expected = repeat_kv(kv, 3)
-    got = as_tensor(got, "repeat_kv_heads")
-    if got.shape == expected.shape and torch.equal(got, expected):
-        one = as_tensor(function(kv.clone(), 1), "repeat_kv_heads")
-        if not torch.equal(one, kv):
-            raise ExerciseFailure("with n_repeats=1 (multi-head attention) the heads must come back unchanged.")
-        return
-    if got.shape != expected.shape:
-        raise ExerciseFailure(f"expected shape {tuple(expected.shape)} = (batch, kv_heads · n_repeats, seq, "
-                              f"d_head), got {tuple(got.shape)}: repeat along the heads axis, dim 1.")
-    if torch.equal(got, kv.repeat(1, 3, 1, 1)):
-        raise ExerciseFailure("the heads are tiled (0, 1, 0, 1, 0, 1); a group of query heads shares one K/V head, "
-                              "so the order must be 0, 0, 0, 1, 1, 1 — what enable_gqa=True assumes. Use "
-                              "repeat_interleave(n_repeats, dim=1).")
-    raise ExerciseFailure("expected each K/V head repeated n_repeats times in a row: "
-                          "kv.repeat_interleave(n_repeats, dim=1).")
+    function = learner_function(ns, "repeat_kv_heads")
+    cases = repeat_cases(Draw())
+    check_function(function, repeat_kv, cases, "repeat_kv_heads", forbidden=REPEAT_FORBIDDEN,
+                   diagnose=diagnose_repeat)
+    check_gradients(function, repeat_kv, cases[-1], "repeat_kv_heads", REPEAT_FORBIDDEN, ("kv",))
 
 
-SIZES = ((32, 1024, 12, 32, 8, 128), (1, 4096, 32, 8, 8, 128), (4, 100, 2, 4, 1, 16))
-"""(batch, seq, layers, n_heads, n_kv_heads, d_head) of the KV-cache exercise."""
+# ---------------------------------------------------------------------------- q4: KV-cache bytes
+def cache_reference(batch: int, seq: int, layers: int, n_heads: int, n_kv_heads: int, d_head: int) -> int:
+    return kv_cache_bytes(batch, seq, layers, n_kv_heads, d_head, 2)
+
+
+def cache_cases(draw: Draw) -> list[Case]:
+    """Four configurations, smallest first; within each, the sizes not fixed by its kind all differ (so an answer
+    that uses one size for another shows)."""
+    cases = []
+    for kind in ("batch 1, multi-query (1 K/V head)", "grouped-query", "multi-head (as many K/V heads as query "
+                 "heads)", "grouped-query, long context"):
+        one_batch, multi_query, multi_head = "batch 1" in kind, "multi-query" in kind, "multi-head" in kind
+        while True:
+            n_kv = 1 if multi_query else draw.integer(2, 8)
+            n_heads = n_kv * (1 if multi_head else draw.integer(3, 8))
+            batch = 1 if one_batch else draw.choice([n for n in range(3, 65) if n != 4])
+            seq = draw.integer(1_000, 200_000) if "long" in kind else draw.integer(10, 4096)
+            values = (batch, seq, draw.integer(5, 80), n_heads, n_kv, draw.choice((72, 80, 96, 112)))
+            fixed = (one_batch, False, False, multi_head, multi_query, False)
+            free = [value for value, forced in zip(values, fixed) if not forced]
+            if len(set(free)) == len(free):
+                break
+        names = ("batch", "seq", "layers", "n_heads", "n_kv_heads", "d_head")
+        cases.append(Case(f"{kind}: " + ", ".join(f"{n}={v}" for n, v in zip(names, values)), values))
+    return cases
+
+
+def diagnose_cache(case: Case, got) -> str | None:
+    batch, seq, layers, n_heads, n_kv_heads, d_head = case.args
+    expected = cache_reference(*case.args)
+    if isinstance(got, torch.Tensor):
+        if got.dim() or got.is_floating_point() or got.dtype == torch.bool:
+            return f"return an int (a number of bytes), got a {got.dtype} tensor {show(got)}"
+        got = int(got)
+    if isinstance(got, (bool, np.bool_)) or not isinstance(got, (int, np.integer, float, np.floating)):
+        return f"return an int (a number of bytes), got {type(got).__name__} {show(got)}"
+    if isinstance(got, (float, np.floating)):
+        if float(got) == expected:
+            return (f"return an int (a number of bytes), got the float {float(got)!r}: the count is whole — "
+                    "compute it with integers only (*, and // if you divide)")
+        return f"return an int (a number of bytes), got the float {float(got)!r} (expected {expected:,})"
+    value = int(got)
+    if value == expected // n_kv_heads * n_heads:
+        return ("you counted n_heads key/value heads; the cache stores only the n_kv_heads K/V heads — that is "
+                "the whole saving of GQA and MQA")
+    if value * 2 == expected:
+        return ("half the answer — the cache holds keys *and* values (a factor 2), and each bfloat16 number takes "
+                "2 bytes (another factor 2)")
+    if value == expected * 2:
+        return "you counted 4 bytes per number (float32); this cache is bfloat16, 2 bytes"
+    if value * layers == expected:
+        return "every layer has its own cache: multiply by the number of layers"
+    if value * batch == expected:
+        return "every sequence of the batch has its own cache: multiply by the batch size"
+    if value * 4 == expected:
+        return "a factor 4 is missing: 2 for keys and values, and 2 bytes per bfloat16 number"
+    return (f"expected {expected:,} bytes, got {value:,}: 2 (K and V) · batch · seq · layers · n_kv_heads · "
+            "d_head · 2 bytes")
 
 
 def check_cache_bytes(ns) -> None:
-    function = ns["cache_bytes"]
-    for batch, seq, layers, n_heads, n_kv_heads, d_head in SIZES:
-        got = function(batch, seq, layers, n_heads, n_kv_heads, d_head)
-        expected = kv_cache_bytes(batch, seq, layers, n_kv_heads, d_head, 2)
-        if not isinstance(got, int) or isinstance(got, bool):
-            raise ExerciseFailure(f"return an int (a number of bytes), got {type(got).__name__} {got!r}.")
-        if got == expected:
-            continue
-        case = f"batch={batch}, seq={seq}, layers={layers}, n_heads={n_heads}, n_kv_heads={n_kv_heads}"
-        if got == expected // n_kv_heads * n_heads:
-            raise ExerciseFailure(f"{case}: you counted n_heads key/value heads; the cache stores only the "
-                                  "n_kv_heads K/V heads — that is the whole saving of GQA and MQA.")
-        if got * 2 == expected:
-            raise ExerciseFailure(f"{case}: half the answer — the cache holds keys *and* values (a factor 2), and "
-                                  "each bfloat16 number takes 2 bytes (another factor 2).")
-        if got * 2 == expected * 4:
-            raise ExerciseFailure(f"{case}: you counted 4 bytes per number (float32); this cache is bfloat16, "
-                                  "2 bytes.")
-        if got * layers == expected:
-            raise ExerciseFailure(f"{case}: every layer has its own cache: multiply by the number of layers.")
-        raise ExerciseFailure(f"{case}: expected {expected:,} bytes, got {got:,}: 2 (K and V) · batch · seq · "
-                              "layers · n_kv_heads · d_head · 2 bytes.")
+    check_function(learner_function(ns, "cache_bytes"), cache_reference, cache_cases(Draw()), "cache_bytes",
+                   forbidden={"the package's course_utils.modern.kv_cache_bytes": kv_cache_bytes},
+                   diagnose=diagnose_cache)
 
 
 q1 = Exercise(
     name="RMSNorm by hand",
     variables=("rms_norm",),
     checker=check_rms_norm,
-    hint="No mean is subtracted: x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight, eps = 1e-6.",
-    solution=("import torch\n\n"
-              "def rms_norm(x, weight, eps=1e-6):\n"
-              "    return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight\n"),
+    hints=("What does RMSNorm keep of LayerNorm, and what does it drop? Where does eps go, and which axis is one "
+           "token's features? Write it with tensor operations, not nn.RMSNorm or F.rms_norm.",
+           "1. the mean of x² over the last axis (d_model), keeping that axis for broadcasting; 2. add eps (the "
+           "parameter, default 1e-6) and take the square root; 3. divide x by it — no mean subtracted; 4. "
+           "multiply by weight, one factor per feature. Out-of-place steps only, so gradients reach x and weight."),
+    solution=solution_of("lesson09", "rms_norm"),
+    success="Correct! Equal to torch.nn.RMSNorm, eps inside the root, tiny tokens included.",
 )
 
 q2 = Exercise(
     name="Apply RoPE",
     variables=("apply_rope",),
     checker=check_apply_rope,
-    hint="θ = base ** (-torch.arange(0, d, 2) / d); angles = positions[:, None] * θ, then torch.cat([angles, "
-         "angles], -1); rotate_half(x) = torch.cat([-x2, x1], -1) for the halves x1, x2; return x·cos + "
-         "rotate_half(x)·sin.",
-    solution=("import torch\n\n"
-              "def apply_rope(x, positions, base=10000.0):\n"
-              "    d = x.size(-1)\n"
-              "    theta = base ** (-torch.arange(0, d, 2).float() / d)             # (d/2,)\n"
-              "    angles = positions.float()[:, None] * theta                      # (seq, d/2)\n"
-              "    angles = torch.cat([angles, angles], dim=-1)                     # (seq, d): both halves\n"
-              "    first, second = x.chunk(2, dim=-1)\n"
-              "    rotated_half = torch.cat([-second, first], dim=-1)\n"
-              "    return x * angles.cos() + rotated_half * angles.sin()\n"),
+    hints=("Pair dimension i with i + d_head/2, turn each pair by position · θ_j — and take the positions and the "
+           "base you are given, not 0..seq-1 and not a constant.",
+           "1. θ_j = base^(-2j / d_head) for j = 0 .. d_head/2 - 1; 2. angles = every position times every θ: "
+           "(seq, d_head/2), then the same angles again for the second half → (seq, d_head); 3. the half-rotation "
+           "of x: split the last axis into halves (x1, x2) and join (-x2, x1); 4. return x·cos(angles) + "
+           "half-rotation·sin(angles), in x's dtype."),
+    solution=solution_of("lesson09", "apply_rope"),
+    success="Correct! The score q_m·k_n now depends only on m − n.",
 )
 
 q3 = Exercise(
     name="Repeat K/V heads for grouped-query attention",
     variables=("repeat_kv_heads",),
     checker=check_repeat_kv_heads,
-    hint="Query heads h·n_repeats … (h+1)·n_repeats − 1 share K/V head h: kv.repeat_interleave(n_repeats, dim=1).",
-    solution=("def repeat_kv_heads(kv, n_repeats):\n"
-              "    return kv.repeat_interleave(n_repeats, dim=1)\n"),
+    hints=("Query heads h·n_repeats … (h+1)·n_repeats − 1 share K/V head h: in which order must the copies come "
+           "— 0, 0, 1, 1 or 0, 1, 0, 1?",
+           "Repeat each K/V head n_repeats times *in a row* along the heads axis (dim 1) — PyTorch has an "
+           "'interleaving' repeat for exactly this; or add an axis after the heads, expand it to n_repeats and "
+           "merge it into the heads axis with reshape. n_repeats = 1 gives the heads back unchanged."),
+    solution=solution_of("lesson09", "repeat_kv_heads"),
+    success="Correct! Query head h reads K/V head h // n_repeats, as enable_gqa=True assumes.",
 )
 
 q4 = Exercise(
     name="KV-cache size under GQA",
     variables=("cache_bytes",),
     checker=check_cache_bytes,
-    hint="Only the K/V heads are cached: 2 · batch · seq · layers · n_kv_heads · d_head numbers of 2 bytes each "
-         "(bfloat16); n_heads does not appear.",
-    solution=("def cache_bytes(batch, seq, layers, n_heads, n_kv_heads, d_head):\n"
-              "    return 2 * batch * seq * layers * n_kv_heads * d_head * 2\n"),
+    hints=("What is cached per token and per layer: the query heads, or the K/V heads? And how many bytes is one "
+           "bfloat16 number?",
+           "Multiply: 2 (one key and one value) × batch × seq × layers × n_kv_heads × d_head × 2 bytes. n_heads "
+           "does not appear. Return a whole number, an int (integer arithmetic only)."),
+    solution=solution_of("lesson09", "cache_bytes"),
+    success="Correct! Fewer K/V heads, proportionally smaller cache.",
+)
+
+
+# ---------------------------------------------------------------------------- q5 (capstone): the modern block
+BLOCK_SIGNATURE = "(d_model, n_heads, n_kv_heads, d_ff, rope_base=10000.0, eps=1e-6)"
+BLOCK_LAYOUT = ("self_attn.w_q and self_attn.w_o (d_model → d_model), self_attn.w_k and self_attn.w_v (d_model → "
+                "n_kv_heads · d_head), feed_forward.gate and feed_forward.up (d_model → d_ff), feed_forward.down "
+                "(d_ff → d_model) — every nn.Linear with bias=False — and the RMSNorm gains attn_block.norm.weight "
+                "and ff_block.norm.weight (d_model,)")
+BLOCK_EXTRA = ("The modern block has no biases (bias=False in every nn.Linear; RMSNorm has a gain and no bias), no "
+               "position table (RoPE rotates q and k) and no final norm (that belongs to the model). ")
+
+
+def block_forbidden() -> dict:
+    """The package's blocks and the parts the learner rebuilt in exercises 1–3 (and torch's ready-made ones): the
+    block must be assembled from the learner's own RMSNorm, RoPE and K/V repetition. F.scaled_dot_product_attention
+    may compute softmax(q kᵀ / √d_head) v."""
+    from ..attention import MultiHeadAttention
+    from ..language_model import DecoderOnlyBlock
+    from ..layers import DecoderLayer, EncoderLayer, make_feed_forward
+
+    return {"the package's course_utils.language_model.DecoderOnlyBlock": DecoderOnlyBlock,
+            "the package's course_utils.layers.EncoderLayer": EncoderLayer,
+            "the package's course_utils.layers.DecoderLayer": DecoderLayer,
+            "the package's course_utils.attention.MultiHeadAttention": MultiHeadAttention,
+            "the package's course_utils.layers.make_feed_forward": make_feed_forward,
+            "the package's course_utils.modern.SwiGLUFeedForward": modern.SwiGLUFeedForward,
+            **RMS_FORBIDDEN, **ROPE_FORBIDDEN, **REPEAT_FORBIDDEN,
+            "torch.nn.MultiheadAttention": nn.MultiheadAttention,
+            "torch.nn.TransformerEncoderLayer": nn.TransformerEncoderLayer,
+            "torch.nn.TransformerDecoderLayer": nn.TransformerDecoderLayer}
+
+
+def package_block(d_model: int, n_heads: int, n_kv_heads: int, d_ff: int, rope_base: float, eps: float,
+                  seed: int) -> nn.Module:
+    """Lesson 08's block with lesson 09's switches — RoPE, RMSNorm, SwiGLU, grouped-query attention, no bias, no
+    dropout — seeded, its RMSNorm gains randomised (so a missing or misplaced norm shows)."""
+    from ..language_model import DecoderOnlyBlock
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        block = DecoderOnlyBlock(d_model, n_heads, d_ff, 0.0, activation="swiglu", norm="pre", bias=False,
+                                 normalization="rmsnorm", n_kv_heads=n_kv_heads, rope_base=rope_base, norm_eps=eps)
+    generator = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        for norm in (block.attn_block.norm, block.ff_block.norm):
+            norm.weight.copy_(1 + 0.5 * torch.randn(norm.weight.shape, generator=generator))
+    return block.eval()
+
+
+def block_cases(draw: Draw):
+    """From the smallest input to the largest: one token, multi-head (as many K/V heads as query heads), no mask,
+    the defaults; batch 1, multi-query (one K/V head), an odd length, a causal mask, rope_base and eps given;
+    grouped-query with a causal mask AND padding in some rows only, another rope_base; a longer odd sequence
+    without a mask (every position sees every other), another group size, eps given. All but the first hold a
+    tiny token (where eps matters); d_head ≥ 4 there, so that rope_base shows."""
+    from .lesson04 import BlockCase
+
+    cases = []
+    used: set[int] = set()
+
+    def sizes(kind: str, avoid: tuple[int, ...]):
+        for attempt in range(400):  # a d_model of its own when one is found, so no typed-in size passes twice
+            n_heads = draw.choice((2, 3, 4, 6)) if kind != "gqa" else draw.choice((4, 6, 8))
+            kv = {"mha": n_heads, "mqa": 1}.get(kind) or draw.choice([d for d in range(2, n_heads) if n_heads % d == 0])
+            d_head = draw.choice((2, 4, 6, 8) if kind == "mha" else (4, 6, 8))  # ≥ 2 pairs: rope_base shows
+            d_model = n_heads * d_head
+            d_ff = draw.choice([n for n in range(d_model // 2 + 1, 3 * d_model)
+                                if n not in (n_heads, kv, d_head, d_model) + avoid])
+            distinct = {n_heads, d_head, d_model, d_ff} | ({kv} if kind == "gqa" else set())
+            if len(distinct) == (5 if kind == "gqa" else 4) and not {n_heads, d_head, d_model} & set(avoid) \
+                    and (d_model not in used or attempt > 200):
+                used.add(d_model)
+                return n_heads, kv, d_head, d_model, d_ff
+        raise AssertionError("no sizes found")  # pragma: no cover - the ranges hold plenty
+
+    def tokens(batch: int, seq: int, d_model: int, tiny: bool) -> torch.Tensor:
+        x = draw.randn(batch, seq, d_model, scale=1.5) + draw.randn(batch, seq, 1)
+        if tiny:
+            x[-1, draw.integer(0, seq - 1)] = draw.randn(d_model, scale=1e-3)
+        return x
+
+    def label(batch, seq, n_heads, kv, d_head, d_model, d_ff, extra):
+        kind = ("multi-head" if kv == n_heads else "multi-query" if kv == 1 else "grouped-query")
+        return (f"batch {batch}, seq {seq}, d_model {d_model}, {n_heads} heads of d_head {d_head}, {kv} K/V "
+                f"head{'s' if kv > 1 else ''} ({kind}), d_ff {d_ff}, {extra}")
+
+    def add(batch, seq, kind, mask_kind, options, tiny=False):
+        n_heads, kv, d_head, d_model, d_ff = sizes(kind, (batch, seq))
+        x = tokens(batch, seq, d_model, tiny)
+        mask, masks = None, "no mask (every position sees every other)"
+        if mask_kind in ("causal", "causal+padding"):
+            mask = torch.ones(seq, seq, dtype=torch.bool).tril()[None, None]
+            masks = f"a causal mask {tuple(mask.shape)}"
+        if mask_kind == "causal+padding":
+            lengths = [seq] + [draw.integer(2, seq - 1) for _ in range(batch - 1)]
+            draw.rng.shuffle(lengths)
+            padding = (torch.arange(seq)[None, :] < torch.tensor(lengths)[:, None])[:, None, None, :]
+            mask = mask & padding
+            rows = [str(r) for r, n in enumerate(lengths) if n < seq]
+            masks = (f"a causal AND padding mask {tuple(mask.shape)} (padding in row{'s' if len(rows) > 1 else ''} "
+                     f"{', '.join(rows)} only)")
+        given = ", ".join(f"{k}={v}" for k, v in options.items()) or "rope_base and eps left at their defaults"
+        extra = f"{masks}, {given}" + (", one token tiny (RMS ~1e-3, where eps matters)" if tiny else "")
+        description = label(batch, seq, n_heads, kv, d_head, d_model, d_ff, extra)
+        cases.append((BlockCase(description, d_model, n_heads, d_ff, x, mask), kv, options))
+
+    add(1, 1, "mha", None, {})
+    add(1, draw.choice((5, 7)), "mqa", "causal", {"rope_base": draw.choice((100.0, 500.0, 2000.0)),
+                                                   "eps": draw.choice((1e-5, 1e-4))}, tiny=True)
+    batch = draw.integer(2, 3)
+    add(batch, draw.choice((5, 7)), "gqa", "causal+padding", {"rope_base": draw.choice((50.0, 300.0, 1000.0))},
+        tiny=True)
+    add(draw.integer(2, 3), draw.choice((9, 11)), "gqa", None, {"eps": draw.choice((1e-5, 1e-4)),
+                                                               "rope_base": 10000.0}, tiny=True)
+    return cases
+
+
+def rope_rotate(x: torch.Tensor, base: float, layout: str) -> torch.Tensor:
+    """``x (batch, heads, seq, d_head)`` rotated by positions 0 .. seq - 1, halves (right) or adjacent pairs."""
+    positions = torch.arange(x.size(-2))
+    if layout == "pairs":
+        return interleaved_rope(x, positions, base)
+    return apply_rotary(x, x, positions, base)[0]
+
+
+def modern_variant(block: nn.Module, x: torch.Tensor, mask, base: float, eps: float, *, rope: str = "halves",
+                   rotate_values: bool = False, repeat: str = "interleave", norm: str = "rms", ffn: str = "swiglu",
+                   wiring: str = "pre", scale: str = "d_head", use_mask: bool = True) -> torch.Tensor:
+    """The package block's weights assembled right or with one typical bug (written out, no package block)."""
+    attention = block.self_attn
+    n_heads, kv, d_head = attention.n_heads, attention.n_kv_heads, attention.d_head
+    batch, seq, d_model = x.shape
+
+    def normalise(h, module):
+        gain = module.weight
+        if norm == "centred":
+            h = h - h.mean(-1, keepdim=True)
+        ms = h.pow(2).mean(-1, keepdim=True)
+        if norm == "eps outside":
+            return h / (ms.sqrt() + eps) * gain
+        value = h * torch.rsqrt(ms + (norm if isinstance(norm, float) else eps))
+        return value if norm == "no gain" else value * gain
+
+    def attend(h):
+        q = attention.w_q(h).view(batch, seq, n_heads, d_head).transpose(1, 2)
+        k = attention.w_k(h).view(batch, seq, kv, d_head).transpose(1, 2)
+        v = attention.w_v(h).view(batch, seq, kv, d_head).transpose(1, 2)
+        if rope != "none":
+            q = rope_rotate(q, base, rope if rope in ("halves", "pairs") else "halves") if rope != "k only" else q
+            k = rope_rotate(k, base, rope if rope in ("halves", "pairs") else "halves") if rope != "q only" else k
+        if rotate_values:
+            v = rope_rotate(v, base, "halves")
+        groups = n_heads // kv
+        if repeat == "tile":
+            k, v = k.repeat(1, groups, 1, 1), v.repeat(1, groups, 1, 1)
+        else:
+            k, v = repeat_kv(k, groups), repeat_kv(v, groups)
+        factor = {"d_head": d_head ** -0.5, "d_model": d_model ** -0.5, "none": 1.0}[scale]
+        scores = (q @ k.transpose(-2, -1)) * factor
+        if mask is not None and use_mask:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        out = torch.softmax(scores, dim=-1) @ v
+        return attention.w_o(out.transpose(1, 2).reshape(batch, seq, d_model))
+
+    def feed_forward(h):
+        f = block.feed_forward
+        gate, up = f.gate(h), f.up(h)
+        hidden = {"swiglu": lambda: F.silu(gate) * up, "swapped": lambda: F.silu(up) * gate,
+                  "gelu": lambda: F.gelu(gate) * up, "relu": lambda: F.relu(gate) * up,
+                  "no gate": lambda: F.silu(up), "silu after": lambda: F.silu(gate * up),
+                  "sigmoid": lambda: torch.sigmoid(gate) * up}[ffn]()
+        return f.down(hidden)
+
+    for sublayer, module in ((attend, block.attn_block.norm), (feed_forward, block.ff_block.norm)):
+        if wiring == "pre":
+            x = x + sublayer(normalise(x, module))
+        elif wiring == "post":
+            x = normalise(x + sublayer(x), module)
+        else:
+            x = sublayer(normalise(x, module))
+    return x
+
+
+BLOCK_MISTAKES = (
+    ({"rotate_values": True}, "the values are rotated too: RoPE rotates the queries and the keys only — positions "
+                              "decide where to look, not what is read"),
+    ({"rope": "pairs"}, "RoPE pairs adjacent dimensions (0, 1), (2, 3), … here; the package (and exercise 2) pairs "
+                        "dimension i with i + d_head/2, the two halves"),
+    ({"rope": "none"}, "no position reaches the attention: rotate the queries and the keys with RoPE, positions "
+                       "0 .. seq - 1"),
+    ({"rope": "q only"}, "only the queries are rotated: rotate the keys too (with the same positions), so the "
+                         "score depends on m − n"),
+    ({"rope": "k only"}, "only the keys are rotated: rotate the queries too (with the same positions), so the "
+                         "score depends on m − n"),
+    ({"repeat": "tile"}, "the K/V heads are tiled (0, 1, 0, 1, …): query head h must read K/V head h // (n_heads "
+                         "// n_kv_heads) — repeat each K/V head in a row (your repeat_kv_heads)"),
+    ({"norm": "centred"}, "the norm subtracts the mean: that is LayerNorm; RMSNorm only divides by the root mean "
+                          "square"),
+    ({"norm": "eps outside"}, "eps is added outside the square root: RMSNorm is x / sqrt(mean(x²) + eps) · g"),
+    ({"norm": "no gain"}, "the RMSNorm gain is missing: multiply by the norm's weight"),
+    ({"ffn": "swapped"}, "SiLU is applied to `up` instead of `gate`: down(silu(gate(x)) · up(x))"),
+    ({"ffn": "gelu"}, "the gate uses GELU; SwiGLU's gate is SiLU (x · sigmoid(x)): down(silu(gate(x)) · up(x))"),
+    ({"ffn": "relu"}, "the gate uses ReLU; SwiGLU's gate is SiLU: down(silu(gate(x)) · up(x))"),
+    ({"ffn": "sigmoid"}, "the gate is a sigmoid (that is GLU); SwiGLU uses SiLU, x · sigmoid(x)"),
+    ({"ffn": "no gate"}, "the gate is missing: SwiGLU multiplies silu(gate(x)) by up(x) before down"),
+    ({"ffn": "silu after"}, "SiLU is applied after the product: down(silu(gate(x)) · up(x))"),
+    ({"wiring": "post"}, "the block is wired Post-norm, norm(x + sublayer(x)); the modern block is Pre-norm: "
+                         "x + sublayer(norm(x))"),
+    ({"wiring": "none"}, "the residual connection is missing: x + sublayer(norm(x))"),
+    ({"scale": "d_model"}, "the scores are scaled by 1/√d_model; scale by 1/√d_head (each head's size)"),
+    ({"scale": "none"}, "the scores are not scaled: divide q·kᵀ by √d_head"),
+    ({"use_mask": False}, "the mask is ignored: pass it to the attention scores (True = may attend)"),
+)
+
+
+def diagnose_block(block: nn.Module, case, base: float, eps: float, got: torch.Tensor) -> str | None:
+    """The typical mistake whose output the learner's block reproduces on ``case`` (mistakes that change nothing
+    on this input — tiling one K/V head, say — are skipped)."""
+    with torch.no_grad():
+        right = modern_variant(block, case.x, case.mask, base, eps)
+
+        def matches(wrong: torch.Tensor) -> bool:
+            return not close(wrong, right, atol=1e-6, rtol=1e-6) and close(got, wrong, atol=1e-5, rtol=1e-4)
+        for knobs, message in BLOCK_MISTAKES:
+            if matches(modern_variant(block, case.x, case.mask, base, eps, **knobs)):
+                return message
+        for other in (1e-6, 1e-5, torch.finfo(torch.float32).eps, 1e-8, 0.0):
+            if other != eps and matches(modern_variant(block, case.x, case.mask, base, eps, norm=float(other))):
+                return (f"the RMSNorm used eps={other:g} where the block was built with eps={eps:g}: pass eps on to "
+                        "both norms (inside the square root)")
+        if base != 10000.0 and matches(modern_variant(block, case.x, case.mask, 10000.0, eps)):
+            return (f"RoPE used base 10000 where the block was built with rope_base={base}: pass rope_base on to "
+                    "the rotation")
+        if case.mask is not None and bool(case.mask.all(dim=1, keepdim=True).logical_not().any()):
+            causal = torch.ones(case.x.size(1), case.x.size(1), dtype=torch.bool).tril()[None, None]
+            if matches(modern_variant(block, case.x, causal, base, eps)):
+                return ("the padding part of the mask is ignored (a causal mask of your own, or is_causal=True): "
+                        "use the mask you are given")
+        if case.mask is None and case.x.size(1) > 1:
+            causal = torch.ones(case.x.size(1), case.x.size(1), dtype=torch.bool).tril()[None, None]
+            if matches(modern_variant(block, case.x, causal, base, eps)):
+                return ("with mask=None every position sees every other; yours is causal anyway (a mask of your "
+                        "own, or is_causal=True): apply only the mask you are given")
+    return None
+
+
+def check_modern_block(ns) -> None:
+    from .lesson04 import compare_blocks
+
+    learner_class = own_module_class(ns["ModernBlock"], "ModernBlock",
+                                     "course_utils.language_model.DecoderOnlyBlock")
+    draw = Draw()
+    forbidden = block_forbidden()
+    for case, kv, options in block_cases(draw):
+        base, eps = options.get("rope_base", 10000.0), options.get("eps", EPS)
+        package = package_block(case.d_model, case.n_heads, kv, case.d_ff, base, eps, draw.integer(0, 2 ** 30))
+        sizes = (case.d_model, case.n_heads, kv, case.d_ff)
+        with torch.random.fork_rng(devices=[]):
+            learner = call_learner(instantiate, "ModernBlock", case.description, learner_class, "ModernBlock",
+                                   BLOCK_SIGNATURE, *sizes, forbidden=forbidden, **options)
+        if not isinstance(learner, nn.Module):
+            raise ExerciseFailure(f"`ModernBlock(...)` should build an nn.Module, got {type(learner).__name__}.")
+        copy_weights(package, learner, "ModernBlock", BLOCK_LAYOUT, BLOCK_EXTRA)
+        learner.eval()
+        compare_blocks(package, learner, "ModernBlock", case,
+                       lambda got, package=package, case=case, base=base, eps=eps:
+                       diagnose_block(package, case, base, eps, got), forbidden)
+
+
+q5 = Exercise(
+    name="Capstone: the modern block",
+    variables=("ModernBlock",),
+    checker=check_modern_block,
+    hints=("Lesson 08's Pre-norm block with four parts swapped: RMSNorm for LayerNorm, RoPE on the queries and keys "
+           "instead of a position table, SwiGLU for the ReLU network, and fewer K/V heads shared by groups of query "
+           "heads. Your exercises 1–3 are the tools. Stuck? `from course_utils.language_model import "
+           "DecoderOnlyBlock` (with activation='swiglu', normalization='rmsnorm', n_kv_heads, rope_base, bias=False) "
+           "and move on.",
+           "RMSNorm module: a gain of ones, forward = your rms_norm with the block's eps. SwiGLU: three bias-free "
+           "linears gate, up (d_model → d_ff) and down (d_ff → d_model); down of silu(gate) times up. Attention: "
+           "bias-free w_q and w_o (d_model → d_model), w_k and w_v (d_model → n_kv_heads · d_head); split q into "
+           "n_heads heads and k, v into n_kv_heads; rotate q and k (not v) with your apply_rope at positions "
+           "0 … seq − 1 and rope_base; repeat each K/V head n_heads // n_kv_heads times in a row; scores over "
+           "√d_head; the mask (True = may attend) before the softmax; weights times v; merge the heads; w_o. "
+           "Block: x plus attention of norm(x), then x plus SwiGLU of norm(x), each sublayer with its own RMSNorm, "
+           "named attn_block.norm and ff_block.norm."),
+    solution=solution_of("lesson09", "rms_norm", "apply_rope", "repeat_kv_heads", "RMSNormLayer", "SwiGLU",
+                         "GroupedQueryAttention", "PreNorm", "ModernBlock"),
+    success="Correct! Your block computes what lesson 08's block computes with lesson 09's switches on — the same "
+            "outputs and gradients for multi-head, grouped-query and multi-query attention, with and without masks, "
+            "eps and rope_base as given.",
+    task=(
+        "**Capstone — the modern block.** Assemble the Llama-style block from your exercises 1–3: "
+        "`ModernBlock(d_model, n_heads, n_kv_heads, d_ff, rope_base=10000.0, eps=1e-6)` with `forward(x, "
+        "mask=None)`: `x (batch, seq, d_model)` → same shape. Two Pre-norm sublayers, $x \\leftarrow x + "
+        "\\text{sublayer}(\\text{RMSNorm}(x))$, each with its own RMSNorm (a gain, no bias; `eps` inside the "
+        "square root):\n\n"
+        "1. grouped-query self-attention: bias-free projections `w_q`, `w_o` (d_model → d_model) and `w_k`, `w_v` "
+        "(d_model → n_kv_heads · d_head, d_head = d_model / n_heads); queries and keys — not values — rotated by "
+        "RoPE at positions 0 … seq − 1 with `rope_base` (your `apply_rope`, the halves layout); each K/V head "
+        "shared by n_heads / n_kv_heads query heads in a row (your `repeat_kv_heads`); $\\text{softmax}(q k^\\top "
+        "/ \\sqrt{d_\\text{head}})\\,v$ where `mask` (4-D bool, True = may attend; `None` = every position sees "
+        "every other) allows;\n"
+        "2. SwiGLU: $W_\\text{down}\\big(\\text{silu}(W_\\text{gate} x) \\odot W_\\text{up} x\\big)$, bias-free, "
+        "hidden size `d_ff`.\n\n"
+        "No dropout, no bias anywhere. The attribute names are the package's: `self_attn.w_q`, `self_attn.w_k`, "
+        "`self_attn.w_v`, `self_attn.w_o`, `feed_forward.gate`, `feed_forward.up`, `feed_forward.down`, "
+        "`attn_block.norm.weight`, `ff_block.norm.weight`. Write it with your own `rms_norm`, `apply_rope` and "
+        "`repeat_kv_heads` (exercises 1–3; run those cells first): the package's `DecoderOnlyBlock`, "
+        "`EncoderLayer`, `MultiHeadAttention`, `RMSNorm`, `SwiGLUFeedForward`, `apply_rotary` and `repeat_kv`, "
+        "and torch's `nn.RMSNorm`, `F.rms_norm`, `nn.MultiheadAttention`, are not accepted, however they are "
+        "reached. For the attention core, $\\text{softmax}(qk^\\top/\\sqrt{d_\\text{head}})v$, writing it out and "
+        "`F.scaled_dot_product_attention` (even with `enable_gqa=True`) are both fine.\n\n"
+        "How it is checked: every check draws four configurations with fresh sizes (heads, d_head, d_ff, batch "
+        "and length, no two alike) and tries, from the smallest to the largest: one token with as many K/V heads "
+        "as query heads and no mask, the defaults; batch 1, one K/V head (multi-query), an odd length, a causal "
+        "mask, `rope_base` and `eps` given; grouped-query attention with a causal AND padding mask (padding in "
+        "some rows only) and another `rope_base`; a longer odd sequence without a mask, another group size, `eps` "
+        "given — each but the first with a tiny token (RMS ~1e-3), where eps matters. For each, "
+        "`course_utils.language_model.DecoderOnlyBlock` is built with lesson 09's switches "
+        "(`activation=\"swiglu\"`, `normalization=\"rmsnorm\"`, `n_kv_heads`, `rope_base`, `norm_eps`, "
+        "`bias=False`, Pre-norm, no dropout; RMSNorm gains randomised), its parameters are copied into yours, and "
+        "outputs and gradients (of `x` and of every parameter) must agree; `x` and `mask` must come back "
+        "unchanged. `q5.hint()` and `q5.solution()` help; stuck? "
+        "`from course_utils.language_model import DecoderOnlyBlock` and move on."
+    ),
+    starter=(
+        "import math\n"
+        "\n"
+        "import torch\n"
+        "import torch.nn as nn\n"
+        "import torch.nn.functional as F\n"
+        "\n"
+        "# uses your rms_norm, apply_rope and repeat_kv_heads from exercises 1-3 (run those cells first)\n"
+        "\n"
+        "\n"
+        "class RMSNormLayer(nn.Module):\n"
+        "    def __init__(self, d_model, eps=1e-6):\n"
+        "        super().__init__()\n"
+        "        raise NotImplementedError  # a gain `weight` of d_model ones; keep eps\n"
+        "\n"
+        "    def forward(self, x):\n"
+        "        raise NotImplementedError  # your rms_norm\n"
+        "\n"
+        "\n"
+        "class SwiGLU(nn.Module):\n"
+        "    def __init__(self, d_model, d_ff):\n"
+        "        super().__init__()\n"
+        "        raise NotImplementedError  # gate, up: d_model -> d_ff; down: d_ff -> d_model; no biases\n"
+        "\n"
+        "    def forward(self, x):\n"
+        "        raise NotImplementedError  # down(silu(gate(x)) * up(x))\n"
+        "\n"
+        "\n"
+        "class GroupedQueryAttention(nn.Module):\n"
+        "    def __init__(self, d_model, n_heads, n_kv_heads, rope_base=10000.0):\n"
+        "        super().__init__()\n"
+        "        raise NotImplementedError  # w_q, w_o: d_model -> d_model; w_k, w_v: d_model -> n_kv_heads * d_head\n"
+        "\n"
+        "    def forward(self, x, mask=None):\n"
+        "        # heads; RoPE on q and k; repeat the K/V heads; softmax(q k^T / sqrt(d_head)) v; merge; w_o\n"
+        "        raise NotImplementedError\n"
+        "\n"
+        "\n"
+        "class ModernBlock(nn.Module):\n"
+        "    def __init__(self, d_model, n_heads, n_kv_heads, d_ff, rope_base=10000.0, eps=1e-6):\n"
+        "        super().__init__()\n"
+        "        # self_attn, feed_forward, and attn_block.norm / ff_block.norm (one RMSNorm each)\n"
+        "        raise NotImplementedError\n"
+        "\n"
+        "    def forward(self, x, mask=None):\n"
+        "        raise NotImplementedError  # x + attention(norm(x)), then x + swiglu(norm(x))\n"
+    ),
 )

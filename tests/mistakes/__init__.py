@@ -1,6 +1,7 @@
 """Mistake catalogues: the typical wrong answers of every exercise, declared once per lesson.
 
-``tests/mistakes/lessonNN.py`` holds ``MISTAKES: list[Mistake]`` for the exercises of ``course_utils.exercises
+``tests/mistakes/lessonNN.py`` holds ``MISTAKES: list[Mistake]`` and ``ALTERNATIVES: list[Alternative]`` (right
+answers written differently, which must be accepted) for the exercises of ``course_utils.exercises
 .lessonNN``. One parametrised test (tests/test_exercise_mistakes.py) proves that every mistake is rejected with a
 message that contains ``message``; the classroom grader's tests build synthetic submissions from the same data.
 They live under ``tests/`` so that a student edition never ships them.
@@ -22,13 +23,32 @@ class Mistake:
     prelude: str = ""  # imports the answer needs (the notebook has them already)
 
 
-def all_mistakes() -> list[Mistake]:
-    """Every lesson's catalogue, in lesson order."""
-    mistakes: list[Mistake] = []
+@dataclass(frozen=True)
+class Alternative:
+    """A *right* answer written differently from the reference solution (einsum, a loop, another valid order of
+    operations, a buffer, a module where a function is asked …): the checker must accept it."""
+
+    lesson: str
+    exercise: str
+    name: str
+    code: str
+    prelude: str = ""
+
+
+def _lesson_modules():
     for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if module.name.startswith("lesson"):
-            mistakes.extend(importlib.import_module(f"{__name__}.{module.name}").MISTAKES)
-    return mistakes
+            yield importlib.import_module(f"{__name__}.{module.name}")
+
+
+def all_mistakes() -> list[Mistake]:
+    """Every lesson's catalogue, in lesson order."""
+    return [mistake for module in _lesson_modules() for mistake in module.MISTAKES]
+
+
+def all_alternatives() -> list[Alternative]:
+    """Every lesson's right answers written differently (``ALTERNATIVES``), in lesson order."""
+    return [alternative for module in _lesson_modules() for alternative in getattr(module, "ALTERNATIVES", [])]
 
 
 def plant(code: str, old: str, new: str, count: int = -1) -> str:

@@ -1,5 +1,5 @@
 """Typical wrong answers to the exercises of lesson02, each with the phrase its feedback must contain."""
-from . import Mistake
+from . import Alternative, Mistake
 
 PRELUDE = 'import math\nimport torch\n'
 
@@ -131,4 +131,113 @@ MISTAKES += [
       "        a = k / 10000 ** (i / d)\n        c, s = math.cos(a), math.sin(a)\n"
       "        blocks.append(torch.tensor([[c, s], [-s, c]]))\n    return torch.block_diag(*blocks)\n",
       '2i / d_model'),
+]
+
+SOLUTION_TABLE = ('def sinusoidal_pe(max_len, d_model):\n'
+                  '    position = torch.arange(max_len, dtype=torch.float32)[:, None]\n'
+                  '    frequency = torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float32)\n'
+                  '                          * math.log(10000.0) / d_model)\n'
+                  '    table = torch.zeros(max_len, d_model)\n'
+                  '    table[:, 0::2] = torch.sin(position * frequency)\n'
+                  '    table[:, 1::2] = torch.cos(position * frequency)\n'
+                  '    return table\n')
+SOLUTION_SHIFT = ('def shift_matrix(k, d_model):\n'
+                  '    blocks = []\n'
+                  '    for two_i in range(0, d_model, 2):\n'
+                  '        angle = k / 10000 ** (two_i / d_model)\n'
+                  '        c, s = math.cos(angle), math.sin(angle)\n'
+                  '        blocks.append(torch.tensor([[c, s], [-s, c]]))\n'
+                  '    return torch.block_diag(*blocks)\n')
+
+MISTAKES += [
+    # q1: float64, a size written as a number, log10 for ln, NumPy
+    q('q1', 'float64', 'def pair_frequencies(d):\n'
+      '    return torch.exp(-torch.arange(0, d, 2, dtype=torch.float64) * math.log(10000.0) / d)\n', 'torch.float32'),
+    q('q1', 'd_model hard-coded as 512', 'def pair_frequencies(d):\n'
+      '    return torch.exp(-torch.arange(0, d, 2).float() * math.log(10000.0) / 512)\n', 'do not hard-code'),
+    q('q1', 'log10 for ln', 'def pair_frequencies(d):\n'
+      '    return torch.exp(-torch.arange(0, d, 2).float() * math.log10(10000.0) / d)\n', 'math.log10'),
+    q('q1', 'a NumPy array', 'import numpy as np\n\n\ndef pair_frequencies(d):\n'
+      '    return np.exp(-np.arange(0, d, 2) * math.log(10000.0) / d)\n', 'torch.Tensor'),
+    q('q1', 'a straight line', 'def pair_frequencies(d):\n    return torch.linspace(1.0, 1e-4, d // 2)\n',
+      'ω_i = exp(-2i'),
+    # q2: float64, a batch of one squeezed, each column its own frequency, sizes swapped
+    q('q2', 'float64 table', SOLUTION_TABLE.replace('torch.zeros(max_len, d_model)',
+                                                    'torch.zeros(max_len, d_model, dtype=torch.float64)'),
+      'torch.float32'),
+    q('q2', 'squeezed', SOLUTION_TABLE.replace('return table', 'return table.squeeze()'), '(max_len, d_model)'),
+    q('q2', 'each column its own frequency', 'def sinusoidal_pe(max_len, d_model):\n'
+      '    table = torch.zeros(max_len, d_model)\n'
+      '    for pos in range(max_len):\n'
+      '        for i in range(d_model):\n'
+      '            angle = pos / 10000 ** (i / d_model)\n'
+      '            table[pos, i] = math.sin(angle) if i % 2 == 0 else math.cos(angle)\n'
+      '    return table\n', 'share one frequency'),
+    q('q2', 'sin and cos stacked, not interleaved', 'def sinusoidal_pe(max_len, d_model):\n'
+      '    pos = torch.arange(max_len).float()[:, None]\n'
+      '    angle = pos * torch.exp(-torch.arange(0, d_model, 2).float() * math.log(10000.0) / d_model)\n'
+      '    return torch.stack([angle.sin(), angle.cos()], dim=1).reshape(max_len, d_model)\n',
+      'interleaves'),
+    q('q2', 'd_model hard-coded as 512',
+      SOLUTION_TABLE.replace('math.log(10000.0) / d_model', 'math.log(10000.0) / 512'), 'do not hard-code'),
+    # q3: float64, blocks overlapping, a fixed size
+    q('q3', 'float64', SOLUTION_SHIFT.replace('torch.tensor([[c, s], [-s, c]])',
+                                              'torch.tensor([[c, s], [-s, c]], dtype=torch.float64)'), 'torch.float32'),
+    q('q3', 'blocks one apart, overlapping', 'def shift_matrix(k, d_model):\n'
+      '    m = torch.zeros(d_model, d_model)\n'
+      '    for i in range(d_model // 2):\n'
+      '        a = k / 10000 ** (2 * i / d_model)\n'
+      '        m[i:i + 2, i:i + 2] = torch.tensor([[math.cos(a), math.sin(a)], [-math.sin(a), math.cos(a)]])\n'
+      '    return m\n', 'outside the 2×2'),
+    q('q3', 'd_model hard-coded as 8', SOLUTION_SHIFT.replace('range(0, d_model, 2)', 'range(0, 8, 2)'), 'matrix'),
+    q('q3', 'k in degrees', SOLUTION_SHIFT.replace('c, s = math.cos(angle), math.sin(angle)',
+                                                   'a = math.radians(angle)\n        c, s = math.cos(a), math.sin(a)'),
+      'should equal PE[pos + 1]'),
+]
+
+ALTERNATIVES = [
+    Alternative('lesson02', 'q1', 'the power form', 'def pair_frequencies(d_model):\n'
+                '    return 1.0 / 10000 ** (torch.arange(0, d_model, 2) / d_model)\n', PRELUDE),
+    Alternative('lesson02', 'q1', 'float64, then float32', 'def pair_frequencies(d_model):\n'
+                '    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)\n'
+                '    return torch.pow(10000.0, -two_i / d_model).float()\n', PRELUDE),
+    Alternative('lesson02', 'q1', 'logspace', 'def pair_frequencies(d_model):\n'
+                '    return torch.logspace(0, -4 * (d_model - 2) / d_model, d_model // 2)\n', PRELUDE),
+    Alternative('lesson02', 'q1', 'a list comprehension', 'def pair_frequencies(d_model):\n'
+                '    return torch.tensor([math.exp(-i * math.log(10000) / d_model) for i in range(0, d_model, 2)])\n',
+                PRELUDE),
+    Alternative('lesson02', 'q2', 'stacked and flattened', 'def sinusoidal_pe(max_len, d_model):\n'
+                '    pos = torch.arange(max_len)[:, None]\n'
+                '    angle = pos * torch.pow(torch.tensor(1e-4), torch.arange(0, d_model, 2) / d_model)\n'
+                '    return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)\n', PRELUDE),
+    Alternative('lesson02', 'q2', 'a loop over positions and pairs', 'def sinusoidal_pe(max_len, d_model):\n'
+                '    table = torch.zeros(max_len, d_model)\n'
+                '    for pos in range(max_len):\n'
+                '        for i in range(0, d_model, 2):\n'
+                '            angle = pos / 10000 ** (i / d_model)\n'
+                '            table[pos, i] = math.sin(angle)\n'
+                '            table[pos, i + 1] = math.cos(angle)\n'
+                '    return table\n', PRELUDE),
+    Alternative('lesson02', 'q2', 'float64, then float32', 'def sinusoidal_pe(max_len, d_model):\n'
+                '    pos = torch.arange(max_len, dtype=torch.float64)[:, None]\n'
+                '    angle = pos / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)\n'
+                '    table = torch.empty(max_len, d_model, dtype=torch.float64)\n'
+                '    table[:, ::2], table[:, 1::2] = angle.sin(), angle.cos()\n'
+                '    return table.float()\n', PRELUDE),
+    Alternative('lesson02', 'q3', 'the one-step rotation to the power k', 'def shift_matrix(k, d_model):\n'
+                '    m = torch.zeros(d_model, d_model, dtype=torch.float64)\n'
+                '    for i in range(0, d_model, 2):\n'
+                '        w = 10000 ** (-i / d_model)\n'
+                '        c, s = math.cos(w), math.sin(w)\n'
+                '        m[i:i + 2, i:i + 2] = torch.tensor([[c, s], [-s, c]])\n'
+                '    return torch.linalg.matrix_power(m, k).float()\n', PRELUDE),
+    Alternative('lesson02', 'q3', 'vectorised entries', 'def shift_matrix(k, d_model):\n'
+                '    angle = k * torch.exp(-torch.arange(0, d_model, 2).float() * math.log(10000.0) / d_model)\n'
+                '    m = torch.zeros(d_model, d_model)\n'
+                '    even = torch.arange(0, d_model, 2)\n'
+                '    m[even, even] = angle.cos()\n'
+                '    m[even + 1, even + 1] = angle.cos()\n'
+                '    m[even, even + 1] = angle.sin()\n'
+                '    m[even + 1, even] = -angle.sin()\n'
+                '    return m\n', PRELUDE),
 ]

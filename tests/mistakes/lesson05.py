@@ -1,7 +1,7 @@
 """Typical wrong answers to the exercises of lesson05, each with the phrase its feedback must contain."""
 from course_utils.exercises import lesson05
 
-from . import Mistake, plant
+from . import Alternative, Mistake, plant
 
 PRELUDE = 'import torch\n'
 
@@ -30,11 +30,11 @@ MISTAKES = [
     q('q1', 'off by one',
       'def p_token_present(vocab_size, seq_len):\n'
       '    return 1 - (1 - 1 / vocab_size) ** (seq_len - 1)\n',
-      'expected'),
+      'off by one'),
     q('q1', 'string',
       'def p_token_present(vocab_size, seq_len):\n'
       "    return 'about 3 %'\n",
-      'return a number'),
+      'should be a number'),
     q('q2', 'plain mean',
       'def masked_mean_pool(hidden, ids, pad_id=0):\n'
       '    return hidden.mean(1)\n',
@@ -73,7 +73,7 @@ MISTAKES = [
     q('q3', 'wrong shape',
       'def confusion_matrix(predictions, labels, n):\n'
       '    return torch.bincount(labels * n + predictions, minlength=n * n)\n',
-      '(3, 3)'),
+      '(n_classes, n_classes)'),
     q('q3', 'only correct ones',
       'def confusion_matrix(predictions, labels, n):\n'
       '    m = torch.zeros(n, n, dtype=torch.long)\n'
@@ -119,7 +119,8 @@ MISTAKES += [
       plant(plant(LOOP, "        if clip_norm is not None:\n"
                         "            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)\n", ""),
             "        loss.backward()\n",
-            "        torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)\n"
+            "        if clip_norm is not None:\n"
+            "            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)\n"
             "        loss.backward()\n"),
       'clip between backward and step'),
     q('q4', 'model.train() forgotten', plant(LOOP, "    model.train()\n", ""), 'call model.train()'),
@@ -134,4 +135,234 @@ MISTAKES += [
       "from course_utils.training import train_one_epoch as package_loop\n\n"
       "def train_one_epoch(*args, **kwargs):\n    return package_loop(*args, **kwargs)\n",
       'hands the work to the package'),
+]
+
+# Wrong answers of the kinds the adversarial review found passing: right only on one input, wrong type or dtype,
+# inputs changed in place, a cut graph, the package's loop under another path.
+MISTAKES += [
+    q('q1', '0-d tensor instead of a float',
+      'def p_token_present(vocab_size, seq_len):\n'
+      '    return 1 - (1 - 1 / torch.tensor(vocab_size, dtype=torch.float64)) ** seq_len\n',
+      'Python float'),
+    q('q1', 'float32 arithmetic',
+      'def p_token_present(vocab_size, seq_len):\n'
+      '    miss = 1 - 1 / torch.tensor(float(vocab_size))\n'
+      '    return float(1 - miss ** seq_len)\n',
+      'float32'),
+    q('q1', 'vocabulary size hard-coded',
+      'def p_token_present(vocab_size, seq_len):\n'
+      '    return 1 - (1 - 1 / 1000) ** seq_len\n',
+      'does not change with vocab_size'),
+    q('q1', 'rounded',
+      'def p_token_present(vocab_size, seq_len):\n'
+      '    return round(1 - (1 - 1 / vocab_size) ** seq_len, 3)\n',
+      'rounded'),
+    q('q1', 'Poisson approximation',
+      'import math\n\ndef p_token_present(vocab_size, seq_len):\n'
+      '    return 1 - math.exp(-seq_len / vocab_size)\n',
+      'approximation'),
+    q('q2', '.squeeze() drops the batch axis',
+      'def masked_mean_pool(hidden, ids, pad_id=0):\n'
+      '    real = (ids != pad_id).to(hidden.dtype)\n'
+      '    return ((hidden * real[..., None]).sum(1) / real.sum(1, keepdim=True)).squeeze()\n',
+      '.squeeze()'),
+    q('q2', 'count without keepdim',
+      'def masked_mean_pool(hidden, ids, pad_id=0):\n'
+      '    real = (ids != pad_id).to(hidden.dtype)\n'
+      '    return (hidden * real[..., None]).sum(1) / real.sum(1)\n',
+      'keepdim'),
+    q('q2', 'padding zeroed in place',
+      'def masked_mean_pool(hidden, ids, pad_id=0):\n'
+      '    hidden[ids == pad_id] = 0\n'
+      '    return hidden.sum(1) / (ids != pad_id).sum(1, keepdim=True)\n',
+      'changed its input `hidden` in place'),
+    q('q2', 'graph cut by detach',
+      'def masked_mean_pool(hidden, ids, pad_id=0):\n'
+      '    real = (ids != pad_id).to(hidden.dtype)\n'
+      '    return (hidden.detach() * real[..., None]).sum(1) / real.sum(1, keepdim=True)\n',
+      'carry no gradient'),
+    q('q2', 'float32 forced',
+      'def masked_mean_pool(hidden, ids, pad_id=0):\n'
+      '    real = (ids != pad_id).float()\n'
+      '    return (hidden.float() * real[..., None]).sum(1) / real.sum(1, keepdim=True)\n',
+      'torch.float64'),
+    q('q2', 'ids > 0 as the mask',
+      'def masked_mean_pool(hidden, ids, pad_id=0):\n'
+      '    real = (ids > 0).to(hidden.dtype)\n'
+      '    return (hidden * real[..., None]).sum(1) / real.sum(1, keepdim=True)\n',
+      'pad_id'),
+    q('q3', 'size from the data',
+      'def confusion_matrix(predictions, labels, n_classes):\n'
+      '    n = int(max(labels.max(), predictions.max())) + 1\n'
+      '    m = torch.zeros(n, n, dtype=torch.long)\n'
+      '    for t, p in zip(labels, predictions):\n'
+      '        m[t, p] += 1\n'
+      '    return m\n',
+      'classes can be absent'),
+    q('q3', 'bincount without minlength',
+      'def confusion_matrix(predictions, labels, n_classes):\n'
+      '    return torch.bincount(labels * n_classes + predictions).reshape(n_classes, n_classes)\n',
+      'minlength'),
+    q('q3', 'float counts',
+      'def confusion_matrix(predictions, labels, n_classes):\n'
+      '    m = torch.zeros(n_classes, n_classes)\n'
+      '    for t, p in zip(labels, predictions):\n'
+      '        m[t, p] += 1\n'
+      '    return m\n',
+      'integer tensor of counts'),
+    q('q3', '8-bit counts overflow',
+      'def confusion_matrix(predictions, labels, n_classes):\n'
+      '    m = torch.zeros(n_classes, n_classes, dtype=torch.uint8)\n'
+      '    m.index_put_((labels, predictions), torch.ones(len(labels), dtype=torch.uint8), accumulate=True)\n'
+      '    return m\n',
+      '8-bit'),
+    q('q3', 'three classes hard-coded',
+      'def confusion_matrix(predictions, labels, n_classes):\n'
+      '    m = torch.zeros(3, 3, dtype=torch.long)\n'
+      '    for t, p in zip(labels.tolist(), predictions.tolist()):\n'
+      '        m[t, p] += 1\n'
+      '    return m\n',
+      '(n_classes, n_classes)'),
+    q('q3', 'labels changed in place',
+      'def confusion_matrix(predictions, labels, n_classes):\n'
+      '    flat = labels.mul_(n_classes).add_(predictions)\n'
+      '    return torch.bincount(flat, minlength=n_classes ** 2).reshape(n_classes, n_classes)\n',
+      'changed its input `labels` in place'),
+    q('q4', "the package's loop through a module alias",
+      'import course_utils.training as T\n\n'
+      'def train_one_epoch(*args, **kwargs):\n    return T.train_one_epoch(*args, **kwargs)\n',
+      "calls the package's course_utils.training.train_one_epoch"),
+    q('q4', "the package's loop through importlib and getattr",
+      'import importlib\n\n'
+      'def train_one_epoch(model, batches, loss_fn, optimizer, scheduler, clip_norm=1.0):\n'
+      '    loop = getattr(importlib.import_module("course_utils.training"), "train_" + "one_epoch")\n'
+      '    return loop(model, batches, loss_fn, optimizer, scheduler, clip_norm)\n',
+      "calls the package's course_utils.training.train_one_epoch"),
+    q('q4', "the package's fit for one epoch",
+      'from course_utils import training\n\n'
+      'def train_one_epoch(model, batches, loss_fn, optimizer, scheduler, clip_norm=1.0):\n'
+      '    history = training.fit(model, batches, loss_fn, epochs=1, clip_norm=clip_norm, progress=False)\n'
+      '    return history.train_loss\n',
+      "calls the package's course_utils.training.fit"),
+    q('q4', 'clip_norm hard-coded to 1.0',
+      plant(LOOP, "clip_grad_norm_(model.parameters(), clip_norm)", "clip_grad_norm_(model.parameters(), 1.0)"),
+      'instead of clip_norm'),
+    q('q4', 'clipped although clip_norm is None',
+      plant(LOOP, "        if clip_norm is not None:\n"
+                  "            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)\n",
+            "        torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm or 1.0)\n"),
+      'clip_norm=None means no clipping'),
+    q('q4', 'each parameter clipped on its own',
+      plant(LOOP, "            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)\n",
+            "            for p in model.parameters():\n"
+            "                torch.nn.utils.clip_grad_norm_(p, clip_norm)\n"),
+      'global norm'),
+    q('q4', 'gradients clipped by value',
+      plant(LOOP, "torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)",
+            "torch.nn.utils.clip_grad_value_(model.parameters(), clip_norm)"),
+      'global norm'),
+    q('q4', 'zero_grad every other step (accumulation)',
+      plant(plant(LOOP, "    for batch in batches:\n", "    for i, batch in enumerate(batches):\n"),
+            "        optimizer.zero_grad()\n", "        if i % 2 == 0:\n            optimizer.zero_grad()\n"),
+      'gradients accumulate'),
+    q('q4', 'the mean loss returned',
+      plant(LOOP, "    return losses\n", "    return sum(losses) / len(losses)\n"),
+      'should be a list'),
+    q('q4', 'detached loss tensors returned',
+      plant(LOOP, "losses.append(loss.item())", "losses.append(loss.detach())"),
+      'Python floats'),
+    q('q4', 'a fixed number of steps',
+      plant(LOOP, "    for batch in batches:\n", "    for batch in list(batches)[:3]:\n"),
+      'once for every batch'),
+]
+
+ALTERNATIVES = [
+    Alternative('lesson05', 'q1', 'ratio to the power',
+                'def p_token_present(vocab_size, seq_len):\n'
+                '    return 1.0 - ((vocab_size - 1) / vocab_size) ** seq_len\n'),
+    Alternative('lesson05', 'q1', 'expm1 and log1p',
+                'import math\n\ndef p_token_present(vocab_size, seq_len):\n'
+                '    return -math.expm1(seq_len * math.log1p(-1 / vocab_size))\n'),
+    Alternative('lesson05', 'q1', 'numpy float64',
+                'import numpy as np\n\ndef p_token_present(vocab_size, seq_len):\n'
+                '    return 1 - np.power(1 - 1 / np.float64(vocab_size), seq_len)\n'),
+    Alternative('lesson05', 'q1', 'a loop over the positions',
+                'def p_token_present(vocab_size, seq_len):\n'
+                '    absent = 1.0\n'
+                '    for _ in range(seq_len):\n'
+                '        absent *= 1 - 1 / vocab_size\n'
+                '    return 1 - absent\n'),
+    Alternative('lesson05', 'q1', 'float64 tensor turned into a float',
+                'def p_token_present(vocab_size, seq_len):\n'
+                '    miss = 1 - 1 / torch.tensor(vocab_size, dtype=torch.float64)\n'
+                '    return (1 - miss ** seq_len).item()\n', PRELUDE),
+    Alternative('lesson05', 'q2', 'mask as .float()',
+                'def masked_mean_pool(hidden, ids, pad_id=0):\n'
+                '    real = (ids != pad_id).float()\n'
+                '    return (hidden * real.unsqueeze(-1)).sum(dim=1) / real.sum(dim=1).unsqueeze(-1)\n'),
+    Alternative('lesson05', 'q2', 'einsum',
+                'def masked_mean_pool(hidden, ids, pad_id=0):\n'
+                '    real = (ids != pad_id).to(hidden.dtype)\n'
+                '    return torch.einsum("bsd,bs->bd", hidden, real) / real.sum(1, keepdim=True)\n', PRELUDE),
+    Alternative('lesson05', 'q2', 'a loop over the rows',
+                'def masked_mean_pool(hidden, ids, pad_id=0):\n'
+                '    return torch.stack([hidden[b][ids[b] != pad_id].mean(dim=0) for b in range(len(ids))])\n',
+                PRELUDE),
+    Alternative('lesson05', 'q2', 'masked_fill and an integer count',
+                'def masked_mean_pool(hidden, ids, pad_id=0):\n'
+                '    pad = (ids == pad_id).unsqueeze(-1)\n'
+                '    return hidden.masked_fill(pad, 0).sum(1) / (~pad).sum(1)\n'),
+    Alternative('lesson05', 'q3', 'a loop',
+                'def confusion_matrix(predictions, labels, n_classes):\n'
+                '    m = torch.zeros(n_classes, n_classes, dtype=torch.long)\n'
+                '    for t, p in zip(labels.tolist(), predictions.tolist()):\n'
+                '        m[t][p] += 1\n'
+                '    return m\n', PRELUDE),
+    Alternative('lesson05', 'q3', 'int32 with index_put_',
+                'def confusion_matrix(predictions, labels, n_classes):\n'
+                '    m = torch.zeros((n_classes, n_classes), dtype=torch.int32)\n'
+                '    return m.index_put_((labels, predictions), torch.ones_like(labels, dtype=torch.int32),\n'
+                '                        accumulate=True)\n', PRELUDE),
+    Alternative('lesson05', 'q3', 'one-hot product',
+                'import torch.nn.functional as F\n\ndef confusion_matrix(predictions, labels, n_classes):\n'
+                '    return F.one_hot(labels, n_classes).T @ F.one_hot(predictions, n_classes)\n', PRELUDE),
+    Alternative('lesson05', 'q3', 'bincount per true class',
+                'def confusion_matrix(predictions, labels, n_classes):\n'
+                '    return torch.stack([torch.bincount(predictions[labels == t], minlength=n_classes)\n'
+                '                        for t in range(n_classes)])\n', PRELUDE),
+    Alternative('lesson05', 'q4', 'model.zero_grad, float(loss), enumerate',
+                'import torch\n\n'
+                'def train_one_epoch(model, batches, loss_fn, optimizer, scheduler, clip_norm=1.0):\n'
+                '    model.train()\n'
+                '    losses = []\n'
+                '    for step, batch in enumerate(batches):\n'
+                '        model.zero_grad(set_to_none=False)\n'
+                '        loss = loss_fn(model, batch)\n'
+                '        loss.backward()\n'
+                '        if clip_norm:\n'
+                '            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=clip_norm)\n'
+                '        optimizer.step()\n'
+                '        scheduler.step()\n'
+                '        losses.append(float(loss))\n'
+                '    return losses\n'),
+    Alternative('lesson05', 'q4', 'clipping written out, gradients cleared after each step',
+                'import torch\n\n'
+                'def train_one_epoch(model, batches, loss_fn, optimizer, scheduler, clip_norm=1.0):\n'
+                '    model.train(True)\n'
+                '    optimizer.zero_grad()\n'
+                '    losses = []\n'
+                '    for batch in batches:\n'
+                '        loss = loss_fn(model, batch)\n'
+                '        loss.backward()\n'
+                '        grads = [p.grad for p in model.parameters() if p.grad is not None]\n'
+                '        if clip_norm is not None:\n'
+                '            norm = torch.sqrt(sum((g ** 2).sum() for g in grads))\n'
+                '            scale = min(1.0, clip_norm / (float(norm) + 1e-6))\n'
+                '            for g in grads:\n'
+                '                g.mul_(scale)\n'
+                '        optimizer.step()\n'
+                '        scheduler.step()\n'
+                '        optimizer.zero_grad()\n'
+                '        losses.append(loss.detach().item())\n'
+                '    return tuple(losses)\n'),
 ]
