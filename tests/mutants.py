@@ -35,6 +35,9 @@ PYTEST_ARGS = ("-x", "-q", "-n", "0", "-p", "no:randomly", "-p", "no:cacheprovid
 ATTENTION_TESTS = ("tests/test_attention.py",)
 LAYER_TESTS = ("tests/test_layers_and_models.py",)
 MODEL_TESTS = ("tests/test_layers_and_models.py", "tests/test_leakage.py")
+NGRAM_TESTS = ("tests/test_ngram.py",)
+INTEROP_TESTS = ("tests/test_interop.py",)
+EXERCISE_TESTS = ("tests/test_exercise_asserts.py", "tests/test_exercise_mistakes.py")
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,24 @@ MUTANTS = (
     Mutant("smoothed loss normalised per sentence, not per target token", "losses.py",
            "label_smoothing, pad_id) / translation_target_count(batch, pad_id)",
            "label_smoothing, pad_id) / batch[1].size(0)", ("tests/test_train_command.py",)),
+    Mutant("Kneser-Ney back-off mass without the N3+ term", "ngram.py",
+           "backoff = d[0] * n1 + d[1] * n2 + d[2] * n3", "backoff = d[0] * n1 + d[1] * n2", NGRAM_TESTS),
+    Mutant("Kneser-Ney unseen context does not back off", "ngram.py",
+           "backoff * probs) / total.clamp(min=1), probs)", "backoff * probs) / total.clamp(min=1), probs * 0)",
+           NGRAM_TESTS),
+    Mutant("Kneser-Ney lower levels count occurrences, not contexts", "ngram.py",
+           'keys, counts = torch.unique(levels[0]["keys"] % self.vocab_size ** k, return_counts=True)',
+           'keys = torch.unique(levels[0]["keys"] % self.vocab_size ** k)\n'
+           '                counts = torch.ones_like(keys) * 2', NGRAM_TESTS),
+    Mutant("GPT-2 Conv1D weights copied without the transpose", "interop.py",
+           'return w.t().contiguous() if how == "t" else w.clone()', "return w.clone()", INTEROP_TESTS),
+    Mutant("exercise checker blind to inputs changed in place", "exercises/asserts.py",
+           "check_inputs_kept(before, {**dict(zip(labels, args)), **kwargs}, name, case.description)", "pass",
+           EXERCISE_TESTS),
+    Mutant("exercise checker lets the package's block do the work", "exercises/asserts.py",
+           "    if guard.used:\n", "    if False:\n", EXERCISE_TESTS),
+    Mutant("exercise checker blind to the dtype", "exercises/asserts.py",
+           "if got.dtype != expected.dtype:", "if False:", EXERCISE_TESTS),
 )
 
 
