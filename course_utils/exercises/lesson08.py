@@ -1,4 +1,5 @@
-"""Exercises of notebook 08 (a decoder-only GPT): the causal LM shift, temperature, top-k and top-p filters.
+"""Exercises of notebook 08 (a decoder-only GPT): the causal LM shift, temperature, top-k and top-p filters, and
+the capstones: the GPT itself (against DecoderOnlyLM) and sampling with a KV cache (against decoding.generate).
 
 Every check draws fresh inputs (:class:`~.asserts.Draw`) — sizes with no two equal — plus the edge cases (a batch
 of one, the shortest sequence, k = vocab, ties, p = 1, logits already -inf, float64 logits) and compares the
@@ -747,11 +748,7 @@ def check_gpt_logits(package: nn.Module, learner: nn.Module, case: GPTCase) -> N
             gap = ("you returned the last position's logits only: return the logits of every position, (batch, "
                    f"seq, vocab) = {tuple(expected.shape)}")
         raise ExerciseFailure(f"on {where}: {gap}.")
-    with torch.no_grad():
-        again = call_learner(learner, "GPT", where, snapshot(case.ids), forbidden=forbidden)
-    if not torch.equal(again, got.detach()):
-        raise ExerciseFailure(f"on {where}, in eval mode two calls of your `GPT` give different logits: dropout is "
-                              "still active. Use nn.Dropout modules (they follow .train()/.eval()).")
+    check_eval_is_deterministic(learner, case)
     check_no_future(learner, case, got.detach())
     gap = difference(got, expected, "the output of your `GPT`", atol=1e-5, rtol=1e-4)
     if gap:
@@ -779,6 +776,23 @@ def check_gpt_logits(package: nn.Module, learner: nn.Module, case: GPTCase) -> N
                                   "nn.Embedding(vocab_size, d_model, padding_idx=config.pad_id), so the [PAD] "
                                   "tokens of a batch do not train it.")
     compare_gradients(expected_grads, got_grads, "GPT", f"on {where}")
+
+
+def check_eval_is_deterministic(learner: nn.Module, case: GPTCase) -> None:
+    """Eval mode: two calls on one input agree (3 rows of up to 5 tokens, so that a dropout left on always
+    shows)."""
+    config = case.config
+    pool = torch.tensor([i for i in range(config.vocab_size) if i != config.pad_id])
+    seq = max(1, min(5, config.max_len - 1))  # short of the full context (its own case)
+    ids = pool[torch.randint(len(pool), (3, seq), generator=torch.Generator().manual_seed(5))]
+    where = f"{case.description.split('; ids')[0]}; ids {tuple(ids.shape)}, eval mode"
+    with torch.no_grad():
+        first, second = (call_learner(learner, "GPT", where, ids.clone(), forbidden=gpt_forbidden(),
+                                      error_hint=gpt_error_hint) for _ in range(2))
+    if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and first.shape == second.shape \
+            and not torch.equal(first, second):
+        raise ExerciseFailure(f"on {where}: two calls of your `GPT` give different logits: dropout is still "
+                              "active. Use nn.Dropout modules (they follow .train()/.eval()).")
 
 
 def check_no_future(learner: nn.Module, case: GPTCase, logits: torch.Tensor) -> None:

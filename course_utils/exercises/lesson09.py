@@ -1,5 +1,5 @@
 """Exercises of notebook 09 (the modern block): RMSNorm by hand, applying RoPE, repeating K/V heads, the KV-cache
-size of grouped-query attention.
+size of grouped-query attention, and the capstone: the modern block assembled from them.
 
 Every check draws fresh inputs (:class:`~.asserts.Draw`) — sizes with no two equal — plus the edge cases (a batch
 of one, one token, eps that matters, positions that do not start at 0 or are not consecutive, another base,

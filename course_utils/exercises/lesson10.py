@@ -1,5 +1,6 @@
-"""Exercises of notebook 10 (scaling out): the loss each rank backpropagates, which batches a rank gets, and the
-memory of the training state with and without sharding.
+"""Exercises of notebook 10 (scaling out): the loss each rank backpropagates, which batches a rank gets, the
+memory of the training state with and without sharding, and the capstone: a data-parallel step written with
+torch.distributed, run by the checker on two forked gloo processes and compared with one process.
 
 Every check draws fresh inputs (:class:`~.asserts.Draw`) plus the edge cases (one process, token counts that do
 not divide evenly across ranks, a rank without tokens, batches that do not divide evenly, as many batches as
