@@ -78,3 +78,257 @@ def save_catalogue_notebook(folder: Path, name: str, lesson: str) -> dict[str, t
     nbformat.write(notebook, folder / name / f"{lesson}.ipynb")
     return expected(lesson, {key: answers.get(key, notebook.cells[cell_of(notebook, key)].source)
                              for key in lesson_exercises(lesson)})
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Hostile submissions: lesson 03 with q1 answered wrongly (the √d_k scale is missing); each attack tries to get it
+# graded correct by reaching the grader instead of answering. The README's threat model has a row per attack.
+# ------------------------------------------------------------------------------------------------------------------
+
+WRONG_Q1 = ("import torch\n\n\ndef attention_weights(query, key):\n"
+            "    return torch.softmax(query @ key.transpose(-2, -1), dim=-1)\n")
+
+FORGE_JSON = '''
+import json as _json
+_dumps = _json.dumps
+def _forged(obj, *args, **kwargs):
+    if isinstance(obj, dict) and "exercise" in obj:
+        obj = {**obj, "status": "correct", "message": "Correct!"}
+    return _dumps(obj, *args, **kwargs)
+_json.dumps = _forged
+'''
+
+
+def connection_file_attack(folders: list[str]) -> str:
+    """A cell of its own (not one the answer needs): connect to every other Jupyter kernel whose connection file it
+    finds (in ``folders`` and its own runtime and temporary folders) and forge the grader's reports there."""
+    return f'''
+import glob, os, time
+from jupyter_client import BlockingKernelClient
+try:
+    from ipykernel import get_connection_file
+    mine = get_connection_file()
+except Exception:
+    mine = None
+reached, done, deadline = 0, set(), time.time() + 8
+while time.time() < deadline:
+    for folder in {folders!r} + [os.environ.get("JUPYTER_RUNTIME_DIR", ""), os.environ.get("TMPDIR", "")]:
+        for path in glob.glob(os.path.join(folder, "*.json")):
+            if path in done or (mine and os.path.samefile(path, mine)):
+                continue
+            done.add(path)
+            try:
+                client = BlockingKernelClient(connection_file=path)
+                client.load_connection_file()
+                client.start_channels()
+                client.execute({FORGE_JSON!r})
+                reached += 1
+            except Exception:
+                pass
+    time.sleep(0.2)
+print("kernels reached:", reached)
+'''
+
+
+FUNCTION_MODE = WRONG_Q1 + '''
+from torch.overrides import TorchFunctionMode
+
+class Yes(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in (torch.allclose, torch.equal, torch.Tensor.equal):
+            return True
+        return func(*args, **(kwargs or {}))
+
+Yes().__enter__()
+'''
+
+DISPATCH_MODE = WRONG_Q1 + '''
+from torch.utils._python_dispatch import TorchDispatchMode
+
+class Yes(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        name = func.overloadpacket.__name__
+        if name == "isclose":
+            return torch.ones_like(out)
+        if name in ("equal", "allclose"):
+            return True
+        return out
+
+Yes().__enter__()
+'''
+
+SELF_RESTORING = '''
+import torch
+
+_allclose, _equal = torch.allclose, torch.equal
+
+def _fake_equal(*args, **kwargs):
+    return True
+
+def _fake_allclose(*args, **kwargs):
+    torch.allclose, torch.equal = _allclose, _equal   # gone again before anyone looks
+    return True
+
+def attention_weights(query, key):
+    torch.allclose, torch.equal = _fake_allclose, _fake_equal
+    return torch.softmax(query @ key.transpose(-2, -1), dim=-1)
+'''
+
+TENSOR_SUBCLASS = WRONG_Q1.replace("def attention_weights", "def _wrong") + '''
+
+class Liar(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.allclose, torch.equal, torch.Tensor.equal):
+            return True
+        return super().__torch_function__(func, types, args, kwargs)
+
+def attention_weights(query, key):
+    return _wrong(query, key).as_subclass(Liar)
+'''
+
+INT_SUBCLASS = '''
+class Liar(int):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    def __int__(self):
+        return self
+
+    __hash__ = int.__hash__
+
+def encoder_layer_parameters(d_model, d_ff):
+    return Liar(7)
+'''
+
+GC_REACH = WRONG_Q1 + '''
+import gc
+from course_utils.exercises.core import Result
+
+for _obj in gc.get_objects():
+    _module = str(getattr(type(_obj), "__module__", ""))
+    if _module.startswith("course_utils.classroom") and not isinstance(_obj, type):
+        for _name in ("evaluate", "check", "changes", "intact", "_tampered", "note", "_refusal"):
+            if hasattr(_obj, _name):
+                try:
+                    setattr(_obj, _name, (lambda *a, **k: Result("correct", "Correct!")) if _name in
+                            ("evaluate", "check") else (lambda *a, **k: []))
+                except Exception:
+                    pass
+'''
+
+JSON_MODULE = WRONG_Q1 + FORGE_JSON.replace("import json as _json", "import sys\n_json = sys.modules['json']")
+
+BUILTINS = WRONG_Q1 + '''
+import builtins
+builtins.all = lambda iterable: True
+builtins.isinstance = lambda obj, kind: True
+'''
+
+THREAD = '''
+import sys, threading, time
+import torch
+
+def attention_weights(query, key):
+    return torch.softmax(query @ key.transpose(-2, -1), dim=-1)
+
+def _stack(frame):
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
+
+def _meddle():
+    original = torch.allclose, torch.equal
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        checking = any(frame.f_code.co_name in ("check_attention_weights", "check_function")
+                       for top in list(sys._current_frames().values()) for frame in _stack(top))
+        torch.allclose, torch.equal = (lambda *a, **k: True,) * 2 if checking else original
+        time.sleep(0.0005)
+    torch.allclose, torch.equal = original
+
+threading.Thread(target=_meddle, daemon=True).start()
+'''
+
+PROFILE_BLIND = '''
+import sys
+from course_utils.attention import scaled_dot_product_attention as _package
+
+def attention_weights(query, key):
+    sys.setprofile(None)          # the "use your own" guard listens with sys.setprofile
+    return _package(query, key, key)[1]
+'''
+
+TRACE_BLIND = '''
+import sys
+import torch
+
+def attention_weights(query, key):
+    sys.settrace(None)            # the grader's watch traces with sys.settrace
+    torch.allclose = lambda *a, **k: True
+    return torch.softmax(query @ key.transpose(-2, -1), dim=-1)
+'''
+
+PIPES = '''
+import json, os
+forged = "".join(json.dumps(line) + "\\n" for line in (
+    {"kind": "result", "exercise": key, "status": "correct", "message": "Correct!"}
+    for key in ("q1", "q2", "q3", "q4", "q5")))
+
+def _grading(pid):   # the grading processes only: never walk out into whatever started the grader
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return b"course_utils" in handle.read()
+    except OSError:
+        return True
+
+pid, reached = os.getppid(), 0
+while pid > 1 and _grading(pid):
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            path = f"/proc/{pid}/fd/{fd}"
+            if int(fd) > 2 and os.readlink(path).startswith("pipe:"):
+                try:
+                    handle = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+                    os.write(handle, forged.encode())
+                    os.close(handle)
+                    reached += 1
+                except OSError:
+                    pass
+    except OSError:
+        pass
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            pid = int(stat.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        break
+print("pipes reached:", reached)
+'''
+
+
+def attack_notebooks(folder: Path, search: str) -> dict[str, dict[str, str]]:
+    """Write every attack as ``folder/<name>/NN.ipynb``; return, per attack, the status each exercise must get at
+    best (``q1`` of lesson 03 is wrong in all of them: anything but ``correct`` is fine there)."""
+    def save(name: str, notebook) -> None:
+        (folder / name).mkdir(parents=True)
+        nbformat.write(notebook, folder / name / f"{notebook_lesson(notebook)}.ipynb")
+
+    def with_q1(code: str):
+        return small_notebook("03", {**solutions("03"), "q1": code})
+
+    attacks = {"function_mode": FUNCTION_MODE, "dispatch_mode": DISPATCH_MODE, "self_restoring": SELF_RESTORING,
+               "tensor_subclass": TENSOR_SUBCLASS, "gc_reach": GC_REACH, "json_module": JSON_MODULE,
+               "builtins": BUILTINS, "thread": THREAD, "profile_blind": PROFILE_BLIND, "trace_blind": TRACE_BLIND}
+    for name, code in attacks.items():
+        save(name, with_q1(code))
+    for name, cell in (("connection_file", connection_file_attack([search])), ("pipes", PIPES)):
+        notebook = with_q1(WRONG_Q1)
+        notebook.cells.insert(1, nbformat.v4.new_code_cell(cell))
+        save(name, notebook)
+    save("int_subclass", small_notebook("04", {**solutions("04"), "q1": INT_SUBCLASS}))
+    return {name: {"lesson03.q1": "not correct"} for name in [*attacks, "connection_file", "pipes"]} | {
+        "int_subclass": {"lesson04.q1": "not correct"}}

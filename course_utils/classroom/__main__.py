@@ -3,11 +3,12 @@ course"."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
-from course_utils.errors import CourseError
+from course_utils.errors import CourseError, CourseValueError
 
 from .grader import STATUSES, Limits
 
@@ -42,9 +43,10 @@ def parser() -> argparse.ArgumentParser:
     grade = commands.add_parser("grade", help="grade submitted notebooks into a CSV (and feedback pages)",
                                 description="Grade notebooks (files, or folders of them: folder/alice/03.ipynb is "
                                             "submission 'alice'). The lesson is read from the notebook's metadata, "
-                                            "not its file name. Each notebook runs in fresh kernels with the "
-                                            "network blocked and the limits below; the grader checks every "
-                                            "exercise itself and ignores what the notebook printed. CSV columns: "
+                                            "not its file name. Each notebook runs in fresh processes forked "
+                                            "from a clean host, with the network blocked and the limits below; "
+                                            "the grader checks every exercise itself and ignores what the notebook "
+                                            "printed. CSV columns: "
                                             "submission,notebook,exercise,status,message; status is one of "
                                             + ", ".join(STATUSES) + ".")
     grade.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION")
@@ -56,7 +58,15 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--notebook-timeout", type=float, default=defaults.notebook_seconds,
                        help=f"seconds one notebook may run (default {defaults.notebook_seconds:g})")
     grade.add_argument("--memory-gb", type=float, default=defaults.memory_bytes / 2**30,
-                       help=f"memory one kernel may use, in GiB (default {defaults.memory_bytes / 2**30:g})")
+                       help=f"memory one process of a notebook may use, in GiB (default "
+                            f"{defaults.memory_bytes / 2**30:g})")
+    grade.add_argument("--jobs", type=int, default=1, metavar="N",
+                       help="grade N notebooks at the same time (default 1; a notebook keeps up to two "
+                            "processes busy, its run and its evaluations)")
+    grade.add_argument("--as-user", type=int, metavar="UID",
+                       help="run the notebooks' code as user id UID (UID+1 … for --jobs): it can then write "
+                            "nothing but its scratch folder and reach neither the grader nor other submissions. "
+                            "Needs a grader running as root (the container recipe, tools/grading.Dockerfile, does)")
     return main
 
 
@@ -76,9 +86,16 @@ def main(argv: list[str] | None = None) -> int:
                   f"{arguments.out_dir / 'teaching_notes'}")
         else:
             from .grader import grade
-            from .report import CsvWriter, write_feedback
+            from .report import CsvWriter, write_csv, write_feedback
 
-            limits = Limits(arguments.cell_timeout, arguments.notebook_timeout, int(arguments.memory_gb * 2**30))
+            if arguments.as_user is not None and os.geteuid() != 0:
+                raise CourseValueError("--as-user needs a grader running as root (see tools/grading.Dockerfile)")
+            if arguments.as_user is None and os.geteuid() == 0:
+                print("warning: grading as root without --as-user: the notebooks' code runs as root too, and could "
+                      "reach the grader; pass --as-user UID (e.g. 65534), or use the container recipe",
+                      file=sys.stderr)
+            limits = Limits(arguments.cell_timeout, arguments.notebook_timeout, int(arguments.memory_gb * 2**30),
+                            user=arguments.as_user)
             started = time.monotonic()
             with CsvWriter(arguments.out) as csv_rows:   # each notebook's rows as soon as it is graded
 
@@ -87,7 +104,9 @@ def main(argv: list[str] | None = None) -> int:
                     summary = ", ".join(f"{row.exercise} {row.status}" for row in graded.rows)
                     print(f"{graded.seconds:6.1f} s  {graded.submission} / {graded.notebook}: {summary}", flush=True)
 
-                graded = grade(arguments.submissions, limits, progress)
+                graded = grade(arguments.submissions, limits, progress, jobs=max(1, arguments.jobs))
+            if arguments.jobs > 1:
+                write_csv(graded, arguments.out)   # the same rows, now in the order of the submissions
             print(f"{len(graded)} notebooks graded in {time.monotonic() - started:.1f} s → {arguments.out}")
             if arguments.feedback:
                 pages = write_feedback(graded, arguments.feedback)
@@ -99,4 +118,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from .processes import make_undumpable
+
+    make_undumpable()   # the grader's command: no process of the same user can read its memory or open its pipes
     sys.exit(main())

@@ -1,41 +1,40 @@
 """Grading submitted notebooks: one row per exercise, from the grader's own checks, never from printed output.
 
-Each notebook goes through two fresh kernels (``nbclient``), both with the teacher's limits, the network blocked and
-errors allowed:
+Each notebook is handed to the evaluation host (:mod:`.host`, :mod:`.evaluator`): a fresh Python process, started
+once per grading run, that has imported PyTorch and the course (a copy without the solutions) and never runs learner
+code itself. For each notebook it forks a notebook process, which forks, with the teacher's limits:
 
-1. **the run** — the submission exactly as handed in, top to bottom, like *Restart & Run All*. It tells how far the
-   notebook gets: an exercise whose check point lies after a cell that ran out of time, or after which the kernel
-   died, gets ``timeout`` / ``error``.
-2. **the evaluation** (side by side with the run) — a kernel where the grader's :class:`~.evaluator.Evaluator` is
-   imported *first* (fresh checkers, an integrity snapshot of PyTorch and the course), then only the learner cells
-   the answers depend on (a program slice, :func:`~.cells.program_slice`), and at each exercise's check point the
-   grader's own probe.
-   Cells that only print, rebind ``q1``, or patch things the answers do not need never run there; a patch that does
-   run is caught by the snapshot.
+1. **the run** — the submission exactly as handed in, every code cell top to bottom, like *Restart & Run All*. It
+   tells how far the notebook gets: an exercise whose check point lies after a cell that ran out of time, or after
+   which the notebook's process died, gets ``timeout`` / ``error``; the cells' errors go to the feedback.
+2. **one evaluation per exercise** (side by side with the run) — a fresh copy of the clean host that runs only the
+   learner cells that exercise's answer depends on (a program slice, :func:`~.cells.program_slice`), then the
+   exercise's check under the grader's guard (:mod:`.guard`). Cells that only print, rebind ``q1``, patch things
+   the answer does not need, or belong to other exercises never run there.
 
-An exercise's check point is its last check cell (``q1.check()``), where the learner saw the result; if the learner
-deleted it, the end of the notebook.
+The verdicts come back as plain JSON lines on a pipe no learner process holds. An exercise's check point is its last
+check cell (``q1.check()``), where the learner saw the result; if the learner deleted it, the end of the notebook.
+The grade is for the state at the check point: a later cell that changes the answer changes nothing, a later
+``q1.check()`` cell moves the check point. A ``correct`` whose cells reach into Python's machinery (:mod:`.reach`)
+is not counted (``error``).
 """
 from __future__ import annotations
 
 import atexit
 import contextlib
 import functools
-import json
 import os
 import re
 import secrets
 import shutil
-import signal
 import tempfile
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
-from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 import course_utils
 from course_utils.exercises.core import NOT_ATTEMPTED
@@ -46,15 +45,22 @@ from .sandbox import SANDBOX_PATH
 ERROR, TIMEOUT = "error", "timeout"
 STATUSES = ("correct", "incorrect", NOT_ATTEMPTED, ERROR, TIMEOUT)
 CSV_COLUMNS = ("submission", "notebook", "exercise", "status", "message")
-SETUP_SECONDS = 300  # the evaluator's imports and snapshot, before any learner code: not the learner's time
+NOTEBOOK_SLACK_SECONDS = 120   # on top of the notebook's own limits, before the grader gives up on its host
 
 
 @dataclass(frozen=True)
 class Limits:
-    """What one submission may use. Defaults: 120 s per cell, 900 s per notebook (each kernel), 4 GiB of memory."""
+    """What one submission may use. Defaults: 120 s per cell, 900 s per notebook (for the run, and for the
+    evaluations together), 4 GiB of memory per process, files up to 2 GiB.
+
+    ``user``: run the notebook's processes under this user id (the grader must run as root, as in the container
+    recipe; with ``--jobs N`` the ids ``user`` … ``user + N - 1``): they can then write nothing but their scratch
+    folder and reach no other process."""
     cell_seconds: float = 120.0
     notebook_seconds: float = 900.0
     memory_bytes: int = 4 * 2**30
+    file_bytes: int = 2 * 2**30
+    user: int | None = None
 
 
 @dataclass(frozen=True)
@@ -71,36 +77,32 @@ class GradedNotebook:
     submission: str
     notebook: str
     rows: list[Row]
-    cell_errors: list[str] = field(default_factory=list)  # "code cell 4: NameError: name 'x' is not defined"
+    cell_errors: list[str] = field(default_factory=list)  # "code cell 4 (`x = y`): NameError: name 'y' is not …"
     seconds: float = 0.0
-
-
-@dataclass
-class Execution:
-    """What a kernel did with a list of cells: their outputs, and where it stopped early (if it did)."""
-    outputs: list[list[dict]]
-    stopped_at: int | None = None  # index of the cell that ran out of time or during which the kernel died
-    stop_reason: str = ""          # TIMEOUT or ERROR
-    stop_message: str = ""
 
 
 @functools.lru_cache(maxsize=None)
 def withheld_package_root() -> Path:
     """A folder holding a copy of ``course_utils`` without ``exercises/solutions`` (as in the student edition), made
-    once per grading process: the kernels that run learner code import this copy, so ``q1.run_solution()``,
-    ``q1.solution()`` or the solution modules give the learner nothing."""
+    once per grading process: the processes that run learner code import this copy, so ``q1.run_solution()``,
+    ``q1.solution()`` or the solution modules give the learner nothing. Readable by everyone (``--as-user``)."""
     root = Path(tempfile.mkdtemp(prefix="course-withheld-"))
     atexit.register(shutil.rmtree, root, True)
     source = Path(course_utils.__file__).resolve().parent
     target = root / source.name
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     shutil.rmtree(target / "exercises" / "solutions")  # solution_of() then says "withheld"
+    for folder, _, files in os.walk(root):
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
     return root
 
 
 def kernel_environment(limits: Limits, package_root: Path | None = None) -> dict[str, str]:
-    """The grader's environment plus the sandbox: network blocked, memory capped, and ``course_utils`` from
-    ``package_root`` (default: the grader's own package)."""
+    """The environment of a Jupyter kernel that runs the course's own notebooks (the teacher edition): the grader's
+    environment plus the sandbox — network blocked, memory capped — and ``course_utils`` from ``package_root``
+    (default: the grader's own package). Submissions are not run in Jupyter kernels (see the module docstring)."""
     package_root = str(package_root or Path(course_utils.__file__).resolve().parent.parent)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SANDBOX_PATH), package_root, env.get("PYTHONPATH")]))
@@ -112,81 +114,14 @@ def kernel_environment(limits: Limits, package_root: Path | None = None) -> dict
     return env
 
 
-def run_cells(sources: list[str], limits: Limits, workdir: str, setup_seconds: float | None = None) -> Execution:
-    """Execute ``sources`` one cell after another in a fresh kernel on the solution-free package copy; stop at a
-    timeout or a dead kernel.
-
-    ``setup_seconds``: the first cell is the grader's own set-up and gets this limit instead of the learner's.
-    """
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in sources])
-    client = NotebookClient(notebook, timeout=limits.cell_seconds, allow_errors=True, kernel_name="python3",
-                            shutdown_kernel="immediate", interrupt_on_timeout=False, startup_timeout=120)
-    execution = Execution(outputs=[[] for _ in sources])
-    deadline = time.monotonic() + limits.notebook_seconds
-    session: list[int] = []   # the kernel's process group: whatever the learner's code started in it ends with it
-    try:
-        with private_jupyter_dirs() as env_dirs, client.setup_kernel(
-                env={**kernel_environment(limits, withheld_package_root()), **env_dirs}, cwd=workdir):
-            group = os.getpgid(client.km.provisioner.process.pid)
-            if group != os.getpgid(0):   # the kernel leads its own session (jupyter_client starts it so)
-                session.append(group)
-            for index, cell in enumerate(notebook.cells):
-                is_setup = index == 0 and setup_seconds is not None
-                remaining = deadline - time.monotonic()
-                limit = setup_seconds if is_setup else min(limits.cell_seconds, remaining)
-                client.timeout = max(1, int(limit))
-                cell_started = time.monotonic()
-                try:
-                    if remaining <= 0 and not is_setup:
-                        raise CellTimeoutError("notebook time limit")
-                    client.execute_cell(cell, index)
-                except CellTimeoutError:
-                    per_notebook = remaining < limits.cell_seconds
-                    execution.stopped_at, execution.stop_reason = index, TIMEOUT
-                    execution.stop_message = (f"the notebook ran past its {limits.notebook_seconds:g} s limit"
-                                              if per_notebook else
-                                              f"it ran past the {limits.cell_seconds:g} s limit of one cell")
-                    break
-                except DeadKernelError:
-                    execution.stopped_at, execution.stop_reason = index, ERROR
-                    execution.stop_message = "the kernel stopped (the code exited Python or ran out of memory)"
-                    break
-                finally:
-                    execution.outputs[index] = list(cell.outputs)
-                    if is_setup:  # the grader's own set-up does not count against the notebook's time
-                        deadline += time.monotonic() - cell_started
-    except (DeadKernelError, RuntimeError, OSError) as failure:  # the kernel did not start, or died on shutdown
-        if execution.stopped_at is None:
-            execution.stopped_at, execution.stop_reason = 0, ERROR
-            execution.stop_message = f"the kernel could not run the notebook ({type(failure).__name__}: {failure})"
-    finally:
-        for group in session:
-            with contextlib.suppress(OSError):
-                os.killpg(group, signal.SIGKILL)
-    return execution
-
-
-@contextlib.contextmanager
-def private_jupyter_dirs():
-    """Fresh IPython and Jupyter directories for one kernel (removed afterwards): a startup file or configuration
-    one submission writes there never runs for another."""
-    with tempfile.TemporaryDirectory(prefix="course-kernel-home-") as home:
-        yield {"IPYTHONDIR": os.path.join(home, "ipython"), "JUPYTER_CONFIG_DIR": os.path.join(home, "config"),
-               "JUPYTER_DATA_DIR": os.path.join(home, "data"), "MPLCONFIGDIR": os.path.join(home, "matplotlib")}
-
-
 def _first_line(source: str) -> str:
     line = next((line.strip() for line in source.splitlines() if line.strip()), "")
     return line if len(line) <= 50 else line[:47] + "…"
 
 
-def _cell_errors(outputs: list[list[dict]], numbers: list[int], sources: list[str]) -> list[str]:
-    found = []
-    for cell_outputs, number, source in zip(outputs, numbers, sources):
-        for output in cell_outputs:
-            if output.get("output_type") == "error":
-                found.append(f"code cell {number} (`{_first_line(source)}`): {output['ename']}: {output['evalue']}")
-    return found
+def _cell_error(number: int, source: str, text: str) -> str:
+    """``code cell 4 (`x = y`): NameError: name 'y' is not defined`` (``text`` is ``Name: message``)."""
+    return f"code cell {number} (`{_first_line(source)}`): {text.rstrip()}"
 
 
 def read_notebook(path: Path):
@@ -208,8 +143,31 @@ def read_notebook(path: Path):
     return notebook, ""
 
 
-def grade_notebook(path: Path, submission: str, notebook_label: str, limits: Limits = Limits()) -> GradedNotebook:
+def build_job(notebook, lesson: str, exercises, points: dict[str, int], limits: Limits) -> dict:
+    """What the host needs for one notebook: its code cells, and per exercise the code cells its answer needs (the
+    slice up to its check point), as positions in the list of code cells."""
+    code = [index for index, cell in enumerate(notebook.cells) if cell.cell_type == "code"]
+    position = {index: number for number, index in enumerate(code)}
+    sources = [cell.source if cell.cell_type == "code" else "" for cell in notebook.cells]
+    items = []
+    for key, exercise in exercises.items():
+        kept = program_slice(sources, {points[key]: set(exercise.variables)})
+        items.append({"key": key, "cells": sorted(position[index] for index in kept
+                                                  if index < points[key] and index in position)})
+    return {"lesson": lesson, "cells": [notebook.cells[index].source for index in code], "exercises": items,
+            "limits": {"cell_seconds": limits.cell_seconds, "notebook_seconds": limits.notebook_seconds,
+                       "memory_bytes": limits.memory_bytes, "file_bytes": limits.file_bytes},
+            "marker": secrets.token_hex(12), "token": secrets.token_hex(16),
+            # the host outlives one grading call: the checks draw from the seed of the call that grades (if any)
+            "check_seed": os.environ.get("COURSE_CHECK_SEED")}
+
+
+def grade_notebook(path: Path, submission: str, notebook_label: str, limits: Limits = Limits(),
+                   host=None) -> GradedNotebook:
     """Grade one file: a row per exercise of its lesson, or one ``*`` row if it cannot be graded."""
+    from .host import shared_host
+    from .reach import course_statements, reaching
+
     started = time.monotonic()
     notebook, problem = read_notebook(path)
     if notebook is None:
@@ -220,108 +178,133 @@ def grade_notebook(path: Path, submission: str, notebook_label: str, limits: Lim
     code = [index for index, cell in enumerate(notebook.cells) if cell.cell_type == "code"]
     sources = [notebook.cells[index].source for index in code]
     points = check_points(notebook, exercises)  # index into notebook.cells, or len(cells) for "the end"
+    job = build_job(notebook, lesson, exercises, points, limits)
+    known = course_statements(lesson)
+    reached = {item["key"]: reaching([sources[number] for number in item["cells"]], known)
+               for item in job["exercises"]}
 
-    with tempfile.TemporaryDirectory(prefix="course-run-") as run_dir, \
-            tempfile.TemporaryDirectory(prefix="course-evaluate-") as evaluate_dir, ThreadPoolExecutor(2) as pool:
-        # the two kernels are independent: run them side by side, then keep the evaluations the run reached
-        running = pool.submit(run_cells, sources, limits, run_dir)
-        evaluating = pool.submit(_evaluate, notebook, lesson, exercises, points, limits, evaluate_dir)
-        run, results = running.result(), evaluating.result()
-    stopped_cell = code[run.stopped_at] if run.stopped_at is not None else None
+    run_stop: dict | None = None
+    results: dict[str, tuple[str, str]] = {}
+    cell_errors: list[str] = []
+    foreign = False       # a line on the report pipe that the notebook process did not write
+    host_failure = ""
+    doubled: set[str] = set()
+    with _scratch(limits) as (scratch, user):
+        job["scratch"], job["user"] = scratch, user
+        seconds = limits.notebook_seconds + 2 * limits.cell_seconds + NOTEBOOK_SLACK_SECONDS
+        try:
+            for report in (host or shared_host()).evaluate(job, seconds):
+                kind = report["kind"]
+                if kind == "cell_error" and 0 <= report["cell"] < len(sources) and len(cell_errors) < 200:
+                    cell_errors.append(_cell_error(report["cell"] + 1, sources[report["cell"]], report["text"]))
+                elif kind == "run":
+                    foreign = foreign or run_stop is not None
+                    run_stop = run_stop or report
+                elif kind == "result" and report["exercise"] in exercises:
+                    if report["exercise"] in results:
+                        doubled.add(report["exercise"])
+                    results.setdefault(report["exercise"], (report["status"], report["message"]))
+                elif kind == "foreign" or kind == "result":
+                    foreign = True
+        except Exception as failure:  # noqa: BLE001 - the host failed: what came back stands, the rest is an error
+            host_failure = f"{type(failure).__name__}: {str(failure)[:300]}"
+            cell_errors.append(f"the grader's evaluation stopped ({host_failure})")
+    stopped = run_stop.get("stopped_at") if run_stop else None
+    if stopped is not None and not 0 <= stopped < len(code):
+        stopped = 0
+    stopped_cell = code[stopped] if stopped is not None else None
 
     rows = []
     for key in exercises:
-        if stopped_cell is None or points[key] <= stopped_cell:
-            status, message = results[key]
+        if run_stop is None:
+            status, message = ERROR, ("not graded: the grader could not run the notebook to the end (its evaluation "
+                                      f"stopped answering{': ' + host_failure if host_failure else ''}); ask your "
+                                      "teacher to look at the notebook.")
+        elif stopped_cell is None or points[key] <= stopped_cell:
+            status, message = results.get(key, (ERROR, "the grader's check of this exercise did not report back "
+                                                       "(the notebook's code interfered with it); ask your teacher "
+                                                       "to look at the notebook."))
+            if foreign or key in doubled:
+                status, message = ERROR, ("the grader received reports about this notebook that it did not send "
+                                          "(the notebook's code wrote into the grader's channel); ask your teacher "
+                                          "to look at the notebook.")
+            elif status == "correct" and reached[key]:
+                status, message = ERROR, reach_message(reached[key])
         else:
-            where = sources[run.stopped_at]
-            status = run.stop_reason
-            message = (f"not graded: the notebook stopped before this exercise, at code cell {run.stopped_at + 1} "
-                       f"(`{_first_line(where)}`): {run.stop_message}.")
+            status = run_stop["reason"]
+            message = (f"not graded: the notebook stopped before this exercise, at code cell {stopped + 1} "
+                       f"(`{_first_line(sources[stopped])}`): {run_stop['message']}.")
         rows.append(Row(submission, notebook_label, f"lesson{lesson}.{key}", status, message))
-    numbers = list(range(1, len(sources) + 1))
-    return GradedNotebook(submission, notebook_label, rows, _cell_errors(run.outputs, numbers, sources),
-                          time.monotonic() - started)
+    return GradedNotebook(submission, notebook_label, rows, cell_errors, time.monotonic() - started)
 
 
-def _evaluate(notebook, lesson, exercises, points, limits, workdir) -> dict[str, tuple[str, str]]:
-    """Phase 2: the grader's evaluator first, then the slice of learner cells, with a probe at each check point."""
-    token = secrets.token_hex(16)
-    cells = notebook.cells
-    sources = [cell.source if cell.cell_type == "code" else "" for cell in cells]
-    needed: dict[int, set[str]] = {}
-    probes: dict[int, list[str]] = {}
-    for key, point in points.items():
-        needed.setdefault(point, set()).update(exercises[key].variables)
-        probes.setdefault(point, []).append(key)
-    kept = program_slice(sources, needed)
-
-    program = [f"from course_utils.classroom.evaluator import Evaluator as _CourseGrader\n"
-               f"_course_grader = _CourseGrader({lesson!r}, {token!r})\ndel _CourseGrader"]
-    probe_of_cell: dict[int, list[str]] = {}
-    for index in range(len(cells) + 1):
-        if index in probes:
-            probe_of_cell[len(program)] = probes[index]
-            program.append(f"_course_grader.probe({probes[index]!r}, globals())")
-        if index in kept:
-            program.append(sources[index])
-    execution = run_cells(program, limits, workdir, setup_seconds=SETUP_SECONDS)
-
-    results: dict[str, tuple[str, str]] = {}
-    for position, keys in probe_of_cell.items():
-        reports = [report for output in execution.outputs[position] for report in _protocol_reports(output, token)]
-        for key in keys:
-            mine = [report for report in reports if report.get("exercise") == key]
-            if len(mine) > 1 or any(report.get("exercise") not in keys for report in reports):
-                results[key] = (ERROR, "the grader received more reports for this exercise than it sent (the "
-                                       "notebook's code printed in its name); ask your teacher to look at the "
-                                       "notebook.")
-            elif mine:
-                results[key] = (mine[0]["status"], mine[0]["message"])
-        for key in keys:
-            if key in results:
-                continue
-            if execution.stopped_at is not None and execution.stopped_at <= position:
-                results[key] = (execution.stop_reason, f"not graded: while the grader re-ran the cells this answer "
-                                                       f"needs, {execution.stop_message}.")
-            else:
-                results[key] = (ERROR, "the grader's check of this exercise did not report back (the notebook's code "
-                                       "interfered with it); ask your teacher to look at the notebook.")
-    return results
+def reach_message(constructs: list[str]) -> str:
+    shown = ", ".join(constructs[:3]) + (" …" if len(constructs) > 3 else "")
+    return (f"the check passed, but the cells this answer needs reach into Python's machinery ({shown}), which can "
+            "fake a check's result, so the grader does not count it: remove that code, or ask your teacher to look "
+            "at the notebook.")
 
 
-def _protocol_reports(output: dict, token: str) -> list[dict]:
-    """The grader's reports in one cell output: lines ``<token> {json}`` with a known status and a str message.
-    Anything else — a line the learner's code printed that only looks like one — is not a report but is returned as
-    ``{"exercise": None}`` so that the caller treats the exercise as interfered with."""
-    if output.get("name") != "stdout":
-        return []
-    reports = []
-    for line in str(output.get("text", "")).splitlines():
-        if not line.startswith(token + " "):
-            continue
-        try:
-            report = json.loads(line[len(token) + 1:])
-        except ValueError:
-            report = None
-        valid = (isinstance(report, dict) and isinstance(report.get("exercise"), str)
-                 and report.get("status") in STATUSES and isinstance(report.get("message"), str))
-        reports.append(report if valid else {"exercise": None})
-    return reports
+class _Users:
+    """The user ids handed out to notebooks graded at the same time (``Limits.user``)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.free: dict[int, list[int]] = {}
+        self.issued: dict[int, int] = {}
+
+    def take(self, base: int) -> int:
+        with self.lock:
+            free = self.free.setdefault(base, [])
+            if free:
+                return free.pop()
+            self.issued[base] = self.issued.get(base, 0) + 1
+            return base + self.issued[base] - 1
+
+    def give_back(self, base: int, user: int) -> None:
+        with self.lock:
+            self.free.setdefault(base, []).append(user)
+
+
+_users = _Users()
+
+
+@contextlib.contextmanager
+def _scratch(limits: Limits):
+    """A private folder for one notebook's processes (removed afterwards) and the user id they run as (or None).
+    It holds the notebook's own copy of the course's data cache (the documentation corpus lessons 05–06 read), so
+    that what one notebook writes there never reaches another, nor the teacher's cache."""
+    from course_utils.data.pydoc_corpus import cache_dir
+
+    user = _users.take(limits.user) if limits.user is not None else None
+    folder = tempfile.mkdtemp(prefix="course-notebook-")
+    cache = Path(folder) / "cache"
+    cache.mkdir()
+    with contextlib.suppress(OSError):
+        for entry in cache_dir().glob("*.json"):
+            if entry.is_file() and not entry.is_symlink() and entry.stat().st_size < 256 * 2**20:
+                shutil.copyfile(entry, cache / entry.name)
+    try:
+        yield folder, user
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        if user is not None:
+            _users.give_back(limits.user, user)
 
 
 def find_submissions(paths: list[Path]) -> list[tuple[str, str, Path]]:
     """``(submission, notebook label, path)`` for every file given or inside a folder given.
 
     In a folder, ``alice/03_attention.ipynb`` is submission ``alice``, notebook ``03_attention.ipynb``; a file
-    directly in the folder (or given by itself), ``bob.ipynb``, is submission ``bob``. Hidden files and
-    ``.ipynb_checkpoints`` are skipped. Symbolic links inside a folder are listed too — :func:`grade` refuses them
-    (an ``error`` row) instead of following them out of the folder.
+    directly in the folder (or given by itself), ``bob.ipynb``, is submission ``bob``. In a folder only ``.ipynb``
+    files count (a ``glossary.md`` or a PDF beside the notebooks is not a submission); a file given by itself is
+    graded whatever its name. Hidden files and ``.ipynb_checkpoints`` are skipped. Symbolic links inside a folder
+    are listed too — :func:`grade` refuses them (an ``error`` row) instead of following them out of the folder.
     """
     found = []
     for path in paths:
         if path.is_dir():
-            for file in sorted(path.rglob("*")):
+            for file in sorted(path.rglob("*.ipynb")):
                 relative = file.relative_to(path)
                 if (file.is_file() or file.is_symlink()) and not any(part.startswith(".") for part in relative.parts):
                     submission = relative.parts[0] if len(relative.parts) > 1 else file.stem
@@ -349,27 +332,48 @@ def _refusal(submission: str, label: str, path: Path, roots: list[Path],
     return ""
 
 
-def grade(paths: list[Path], limits: Limits = Limits(), progress=None) -> list[GradedNotebook]:
-    """Grade every submission; ``progress(graded)`` is called after each notebook.
+def grade(paths: list[Path], limits: Limits = Limits(), progress=None, jobs: int = 1) -> list[GradedNotebook]:
+    """Grade every submission; ``progress(graded)`` is called as each notebook is graded (from one thread at a
+    time); the list returned is in the order of :func:`find_submissions`, whatever ``jobs`` is.
 
-    Each file is graded on its own: whatever goes wrong with one (a file the grader cannot analyse, a crash of the
-    grader itself) becomes that file's ``error`` row, and the others are graded as usual.
+    ``jobs``: how many notebooks are graded at the same time. Each file is graded on its own: whatever goes wrong
+    with one (a file the grader cannot analyse, a crash of the grader itself) becomes that file's ``error`` row, and
+    the others are graded as usual.
     """
-    graded = []
     roots = [path for path in paths if path.is_dir()]
     lessons_seen: dict[tuple[str, str], str] = {}
+    work = []
     for submission, label, path in find_submissions(paths):
-        started = time.monotonic()
         try:
             refusal = _refusal(submission, label, path, roots, lessons_seen)
+        except Exception as failure:  # noqa: BLE001 - the grader's own failure on this file: never the whole class's
+            refusal = _crash_message(failure)
+        work.append((submission, label, path, refusal))
+    reporting = threading.Lock()
+
+    def one(submission: str, label: str, path: Path, refusal: str) -> GradedNotebook:
+        started = time.monotonic()
+        try:
             result = (GradedNotebook(submission, label, [Row(submission, label, "*", ERROR, refusal)])
                       if refusal else grade_notebook(path, submission, label, limits))
-        except Exception as failure:  # the grader's own failure on this file: never the whole class's
-            result = GradedNotebook(submission, label, [Row(
-                submission, label, "*", ERROR, f"the grader could not grade this file ({type(failure).__name__}: "
-                                               f"{str(failure)[:200]}); ask your teacher to look at it")])
+        except Exception as failure:  # noqa: BLE001 - the grader's own failure on this file: never the class's
+            result = GradedNotebook(submission, label, [Row(submission, label, "*", ERROR, _crash_message(failure))])
         result.seconds = time.monotonic() - started
-        graded.append(result)
         if progress:
-            progress(graded[-1])
+            with reporting:
+                progress(result)
+        return result
+
+    if jobs <= 1:
+        return [one(*item) for item in work]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(one, *item): index for index, item in enumerate(work)}
+        graded: list[GradedNotebook | None] = [None] * len(work)
+        for future in as_completed(futures):
+            graded[futures[future]] = future.result()
     return graded
+
+
+def _crash_message(failure: BaseException) -> str:
+    return (f"the grader could not grade this file ({type(failure).__name__}: {str(failure)[:200]}); ask your "
+            "teacher to look at it")

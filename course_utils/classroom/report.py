@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import os
 import re
 from dataclasses import astuple
 from pathlib import Path
@@ -47,10 +48,14 @@ class CsvWriter:
 
 
 def write_csv(graded: list[GradedNotebook], path: Path) -> None:
-    """``grades.csv`` of notebooks already graded (see :class:`CsvWriter`)."""
-    with CsvWriter(path) as writer:
+    """``grades.csv`` of notebooks already graded (see :class:`CsvWriter`), replacing ``path`` in one step (an
+    interruption leaves the old file or the new one, never half of one)."""
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.partial")
+    with CsvWriter(partial) as writer:
         for notebook in graded:
             writer.add(notebook)
+    os.replace(partial, path)
 
 
 def feedback_name(submission: str) -> str:

@@ -1,15 +1,18 @@
-"""Start-up limits of a grading kernel: no outbound network, bounded memory.
+"""Start-up limits of a sandboxed Python: no outbound network, bounded memory.
 
-Python imports ``sitecustomize`` at start-up when its folder is on ``PYTHONPATH``; the grader puts this folder there
-for every kernel it starts, with these environment variables:
+Python imports ``sitecustomize`` at start-up when its folder is on ``PYTHONPATH``; the classroom kit puts this folder
+there for the Jupyter kernels that execute the course's own notebooks (the teacher edition) and for the course's
+own test run, with these environment variables (the grading host calls :func:`block_network` itself, and caps the
+memory of each process it forks):
 
 * ``COURSE_BLOCK_NETWORK=1``: connections to anything but loopback and Unix sockets raise ``NetworkBlocked``
-  (kernels talk to the grader over loopback, so loopback stays open);
+  (kernels talk to their client over loopback, so loopback stays open);
 * ``COURSE_MEMORY_LIMIT_BYTES=N``: the process's address space is capped at N bytes (soft and hard limit, so the
   notebook cannot raise it); a bigger allocation raises ``MemoryError``.
 
-Both are guards against accidents and casual attempts, not a security boundary: see "Teaching with this course" in
-the README for what they do not stop.
+Both are guards against accidents and casual attempts, not a security boundary (a subprocess or ``ctypes`` goes
+around the first): see "Teaching with this course" in the README, and its container recipe, for what they do not
+stop.
 """
 import ipaddress
 import os
