@@ -355,3 +355,37 @@ def test_a_module_planted_in_the_course_copy_is_never_imported(tmp_path):
         planted = grader.withheld_package_root() / "planted_by_a_notebook.py"
         if planted.exists():
             planted.unlink()
+
+
+def test_files_of_every_odd_shape_get_their_own_rows_and_the_class_is_still_graded(tmp_path):
+    """Binary junk, UTF-16, odd or missing metadata, megabytes of source and odd file names: each file gets rows of
+    its own (an ``error`` row where it cannot be graded) and the honest notebook beside them is graded as usual."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    nbformat.write(course_notebook(), folder / "honest.ipynb")
+    (folder / "junk.ipynb").write_bytes(bytes(range(256)) * 64)
+    (folder / "utf16.ipynb").write_bytes(nbformat.writes(course_notebook()).encode("utf-16"))
+    for name, lesson in (("lesson-list", ["03"]), ("lesson-int", 3), ("lesson-unknown", "99"),
+                         ("lesson-path", "../03")):
+        odd = course_notebook()
+        odd.metadata["course"] = {"lesson": lesson}
+        nbformat.write(odd, folder / f"{name}.ipynb")
+    no_metadata = course_notebook()
+    del no_metadata.metadata["course"]
+    nbformat.write(no_metadata, folder / "no-metadata.ipynb")
+    huge = course_notebook()
+    huge.cells.append(nbformat.v4.new_code_cell("# " + "x" * 4_000_000))
+    nbformat.write(huge, folder / "huge.ipynb")
+    nbformat.write(course_notebook(), folder / "späce and\ttab 'quote'.ipynb")
+    graded = {g.submission: g for g in grader.grade([folder], grader.Limits(cell_seconds=20))}
+    assert len(graded) == 10 and all(g.rows for g in graded.values())
+    for name in ("junk", "utf16", "lesson-list", "lesson-int", "lesson-unknown", "lesson-path", "no-metadata"):
+        assert [row.status for row in graded[name].rows] == [ERROR], (name, graded[name].rows)
+        assert graded[name].rows[0].message, name
+    for name in ("honest", "huge"):
+        assert {row.status for row in graded[name].rows} == {"not attempted"}, graded[name].rows
+    odd_name = next(g for name, g in graded.items() if name.startswith("sp"))
+    assert {row.status for row in odd_name.rows} == {"not attempted"}
+    out = tmp_path / "grades.csv"
+    report.write_csv(list(graded.values()), out)
+    assert len(list(csv.reader(out.open(encoding="utf-8")))) == 1 + sum(len(g.rows) for g in graded.values())
