@@ -25,6 +25,8 @@ ARCHITECTURE_PARTS = (
     "masked self-attention",
     "cross-attention",
     "add & norm",
+    "norm",
+    "add",
     "feed-forward",
     "output projection",
     "softmax",
@@ -32,7 +34,7 @@ ARCHITECTURE_PARTS = (
 )
 """Names ``draw_architecture(highlight=...)`` accepts; each names one kind of box (all its copies light up)."""
 
-ARCHITECTURE_VARIANTS = ("encoder-decoder", "encoder", "decoder-only")
+ARCHITECTURE_VARIANTS = ("encoder-decoder", "encoder", "decoder-only", "decoder-only pre-LN")
 
 PART_COLOURS = {
     "tokens": "#ffffff",
@@ -42,6 +44,8 @@ PART_COLOURS = {
     "masked self-attention": "#fbd79c",
     "cross-attention": "#fbd79c",
     "add & norm": "#f2efa6",
+    "norm": "#f2efa6",
+    "add": "#e6e6e6",
     "feed-forward": "#bfe0f5",
     "output projection": "#d8cce9",
     "softmax": "#cbe7c6",
@@ -148,6 +152,14 @@ GPT_LAYER = (("masked self-attention", "masked self-attention\n(multi-head)"), (
              ("feed-forward", "feed-forward"), ("add & norm", "add & norm"))
 
 
+GPT_PRE_LN_LAYER = (("norm", "norm (LayerNorm)"),
+                    ("masked self-attention", "masked self-attention\n(RoPE on Q, K)"),
+                    ("add", "add"), ("norm", "norm (LayerNorm)"), ("feed-forward", "feed-forward (SwiGLU)"),
+                    ("add", "add"))
+"""Pre-LN: each sublayer reads a normalised copy of the stream and adds its output back; the stream itself is
+never normalised inside the stack (lesson 04), so the stack ends with a final norm."""
+
+
 def input_parts(tokens_label: str) -> tuple[tuple[str, str], ...]:
     return (("tokens", tokens_label), ("embedding", "token embedding\n× √d_model"),
             ("positional encoding", "+ positional encoding"))
@@ -168,12 +180,19 @@ VARIANT_LAYOUTS = {
         (3.0, input_parts("input tokens"), GPT_LAYER,
          (("output projection", "linear\n(output projection)"), ("softmax", "softmax")), "left"),
     ),
+    "decoder-only pre-LN": (  # RoPE rotates Q and K inside attention: nothing is added to the embedding
+        (3.0, (("tokens", "input tokens"), ("embedding", "token embedding\n× √d_model")), GPT_PRE_LN_LAYER,
+         (("norm", "final norm (LayerNorm)"),
+          ("output projection", "linear (output projection,\ntied to the embedding)"), ("softmax", "softmax")),
+         "left"),
+    ),
 }
 VARIANT_TITLES = {"encoder-decoder": "The Transformer (encoder–decoder)",
                   "encoder": "Transformer encoder + task head",
-                  "decoder-only": "Decoder-only Transformer (GPT)"}
+                  "decoder-only": "Decoder-only Transformer (GPT)",
+                  "decoder-only pre-LN": "Decoder-only Transformer, Pre-LN"}
 OUTPUT_CAPTIONS = {"encoder-decoder": "next-token probabilities", "encoder": "class or token logits",
-                   "decoder-only": "next-token probabilities"}
+                   "decoder-only": "next-token probabilities", "decoder-only pre-LN": "next-token probabilities"}
 STEP = 1.0
 
 
@@ -220,8 +239,11 @@ def draw_column(ax: plt.Axes, x: float, inputs, layer, heads, side: str, residua
     layer_boxes = boxes[len(inputs):len(inputs) + len(layer)]
     half = layer_boxes[0].width / 2 + 0.55
     draw_frame(ax, x - half, layer_boxes[0].y - 0.7, x + half, layer_boxes[-1].y + 0.45, side=side)
-    for sublayer, add in zip(layer_boxes[0::2], layer_boxes[1::2]):
-        draw_residual(ax, sublayer, add, residual_side)
+    start = 0  # a residual runs from the first box after the previous add to the next add
+    for index, (part, _) in enumerate(layer):
+        if part in ("add & norm", "add"):
+            draw_residual(ax, layer_boxes[start], layer_boxes[index], residual_side)
+            start = index + 1
     return boxes[:len(inputs)], layer_boxes, boxes[len(inputs) + len(layer):]
 
 
@@ -246,7 +268,8 @@ def draw_architecture(highlight: str | Iterable[str] = (), variant: str = "encod
         highlight: part names (one string or several) to colour strongly; every other box is greyed out.
             With nothing highlighted, every part has its own colour.
         variant: ``"encoder-decoder"`` (the original paper's figure), ``"encoder"`` (encoder stack + task head,
-            lessons 04–06) or ``"decoder-only"`` (GPT).
+            lessons 04–06), ``"decoder-only"`` (GPT, Post-LN as in the paper) or ``"decoder-only pre-LN"`` (lesson
+            08's GPT: Pre-LN blocks with RoPE and SwiGLU, a final norm, a tied output layer).
         ax: draw into this axes instead of a new figure.
 
     Returns:

@@ -12,7 +12,10 @@ training in :mod:`course_utils.training`.
 """
 from __future__ import annotations
 
-__all__ = ["DecoderOnlyBlock", "DecoderOnlyLM", "NeuralBigramLM"]
+__all__ = ["DecoderOnlyBlock", "DecoderOnlyLM", "NeuralBigramLM", "ladder_rungs"]
+
+from collections.abc import Callable
+from dataclasses import replace
 
 import torch
 import torch.nn as nn
@@ -156,3 +159,28 @@ class NeuralBigramLM(nn.Module):
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """``(batch, seq)`` → ``(batch, seq, vocab_size)``."""
         return self.logits(ids.long())
+
+
+def ladder_rungs(config: TransformerConfig, more_layers: int = 2) -> dict[str, Callable[[], nn.Module]]:
+    """Lesson 08's ladder: a builder of a fresh model for each rung, every rung adding one piece to the one before.
+
+    ``bigram`` (:class:`NeuralBigramLM`) → ``+ one attention head`` (``config`` with 1 head, one block of attention
+    alone: no feed-forward, no residual, no norm) → ``+ multi-head (h)`` (``config.n_heads`` heads) →
+    ``+ feed-forward`` → ``+ residual & LayerNorm`` (the full block; "RMSNorm" for ``normalization="rmsnorm"``) →
+    ``+ more layers (n)`` (``more_layers`` full blocks). ``config.n_layers`` is not used: the middle rungs have one
+    block. The names are the keys, in order.
+    """
+    check_config(config)
+    check_positive_int("more_layers", more_layers)
+    one_block = replace(config, n_layers=1)
+    one_head = replace(one_block, n_heads=1, n_kv_heads=None)
+    norm = "RMSNorm" if config.normalization == "rmsnorm" else "LayerNorm"
+    return {
+        "bigram": lambda: NeuralBigramLM(config.vocab_size),
+        "+ one attention head": lambda: DecoderOnlyLM(one_head, with_residual=False, with_feed_forward=False),
+        f"+ multi-head ({config.n_heads})": lambda: DecoderOnlyLM(one_block, with_residual=False,
+                                                                  with_feed_forward=False),
+        "+ feed-forward": lambda: DecoderOnlyLM(one_block, with_residual=False),
+        f"+ residual & {norm}": lambda: DecoderOnlyLM(one_block),
+        f"+ more layers ({more_layers})": lambda: DecoderOnlyLM(replace(config, n_layers=more_layers)),
+    }

@@ -66,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m course_utils.train", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Train one of the course's models with its lesson's recipe: 'classifier' (lesson 05, "
                     "language ID), 'mlm' (lesson 06, masked language model), 'translator' (lesson 07, English "
-                    "to German numbers). Prints a progress bar and a final metrics line.", epilog=EPILOG)
+                    "to German numbers), 'gpt' (lesson 08, decoder-only language model). Prints a progress bar "
+                    "and a final metrics line.", epilog=EPILOG)
     parser.add_argument("task", help=f"one of {', '.join(TASK_NAMES)}")
     parser.add_argument("--size", default="lesson",
                         help=f"recipe preset, one of {', '.join(SIZES)}: 'tiny' runs in seconds, 'lesson' is the "

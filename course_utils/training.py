@@ -16,7 +16,7 @@ import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
 from tqdm.auto import tqdm
 
-from .data.lm_data import lm_batches
+from .data.lm_data import lm_training_batches
 from .errors import CourseTypeError, CourseValueError
 from .losses import lm_loss, lm_loss_sum, lm_target_count
 from .tokenization import PAD_ID
@@ -336,7 +336,8 @@ def train_lm(model: nn.Module, train_sequences: Sequence[Sequence[int]], steps: 
     """Train a language model for exactly ``steps`` steps of :func:`~course_utils.losses.lm_loss` with :func:`fit`
     (AdamW, warmup + cosine decay, clipping at 1) — lessons 08 and 09.
 
-    Batches come from :func:`~course_utils.data.lm_data.lm_batches`, regrouped every epoch (``seed + epoch``).
+    Batches come from :func:`~course_utils.data.lm_data.lm_training_batches` (``lm_batches`` regrouped every epoch,
+    ``seed + epoch``).
     With ``validation`` batches, the validation loss is recorded every ``eval_every`` steps and after the last one
     (``history.metric("loss")``).
     """
@@ -347,13 +348,9 @@ def train_lm(model: nn.Module, train_sequences: Sequence[Sequence[int]], steps: 
     if validation is not None:
         check_lm_batches("validation", validation)
     check_int("seed", seed)
-    batches: list[torch.Tensor] = []
-    epoch = 0
-    while len(batches) < steps:
-        batches.extend(lm_batches(train_sequences, batch_size, seed=seed + epoch))
-        epoch += 1
+    batches = lm_training_batches(train_sequences, steps, batch_size, seed=seed)
     eval_fn = None if validation is None else (lambda m: {"loss": evaluate_lm(m, validation)["loss"]})
-    return fit(model, batches[:steps], lm_loss, lr=lr, weight_decay=weight_decay,
+    return fit(model, batches, lm_loss, lr=lr, weight_decay=weight_decay,
                warmup_steps=min(warmup_steps, steps - 1), eval_fn=eval_fn, eval_every=eval_every, progress=False)
 
 

@@ -836,6 +836,8 @@ def build_registry() -> dict[str, Case | None]:
         for name in ("forward", "check_inputs"):
             r[f"language_model:DecoderOnlyLM.{name}{suffix}"] = case(method(model, name), {
                 "ids": "ids", "cache": "lm_cache"}, ids=ids, cache=None)
+    r["language_model:ladder_rungs"] = case(language_model.ladder_rungs, {"config": "config", "more_layers": "size"},
+                                            config=config, more_layers=2)
     r["language_model:NeuralBigramLM"] = case(language_model.NeuralBigramLM, {"vocab_size": "size"}, vocab_size=20)
     for name in ("forward", "check_ids"):
         r[f"language_model:NeuralBigramLM.{name}"] = case(method(lambda: language_model.NeuralBigramLM(20), name),
@@ -986,7 +988,7 @@ def build_registry() -> dict[str, Case | None]:
     r["data.numbers:round_numbers"] = case(numbers.round_numbers, {"max_digits": "size"}, max_digits=3)
     r["data.numbers:numbers_of_length"] = case(numbers.numbers_of_length, {"length": "size"}, length=2)
     for name in ("is_teen_thousands", "has_inner_zero", "is_round", "is_near_round", "has_repeated_digits",
-                 "structure_of"):
+                 "is_round_thousands", "is_teen_round_thousands", "is_whole_hundred_thousands", "structure_of"):
         r[f"data.numbers:{name}"] = case(getattr(numbers, name), {"number": "count"}, number=416_005)
     r["data.numbers:stress_categories"] = case(numbers.stress_categories, {"max_digits": "size"}, max_digits=4)
     r["data.numbers:category_test"] = case(numbers.category_test, {"category": "choice"}, category="inner zero")
@@ -999,6 +1001,9 @@ def build_registry() -> dict[str, Case | None]:
     r["data.numbers:make_number_split"] = case(numbers.make_number_split, {
         "n_train": "size", "n_test": "size", "stress_per_category": "size", "max_digits": "size", "seed": "int"},
         n_train=20, n_test=10, stress_per_category=2, max_digits=3, seed=0)
+    r["data.numbers:draw_held_out"] = case(numbers.draw_held_out, {
+        "n_test": "size", "stress_per_category": "size", "max_digits": "size", "seed": "int", "exclude": "int_list"},
+        n_test=10, stress_per_category=2, max_digits=3, seed=0, exclude=lambda: {5, 42})
     r["data.numbers:train_tokenizers"] = case(numbers.train_tokenizers, {
         "pairs": "batches", "german_vocab_size": "size", "max_texts": "size", "seed": "int"},
         pairs=lambda: [numbers.make_pair(n) for n in range(40)], german_vocab_size=270, max_texts=40, seed=0)
@@ -1026,6 +1031,9 @@ def build_registry() -> dict[str, Case | None]:
     r["data.lm_data:lm_batches"] = case(lm_data.lm_batches, {
         "sequences": "id_lists", "batch_size": "size", "shuffle": "bool", "seed": "int", "pad_id": "count"},
         sequences=lambda: [[5, 7, 6], [5, 8, 9, 6], [5, 6]], batch_size=2, shuffle=True, seed=0, pad_id=0)
+    r["data.lm_data:lm_training_batches"] = case(lm_data.lm_training_batches, {
+        "sequences": "id_lists", "steps": "size", "batch_size": "size", "seed": "int", "pad_id": "count"},
+        sequences=lambda: [[5, 7, 6], [5, 8, 9, 6], [5, 6]], steps=3, batch_size=2, seed=0, pad_id=0)
     lm_documents = lambda: {split: [[5, 7, 8, 6], [5, 9, 6]] for split in ("train", "validation", "test")}  # noqa: E731
     r["data.lm_data:LMData"] = case(lm_data.LMData, {"tokenizer": "module", "documents": "documents",
                                                      "max_len": "size"},

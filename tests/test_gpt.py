@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from course_utils.config import TransformerConfig
-from course_utils.data.lm_data import encode_documents, lm_batches, split_documents
+from course_utils.data.lm_data import encode_documents, lm_batches, lm_training_batches, split_documents
 from course_utils.decoding import distinct_ngram_ratio, sample_perplexity
 from course_utils.errors import CourseTypeError, CourseValueError
 from course_utils.kv_cache import KVCache
-from course_utils.language_model import DecoderOnlyBlock, DecoderOnlyLM, NeuralBigramLM
+from course_utils.language_model import DecoderOnlyBlock, DecoderOnlyLM, NeuralBigramLM, ladder_rungs
 from course_utils.layers import EncoderLayer
 from course_utils.losses import lm_loss, shift_for_lm
 from course_utils.masks import causal_mask
@@ -131,6 +131,36 @@ def test_ladder_rungs_have_the_named_pieces():
     bigram = NeuralBigramLM(CONFIG["vocab_size"])
     ids = random_ids(1, 5)
     torch.testing.assert_close(bigram(ids)[0, 2], bigram(ids[:, 2:3])[0, 0])  # sees only the current token
+
+
+def test_ladder_rungs_add_one_piece_each():
+    config = TransformerConfig(**{**CONFIG, "positional": "rope", "activation": "swiglu", "n_kv_heads": 1})
+    rungs = ladder_rungs(config, more_layers=3)
+    assert list(rungs) == ["bigram", "+ one attention head", "+ multi-head (2)", "+ feed-forward",
+                           "+ residual & LayerNorm", "+ more layers (3)"]
+    models = {name: build_rung() for name, build_rung in rungs.items()}
+    assert isinstance(models["bigram"], NeuralBigramLM)
+    one_head, multi_head, feed_forward, residual, deeper = (models[n] for n in list(rungs)[1:])
+    assert one_head.blocks[0].self_attn.n_heads == 1 and multi_head.blocks[0].self_attn.n_heads == 2
+    assert all(len(m.blocks) == 1 for m in (one_head, multi_head, feed_forward, residual)) and len(deeper.blocks) == 3
+    assert multi_head.blocks[0].feed_forward is None and feed_forward.blocks[0].feed_forward is not None
+    assert not feed_forward.blocks[0].with_residual and residual.blocks[0].with_residual
+    assert all(m.blocks[0].self_attn.rope_base is not None for m in (one_head, residual))   # the config's switches
+    assert rungs["+ one attention head"]() is not one_head                                 # a fresh model per call
+
+
+def test_train_lm_trains_on_lm_training_batches():
+    sequences = [[BOS_ID] + [7 + (i + j) % 5 for j in range(1 + i % 6)] + [EOS_ID] for i in range(20)]
+    batches = lm_training_batches(sequences, steps=7, batch_size=8, seed=3)
+    assert len(batches) == 7                                               # 3 batches an epoch, the third cut
+    epochs = [lm_batches(sequences, 8, seed=3 + epoch) for epoch in range(3)]
+    assert all(torch.equal(a, b) for a, b in zip(batches, [b for epoch in epochs for b in epoch]))
+    losses_seen = []
+    model = build(n_layers=1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("course_utils.training.lm_loss", lambda m, batch: losses_seen.append(batch) or lm_loss(m, batch))
+        train_lm(model, sequences, steps=7, batch_size=8, seed=3)
+    assert all(torch.equal(a, b) for a, b in zip(losses_seen, batches)) and len(losses_seen) == 7
 
 
 def test_shift_and_loss():

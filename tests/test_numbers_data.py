@@ -15,6 +15,7 @@ from course_utils.data.numbers import (
     category_test,
     check_number,
     digit_length,
+    draw_held_out,
     encode_pairs,
     english_from_user_text,
     english_words,
@@ -67,12 +68,16 @@ def test_make_pair_refuses_numbers_outside_the_task():
 # --- the structural categories --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("number, categories", [
-    (11_000, ["teen thousands", "round"]), (16_512, ["teen thousands"]), (417_373, ["teen thousands"]),
-    (800_232, ["inner zero"]), (435_012, ["inner zero"]), (305, ["inner zero"]), (4_012, ["inner zero"]),
-    (430_000, ["round"]), (7_050, ["inner zero", "round"]), (100_001, ["inner zero", "round", "near round"]),
+    (11_000, ["teen thousands", "round", "teen round thousands", "round thousands"]), (16_512, ["teen thousands"]),
+    (417_373, ["teen thousands"]), (800_232, ["inner zero", "whole hundred thousands"]), (435_012, ["inner zero"]),
+    (305, ["inner zero"]), (4_012, ["inner zero"]), (430_000, ["round", "round thousands"]),
+    (7_050, ["inner zero", "round"]), (100_001, ["inner zero", "round", "near round", "whole hundred thousands"]),
     (299_999, ["near round"]), (45_003, ["inner zero", "near round"]), (323_323, ["repeated digits"]),
     (4_444, ["repeated digits"]), (999_999, ["near round", "repeated digits"]), (57_384, []), (5_000, []),
-    (342, []), (12, []),
+    (342, []), (12, []), (113_000, ["teen thousands", "teen round thousands", "round thousands"]),
+    (216_000, ["teen thousands", "teen round thousands", "round thousands"]), (110_000, ["round", "round thousands"]),
+    (999_000, ["round thousands"]), (700_000, []), (300_050, ["inner zero", "round", "whole hundred thousands"]),
+    (700_420, ["inner zero", "whole hundred thousands"]),
 ])
 def test_structure_of_numbers(number, categories):
     assert structure_of(number) == categories
@@ -94,12 +99,77 @@ def test_no_held_out_number_is_ever_trained_on(split):
 
 def test_stress_categories_are_full_and_hold_what_they_say(split):
     assert list(split.stress) == list(STRESS_CATEGORIES)
+    few = {"2 digits": 16, "teen round thousands": 18}  # a fifth of 81 two-digit numbers; two of each teen's ten
     for name, pairs in split.stress.items():
-        wanted = 16 if name == "2 digits" else 100  # a fifth of the 81 two-digit numbers that are not vocabulary
         numbers = [pair.number for pair in pairs]
-        assert len(numbers) == len(set(numbers)) == wanted, name
+        assert len(numbers) == len(set(numbers)) == few.get(name, 100), name
         assert all(category_test(name)(n) for n in numbers), name
         assert split.test_numbers.isdisjoint(numbers), name
+
+
+def _thousands_part_words(pair):
+    """The German of a number's thousands part, read off the German words: 113,000 → einhundertdreizehn."""
+    return pair.german[: pair.german.index("tausend")]
+
+
+# Each new category against its definition written out in digits and in German, not through the package's tests.
+DEFINITIONS = {
+    "round thousands": lambda pair: (pair.german.endswith("tausend") and pair.number % 1000 == 0
+                                     and len(str(pair.number // 1000).replace("0", "")) >= 2),
+    "teen round thousands": lambda pair: (pair.german.endswith("tausend") and pair.number % 1000 == 0
+                                          and 11 <= pair.number // 1000 % 100 <= 19
+                                          and _thousands_part_words(pair).endswith(("elf", "zwölf", "zehn"))),
+    "whole hundred thousands": lambda pair: (str(pair.number)[1:3] == "00" and len(str(pair.number)) == 6
+                                             and not str(pair.number).endswith("000")
+                                             and "hunderttausend" in pair.german
+                                             and not pair.german.endswith("tausend")),
+}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_round_thousand_categories_hold_their_definition_and_cover_the_structure(seed):
+    split = make_number_split(n_train=2000, n_test=500, stress_per_category=150, seed=seed)
+    assert split.train_numbers.isdisjoint(split.held_out_numbers)
+    for name, holds in DEFINITIONS.items():
+        assert split.stress[name] and all(holds(pair) for pair in split.stress[name]), name
+        assert split.train_numbers.isdisjoint(pair.number for pair in split.stress[name]), name
+    teen_round = [pair.number // 1000 for pair in split.stress["teen round thousands"]]
+    assert Counter(part % 100 for part in teen_round) == {teen: 2 for teen in range(11, 20)}   # every teen, twice
+    assert len({part // 100 for part in teen_round}) >= 5   # with and without "hundert" before the teen
+    round_parts = [pair.number // 1000 for pair in split.stress["round thousands"]]
+    assert len(round_parts) == 150 and {part // 100 for part in round_parts} == set(range(10))  # 11–99 and X01–X99
+    assert any(11 <= part % 100 <= 19 for part in round_parts) and any(part % 10 == 0 for part in round_parts)
+    whole = split.stress["whole hundred thousands"]
+    assert {pair.number // 100_000 for pair in whole} == set(range(1, 10))          # every whole hundred
+    assert {digit_length(pair.number % 1000) for pair in whole} == {1, 2, 3}         # 300,005, 300,050, 300,420
+
+
+def test_round_thousand_categories_are_drawn_from_their_whole_population():
+    # 972 round thousands below a million (90 teen ones): the stress sets of many seeds reach most of them, and
+    # never more than a fifth of the teen round thousands of one teen at once
+    population = [n for n in range(1000, 10 ** 6, 1000) if len(str(n // 1000).replace("0", "")) >= 2]
+    assert len(population) == 972 and sum(11 <= n // 1000 % 100 <= 19 for n in population) == 90
+    seen: set[int] = set()
+    for seed in range(8):
+        split = make_number_split(n_train=200, n_test=200, stress_per_category=150, seed=seed)
+        seen |= {pair.number for name in ("round thousands", "teen round thousands") for pair in split.stress[name]}
+    assert seen <= set(population) and len(seen) > 0.6 * len(population)
+    assert {n // 1000 % 100 for n in seen} >= set(range(11, 20)) | {21, 30, 99}
+
+
+def test_fresh_held_out_draws_skip_the_training_numbers(split):
+    test, stress = draw_held_out(n_test=500, stress_per_category=100, seed=7, exclude=split.train_numbers)
+    numbers = [pair.number for pair in test] + [pair.number for pairs in stress.values() for pair in pairs]
+    assert len(numbers) == len(set(numbers)) and split.train_numbers.isdisjoint(numbers)
+    assert list(stress) == list(STRESS_CATEGORIES) and all(category_test(name)(pair.number)
+                                                            for name, pairs in stress.items() for pair in pairs)
+    assert 0.85 < sum(digit_length(pair.number) == 6 for pair in test) / 500 < 0.95   # still uniform
+    again, _ = draw_held_out(n_test=500, stress_per_category=100, seed=7, exclude=split.train_numbers)
+    assert again == test and set(numbers) != split.held_out_numbers
+    with pytest.raises(CourseTypeError, match="exclude"):
+        draw_held_out(exclude="123")
+    with pytest.raises(CourseTypeError, match="int numbers"):
+        draw_held_out(exclude=[1.5])
 
 
 def test_a_smaller_range_keeps_only_the_categories_it_has():
@@ -128,8 +198,9 @@ def test_training_stream_covers_every_length_and_structure(split):
     assert set(lengths) == {1, 2, 3, 4, 5, 6}
     assert lengths[6] > lengths[5] > lengths[4] > lengths[3] > lengths[2] > lengths[1]
     structures = Counter(name for p in split.train for name in structure_of(p.number))
-    for name in ("teen thousands", "inner zero", "round", "near round"):
+    for name in ("teen thousands", "inner zero", "round", "near round", "round thousands"):
         assert structures[name] / len(split.train) > 0.02, (name, structures)
+    assert structures["teen round thousands"] / len(split.train) > 0.003, structures   # about 90 of 8000
 
 
 def test_sampler_draws_structures_far_more_often_than_uniform_sampling():
@@ -139,12 +210,14 @@ def test_sampler_draws_structures_far_more_often_than_uniform_sampling():
     def count(name, numbers):
         return sum(map(STRUCTURAL_TESTS[name], numbers))
 
-    for name in ("round", "near round"):
+    for name in ("round", "round thousands", "repeated digits", "whole hundred thousands"):
         assert count(name, drawn) > 2 * count(name, uniform), name
+    assert count("near round", drawn) > 1.3 * count("near round", uniform)  # 1.4–1.6×: some end in 000 instead
+    assert count("round thousands", drawn) > 0.03 * len(drawn)   # one number in a thousand ends in 000 uniformly
     long_drawn, long_uniform = [n for n in drawn if n >= 11_000], [n for n in uniform if n >= 11_000]
     assert count("teen thousands", long_drawn) / len(long_drawn) > 1.5 * count("teen thousands", long_uniform) / len(
         long_uniform)
-    assert count("inner zero", drawn) > 1.2 * count("inner zero", uniform)  # already a third of uniform numbers
+    assert count("inner zero", drawn) > 1.1 * count("inner zero", uniform)  # already a third of uniform numbers
 
 
 def test_pairs_are_correct_translations(split):

@@ -8,7 +8,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
-from matplotlib.patches import FancyBboxPatch  # noqa: E402
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: E402
 
 from course_utils.diagrams import HIGHLIGHT_FACE, MASK_EXAMPLE_SOURCE, MASK_EXAMPLE_TARGET, MUTED_FACE  # noqa: E402
 from course_utils.errors import CourseTypeError, CourseValueError  # noqa: E402
@@ -101,6 +101,8 @@ EXPECTED_PARTS = {
                 "task head"},
     "decoder-only": {"tokens", "embedding", "positional encoding", "masked self-attention", "add & norm",
                      "feed-forward", "output projection", "softmax"},
+    "decoder-only pre-LN": {"tokens", "embedding", "masked self-attention", "norm", "add", "feed-forward",
+                            "output projection", "softmax"},
 }
 
 
@@ -118,6 +120,7 @@ def texts(fig, gid=None):
     lambda: draw_architecture(),
     lambda: draw_architecture(variant="encoder"),
     lambda: draw_architecture(variant="decoder-only"),
+    lambda: draw_architecture(variant="decoder-only pre-LN"),
     lambda: draw_multihead_split(),
     lambda: draw_residual_stream(),
     lambda: draw_encoder_decoder_masks(),
@@ -223,3 +226,20 @@ def test_mask_diagram_names_each_mask_and_draws_the_real_masks():
     np.testing.assert_array_equal(grids[1], target_mask(tgt)[0, 0].int().numpy())
     np.testing.assert_array_equal(grids[2], np.tile(source_keys, (tgt.shape[1], 1)))
     assert grids[1][0].tolist() == [1, 0, 0, 0, 0]  # the first target token sees only itself
+
+
+@pytest.mark.parametrize("variant, expected", [("encoder-decoder", 5), ("encoder", 2), ("decoder-only", 2),
+                                               ("decoder-only pre-LN", 2)])
+def test_one_residual_per_sublayer_and_pre_ln_skips_enter_the_add_boxes(variant, expected):
+    fig = draw_architecture(variant=variant)
+    residuals = [p for ax in fig.axes for p in ax.patches
+                 if isinstance(p, FancyArrowPatch) and to_rgba(p.get_edgecolor()) == to_rgba("#555555")]
+    assert len(residuals) == expected
+    if variant == "decoder-only pre-LN":   # each skip leaves below a norm box and enters an add box
+        part_boxes = boxes(fig)
+        norm_bottoms = [p.get_y() for part, p in part_boxes if part == "norm"]
+        add_centres = [p.get_y() + p.get_height() / 2 for part, p in part_boxes if part == "add"]
+        for arrow in residuals:
+            ys = arrow.get_path().vertices[:, 1]
+            assert any(0 < bottom - ys[0] < 0.5 for bottom in norm_bottoms), ys
+            assert any(abs(ys[3] - centre) < 1e-6 for centre in add_centres), ys   # (lane, add.y) → the add box

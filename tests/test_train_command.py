@@ -171,6 +171,23 @@ def test_token_count_normalisation_is_what_makes_split_batches_equal(translator_
     assert counts[0] != counts[1] and not torch.allclose(mean_of_means, whole)
 
 
+def test_translator_evaluation_scores_greedy_output_and_names_the_weakest_stress_category(translator_task):
+    from course_utils.data.numbers import NumberPair
+    from course_utils.tokenization import EOS_ID
+
+    model = translator_task.build_model().eval()
+    with torch.no_grad():  # a model that ends every translation at once: greedy decoding writes ""
+        model.generator.weight.zero_()
+        model.generator.bias.zero_()
+        model.generator.bias[EOS_ID] = 10.0
+    split = translator_task.extras["split"]
+    graded = [NumberPair(p.number, p.english, "" if i % 2 else p.german) for i, p in enumerate(split.test[:6])]
+    assert translator_task.exact_match(model, graded) == 50.0
+    metrics = translator_task.evaluate(model)
+    assert metrics["exact match %"] == 0.0 and metrics["its exact match %"] == 0.0
+    assert metrics["lowest stress category"] in split.stress
+
+
 def test_translator_batches_are_lesson_07s_loader_epoch_by_epoch():
     src, tgt = torch.arange(1, 51)[:, None].repeat(1, 3), torch.arange(1, 51)[:, None].repeat(1, 4)
     loader = make_loader(src, tgt, batch_size=8, seed=3)
@@ -179,6 +196,23 @@ def test_translator_batches_are_lesson_07s_loader_epoch_by_epoch():
         got = tasks.row_batches((src, tgt), batch_size=8, seed=3, epoch=epoch)
         assert len(got) == len(expected)
         assert all(torch.equal(a, b) for pair, other in zip(got, expected) for a, b in zip(pair, other))
+
+
+def test_the_gpt_command_is_train_lm_on_lesson_08s_data(tmp_path):
+    from course_utils.language_model import DecoderOnlyLM
+    from course_utils.runtime import seed_everything
+    from course_utils.training import train_lm
+
+    metrics = train.main(["gpt", "--size", "tiny", "--threads", "1", "--no-progress", "--seed", "3",
+                          "--checkpoint-dir", str(tmp_path)])
+    task, recipe = tasks.build_task("gpt", "tiny", seed=3), tasks.recipe_for("gpt", "tiny")
+    assert metrics["total_steps"] == recipe.steps and set(metrics) >= {"validation perplexity", "test perplexity"}
+    seed_everything(3)
+    model = DecoderOnlyLM(task.model_config)
+    train_lm(model, task.extras["data"].train[:recipe.max_sentences], **recipe.train_lm_options(), seed=3)
+    command = final_weights(tmp_path)
+    for name, value in model.state_dict().items():      # same batches, order, schedule, clipping and decay
+        torch.testing.assert_close(command[name], value, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.slow  # about a minute

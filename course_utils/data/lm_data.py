@@ -5,7 +5,7 @@ Count models (:mod:`course_utils.ngram`) and neural models are scored on exactly
 """
 from __future__ import annotations
 
-__all__ = ["LMData", "encode_documents", "lm_batches", "pydoc_lm_data", "split_documents"]
+__all__ = ["LMData", "encode_documents", "lm_batches", "lm_training_batches", "pydoc_lm_data", "split_documents"]
 
 import random
 from collections.abc import Iterable, Mapping, Sequence
@@ -105,6 +105,22 @@ def lm_batches(sequences: Sequence[Sequence[int]], batch_size: int, shuffle: boo
     if shuffle:
         rng.shuffle(batches)
     return batches
+
+
+def lm_training_batches(sequences: Sequence[Sequence[int]], steps: int, batch_size: int, seed: int = 0,
+                        pad_id: int = PAD_ID) -> list[torch.Tensor]:
+    """Exactly ``steps`` batches of :func:`lm_batches`: epoch after epoch over ``sequences``, each epoch regrouped
+    and reordered with the seed ``seed + epoch``, the last epoch cut where the steps end. What
+    :func:`~course_utils.training.train_lm` trains on, one batch per step (and lesson 08's ``gpt`` task of
+    :mod:`course_utils.tasks`)."""
+    check_positive_int("steps", steps)
+    check_int("seed", seed)
+    batches: list[torch.Tensor] = []
+    epoch = 0
+    while len(batches) < steps:
+        batches.extend(lm_batches(sequences, batch_size, seed=seed + epoch, pad_id=pad_id))
+        epoch += 1
+    return batches[:steps]
 
 
 @dataclass

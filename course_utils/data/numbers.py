@@ -15,14 +15,18 @@ What the generator does (deterministic for a given ``seed`` and ``num2words`` ve
        * the **uniform test set**: ``n_test`` numbers drawn uniformly from every number in range except that
          vocabulary — what a user who types any number would meet (nine in ten have six digits);
        * the **stress set**: ``stress_per_category`` numbers for each structure that is hard for a translator
-         (:data:`STRESS_CATEGORIES`: teen thousands, inner zeros, round and near-round numbers, repeated digits)
-         and for each digit length 3–6, plus 16 of the 81 non-vocabulary two-digit numbers.
+         (:data:`STRESS_CATEGORIES`: teen thousands, inner zeros, round and near-round numbers, repeated digits,
+         round thousands — 113,000, where the German stops right after *tausend* — and among them the teen round
+         thousands, and whole hundred thousands such as 300,005) and for each digit length 3–6, plus 16 of the 81
+         non-vocabulary two-digit numbers. A category with few numbers gives at most a fifth of them: 18 of the
+         90 teen round thousands (two of each teen), 150 of the 972 round thousands.
     4. **Train**: ``n_train`` numbers from :func:`sample_training_number`, skipping held-out ones. The sampler
        draws the *structure*, not the split: longer digit lengths more often (they hold the structure), each digit
-       after the first is 0 with probability 0.3 and each group's tens digit is 1 with probability 0.2, so zeros,
-       teens, round and near-round numbers are all common in training while every test number stays unseen.
-       Uniform sampling of 0..999 999 would show a one-digit number once in 100 000 examples and an inner zero
-       far less often than a user types one.
+       after the first is 0 with probability 0.3, each group's tens digit is 1 with probability 0.2, and round
+       thousands, whole hundred thousands and repeated groups get a chance of their own, so every structure of
+       the stress set is common in training while every test number stays unseen. Uniform sampling of
+       0..999 999 would show a one-digit number once in 100 000 examples, a round thousand once in 1 000, and an
+       inner zero far less often than a user types one.
 
 Tokenization
     The source (English) side is word-level (:class:`~course_utils.tokenization.WordTokenizer`, lower case,
@@ -47,11 +51,13 @@ from ..validation import check_int, check_positive_int, describe
 __all__ = ["EXPECTED_INPUT", "GERMAN_VOCAB_SIZE", "GRAMMAR_WORDS", "HELD_OUT_FRACTION", "LENGTH_CATEGORIES",
            "MAX_DIGITS", "NUMBER_WORDS", "NumberPair", "NumberSplit", "STRESS_CATEGORIES", "STRESS_PER_CATEGORY",
            "STRUCTURAL_TESTS", "TEEN_WORDS", "TENS_WORDS", "TOKENIZER_TEXTS", "TRAIN_LENGTH_WEIGHTS",
-           "TRAIN_TEEN_PROBABILITY", "TRAIN_ZERO_PROBABILITY", "UNIT_WORDS", "category_test", "check_number",
-           "digit_length", "encode_pairs", "english_from_user_text", "english_words", "german_words", "has_inner_zero",
-           "has_repeated_digits", "is_near_round", "is_round", "is_teen_thousands", "make_number_split", "make_pair",
-           "numbers_of_length", "parse_number", "round_numbers", "sample_training_number", "stress_categories",
-           "structure_of", "train_tokenizers"]
+           "TRAIN_REPEAT_PROBABILITY", "TRAIN_ROUND_THOUSANDS_PROBABILITY", "TRAIN_TEEN_PROBABILITY",
+           "TRAIN_WHOLE_HUNDREDS_PROBABILITY", "TRAIN_ZERO_PROBABILITY", "UNIT_WORDS",
+           "category_test", "check_number", "digit_length", "draw_held_out", "encode_pairs", "english_from_user_text",
+           "english_words", "german_words", "has_inner_zero", "has_repeated_digits", "is_near_round", "is_round",
+           "is_round_thousands", "is_teen_round_thousands", "is_teen_thousands", "is_whole_hundred_thousands",
+           "make_number_split", "make_pair", "numbers_of_length", "parse_number", "round_numbers",
+           "sample_training_number", "stress_categories", "structure_of", "train_tokenizers"]
 
 MAX_DIGITS = 6
 GERMAN_VOCAB_SIZE = 320  # 263 (7 special + 256 bytes) + 57 merges: the merges come out as number morphemes
@@ -193,13 +199,38 @@ def has_repeated_digits(number: int) -> bool:
     return (len(text) >= 3 and len(set(text)) == 1) or (number >= 100_000 and _groups(number)[0] == _groups(number)[1])
 
 
+def is_round_thousands(number: int) -> bool:
+    """Ends in 000 after a thousands part of two or more non-zero digits: 45,000, 113,000, 230,000, 999,000.
+
+    The German stops right after *tausend* (*einhundertdreizehntausend*), where almost every number goes on. A
+    thousands part with one non-zero digit (5,000, 30,000, 700,000) is vocabulary, always in training.
+    """
+    thousands, units = _groups(check_number(number))
+    return units == 0 and sum(digit != "0" for digit in str(thousands)) >= 2
+
+
+def is_teen_round_thousands(number: int) -> bool:
+    """A round thousand whose thousands part ends in 11–19: 13,000, 113,000 (*einhundertdreizehntausend*), 916,000."""
+    return is_round_thousands(number) and is_teen_thousands(number)
+
+
+def is_whole_hundred_thousands(number: int) -> bool:
+    """A thousands part of whole hundreds and a non-zero rest: 300,005 (*dreihunderttausendfünf*), 700,420."""
+    thousands, units = _groups(check_number(number))
+    return thousands in range(100, 1000, 100) and units != 0
+
+
 STRUCTURAL_TESTS = {"teen thousands": is_teen_thousands, "inner zero": has_inner_zero, "round": is_round,
-                    "near round": is_near_round, "repeated digits": has_repeated_digits}
+                    "near round": is_near_round, "repeated digits": has_repeated_digits,
+                    "teen round thousands": is_teen_round_thousands, "round thousands": is_round_thousands,
+                    "whole hundred thousands": is_whole_hundred_thousands}
 LENGTH_CATEGORIES = {f"{length} digits": length for length in range(2, MAX_DIGITS + 1)}
 STRESS_CATEGORIES = tuple(STRUCTURAL_TESTS) + tuple(LENGTH_CATEGORIES)
 STRESS_PER_CATEGORY = 150
 HELD_OUT_FRACTION = 5  # a category gives at most a fifth of its numbers to the stress set: 16 of 81 two-digit ones
-_FEWEST_DIGITS = {"teen thousands": 5, "inner zero": 3, "round": 4, "near round": 4, "repeated digits": 6}
+_FEWEST_DIGITS = {"teen thousands": 5, "inner zero": 3, "round": 4, "near round": 4, "repeated digits": 6,
+                  "teen round thousands": 6, "round thousands": 5, "whole hundred thousands": 6}
+_ROUND_THOUSANDS_CATEGORIES = ("teen round thousands", "round thousands")  # below a million: 90 and 972 numbers
 
 
 def stress_categories(max_digits: int = MAX_DIGITS) -> tuple[str, ...]:
@@ -258,12 +289,17 @@ def _propose(category: str, rng: random.Random, max_digits: int) -> int:
             return int(str(rng.randrange(1, 10)) * rng.randrange(3, max_digits + 1))
         group = rng.randrange(100, 1000)
         return group * 1000 + group
+    if category == "whole hundred thousands":  # rests of 1, 2 and 3 digits equally often: 300,005, 300,050, 300,420
+        return rng.randrange(1, 10) * 100_000 + rng.choice(numbers_of_length(rng.randrange(1, 4)))
     raise CourseValueError(f"expected a stress category, one of {STRESS_CATEGORIES}, got {category!r}")
 
 
 TRAIN_LENGTH_WEIGHTS = (1, 2, 3, 4, 5, 6)  # weight of digit lengths 1..6 in training
 TRAIN_ZERO_PROBABILITY = 0.3  # chance that a digit after the first is 0
 TRAIN_TEEN_PROBABILITY = 0.2  # chance that the tens digit of a three-digit group is 1
+TRAIN_ROUND_THOUSANDS_PROBABILITY = 0.15  # chance that a number of 4+ digits ends in 000 (113,000)
+TRAIN_WHOLE_HUNDREDS_PROBABILITY = 0.1  # chance that a six-digit number's thousands part is whole hundreds (300,005)
+TRAIN_REPEAT_PROBABILITY = 0.05  # chance that a six-digit number repeats its thousands group (323,323)
 
 
 def sample_training_number(rng: random.Random, max_digits: int = MAX_DIGITS) -> int:
@@ -272,6 +308,11 @@ def sample_training_number(rng: random.Random, max_digits: int = MAX_DIGITS) -> 
     The digit length is drawn with weight growing with the length (long numbers carry most of the structure and
     most of the numbers in range); each digit after the first is 0 with probability 0.3 (inner zeros, round
     and near-round numbers), and the tens digit of each three-digit group is 1 with probability 0.2 (teens).
+    Then three structures that are rare even so get their own chance: a number of four or more digits ends in
+    000 with probability 0.15 (round thousands, 113,000, where the German stops right after *tausend*: about one
+    training number in a hundred otherwise), a six-digit number gets a thousands part of whole hundreds with
+    probability 0.1 (300,005, *dreihunderttausendfünf*) and repeats its thousands group with probability 0.05
+    (323,323: the same words twice, in two places).
     """
     if not isinstance(rng, random.Random):
         raise CourseTypeError(f"rng must be a random.Random, got {describe(rng)}; pass random.Random(seed)")
@@ -285,8 +326,109 @@ def sample_training_number(rng: random.Random, max_digits: int = MAX_DIGITS) -> 
             digits.append(1)
         else:
             digits.append(0 if rng.random() < TRAIN_ZERO_PROBABILITY else rng.randrange(1, 10))
+    if length > 3 and rng.random() < TRAIN_ROUND_THOUSANDS_PROBABILITY:
+        digits[-3:] = [0, 0, 0]
+    if length == 6 and rng.random() < TRAIN_WHOLE_HUNDREDS_PROBABILITY:
+        digits[1:3] = [0, 0]
+    if length == 6 and rng.random() < TRAIN_REPEAT_PROBABILITY:
+        digits[3:] = digits[:3]
     return int("".join(map(str, digits)))
 
+
+def _check_exclude(exclude: object) -> frozenset[int]:
+    if isinstance(exclude, (str, bytes)) or not isinstance(exclude, (set, frozenset, list, tuple, range)):
+        raise CourseTypeError(f"exclude must be a set (or list) of int numbers, got {describe(exclude)}; pass e.g. "
+                              "split.train_numbers")
+    bad = next((number for number in exclude if isinstance(number, bool) or not isinstance(number, int)), None)
+    if bad is not None:
+        raise CourseTypeError(f"exclude must hold int numbers only, got {describe(bad)}; pass e.g. "
+                              "split.train_numbers")
+    return frozenset(exclude)
+
+
+def _draw_category(category: str, wanted: int, rng: random.Random, max_digits: int, taken: set[int]) -> list[int]:
+    """Up to ``wanted`` numbers of ``category`` that are not in ``taken``, sorted.
+
+    The round thousands are few (972 below a million, 90 of them teen round thousands): they are listed, and the
+    stress set takes at most a fifth of them — of each teen, for the teen round thousands, so every teen appears.
+    Every other category is drawn by proposal and rejection, capped by :func:`_stress_quota`.
+    """
+    test, vocabulary = category_test(category), _round_set(max_digits)
+    if category in _ROUND_THOUSANDS_CATEGORIES:
+        strata: dict[int, list[int]] = {}  # the teen of a teen round thousand; one stratum for the round thousands
+        for number in range(0, 10 ** max_digits, 1000):
+            if test(number):
+                strata.setdefault(_groups(number)[0] % 100 if category == "teen round thousands" else 0,
+                                  []).append(number)
+        queues = []  # per stratum, the numbers it gives, in random order
+        for members in strata.values():
+            free = [number for number in members if number not in taken]
+            queues.append(rng.sample(free, min(len(members) // HELD_OUT_FRACTION, len(free))))
+        rng.shuffle(queues)
+        in_turn = [queue[i] for i in range(max(map(len, queues), default=0)) for queue in queues if i < len(queue)]
+        return sorted(in_turn[:wanted])
+    wanted = _stress_quota(category, wanted, max_digits)
+    chosen: set[int] = set()
+    for _ in range(1000 * wanted):
+        if len(chosen) == wanted:
+            break
+        number = _propose(category, rng, max_digits)
+        if 0 <= number < 10 ** max_digits and number not in vocabulary and number not in taken and test(number):
+            chosen.add(number)
+    if len(chosen) < wanted:
+        raise CourseValueError(f"found only {len(chosen)} of {wanted} '{category}' numbers outside the excluded "
+                               "ones; exclude fewer numbers or lower stress_per_category")
+    return sorted(chosen)
+
+
+def _draw_held_out(rng: random.Random, n_test: int, stress_per_category: int, max_digits: int,
+                   exclude: frozenset[int]) -> tuple[list[int], dict[str, list[int]]]:
+    """The uniform test numbers and each stress category's numbers: pairwise disjoint, free of vocabulary and
+    ``exclude``."""
+    vocabulary, top = _round_set(max_digits), 10 ** max_digits
+    categories = stress_categories(max_digits)
+    most = (top - len(vocabulary)) // HELD_OUT_FRACTION
+    if n_test + stress_per_category * len(categories) > most:
+        raise CourseValueError(f"expected at most {most:,} held-out numbers for max_digits={max_digits} (a fifth of "
+                               f"the numbers), got n_test={n_test} + {len(categories)} × {stress_per_category} "
+                               "stress numbers; lower n_test or stress_per_category")
+    if len(exclude) > top // 2:
+        raise CourseValueError(f"expected at most {top // 2:,} excluded numbers (half the range), got "
+                               f"{len(exclude):,}; exclude the training numbers only")
+    test: set[int] = set()
+    while len(test) < n_test:  # rejection sampling: never materialises the million numbers
+        number = rng.randrange(top)
+        if number not in vocabulary and number not in exclude:
+            test.add(number)
+    taken = set(test) | exclude
+    stress: dict[str, list[int]] = {}
+    for category in categories:
+        stress[category] = _draw_category(category, stress_per_category, rng, max_digits, taken)
+        taken.update(stress[category])
+    return sorted(test), stress
+
+
+def draw_held_out(n_test: int = 2000, stress_per_category: int = STRESS_PER_CATEGORY, max_digits: int = MAX_DIGITS,
+                  seed: int = 0, exclude: set[int] | frozenset[int] = frozenset()
+                  ) -> tuple[list[NumberPair], dict[str, list[NumberPair]]]:
+    """A fresh uniform test set and stress set drawn with ``seed``, none of whose numbers is in ``exclude``.
+
+    The same draw as the held-out half of :func:`make_number_split` (step 3 of the module docstring), for testing a
+    trained model on numbers from *another* seed: pass ``exclude=split.train_numbers`` and no number of the draw was
+    seen in training.
+
+    Returns:
+        ``(test, stress)``: the uniform test pairs and, for each of :func:`stress_categories`, its pairs, sorted
+        by number.
+    """
+    _check_max_digits(max_digits, fewest=3)
+    hint = f"; the defaults are n_test=2000, stress_per_category={STRESS_PER_CATEGORY}"
+    for name, value in (("n_test", n_test), ("stress_per_category", stress_per_category)):
+        check_positive_int(name, value, hint=hint)
+    check_int("seed", seed)
+    test, stress = _draw_held_out(random.Random(seed), n_test, stress_per_category, max_digits,
+                                  _check_exclude(exclude))
+    return [make_pair(n) for n in test], {name: [make_pair(n) for n in numbers] for name, numbers in stress.items()}
 
 
 def make_number_split(n_train: int = 8000, n_test: int = 2000, stress_per_category: int = STRESS_PER_CATEGORY,
@@ -298,7 +440,8 @@ def make_number_split(n_train: int = 8000, n_test: int = 2000, stress_per_catego
             vocabulary numbers :func:`round_numbers`, which are always in training.
         n_test: numbers of the uniform test set.
         stress_per_category: held-out numbers per stress category (:func:`stress_categories`), at most a fifth
-            of a category's numbers (16 two-digit ones: only 81 two-digit numbers are not vocabulary).
+            of a category's numbers where it has few (16 two-digit ones: only 81 two-digit numbers are not
+            vocabulary; 18 teen round thousands, two of each teen, of 90).
         max_digits: largest digit length (6 → numbers up to 999 999).
         seed: seed of the generator that draws every set.
 
@@ -312,39 +455,15 @@ def make_number_split(n_train: int = 8000, n_test: int = 2000, stress_per_catego
     check_int("seed", seed)
     rng = random.Random(seed)
     vocabulary = _round_set(max_digits)
-    top = 10 ** max_digits
-    categories = stress_categories(max_digits)
-    most = (top - len(vocabulary)) // HELD_OUT_FRACTION
-    if n_test + stress_per_category * len(categories) > most:
-        raise CourseValueError(f"expected at most {most:,} held-out numbers for max_digits={max_digits} (a fifth of "
-                               f"the numbers), got n_test={n_test} + {len(categories)} × {stress_per_category} "
-                               "stress numbers; lower n_test or stress_per_category")
-
-    test: set[int] = set()
-    while len(test) < n_test:  # rejection sampling: never materialises the million numbers
-        number = rng.randrange(top)
-        if number not in vocabulary:
-            test.add(number)
-    held_out = set(test)
-    stress: dict[str, list[int]] = {}
-    for category in categories:
-        wanted = _stress_quota(category, stress_per_category, max_digits)
-        chosen: set[int] = set()
-        while len(chosen) < wanted:
-            number = _propose(category, rng, max_digits)
-            if (0 <= number < top and number not in vocabulary and number not in held_out
-                    and category_test(category)(number)):
-                chosen.add(number)
-        held_out |= chosen
-        stress[category] = sorted(chosen)
-
+    test, stress = _draw_held_out(rng, n_test, stress_per_category, max_digits, frozenset())
+    held_out = set(test).union(*stress.values())
     train = sorted(vocabulary)
     while len(train) < n_train + len(vocabulary):
         number = sample_training_number(rng, max_digits)
         if number not in held_out:
             train.append(number)
     rng.shuffle(train)
-    return NumberSplit([make_pair(n) for n in train], [make_pair(n) for n in sorted(test)],
+    return NumberSplit([make_pair(n) for n in train], [make_pair(n) for n in test],
                        {name: [make_pair(n) for n in numbers] for name, numbers in stress.items()}, max_digits, seed)
 
 

@@ -1304,10 +1304,11 @@ q5 = Exercise(
             "and gradients on every config tried (one token, a full context, padding in some rows), no position "
             "sees the future, and the same dropout in train mode.",
     task=(
-        "**Capstone — the GPT itself.** Write `GPT(config)`, the decoder-only language model of this lesson for a "
-        "`TransformerConfig` with its settings (`norm=\"pre\"`, `positional=\"learned\"`, a ReLU feed-forward, "
-        "LayerNorm), with `forward(ids)`: `(batch, seq)` token ids → next-token logits `(batch, seq, vocab_size)`, "
-        "float32. In order:\n\n"
+        "**Capstone — the GPT itself.** Write `GPT(config)`, a decoder-only language model in GPT-2's layout for a "
+        "`TransformerConfig` with these settings (`norm=\"pre\"`, `positional=\"learned\"`, a ReLU feed-forward, "
+        "LayerNorm) — the model of section 4 with learned positions and a ReLU feed-forward where it has RoPE and "
+        "SwiGLU, which lesson 09 builds — with `forward(ids)`: `(batch, seq)` token ids → next-token logits "
+        "`(batch, seq, vocab_size)`, float32. In order:\n\n"
         "1. embed: $\\text{tokens}\\cdot\\sqrt{d_\\text{model}} + \\text{positions}$, then dropout — the token "
         "table `embedding.tokens.lookup` is `nn.Embedding(vocab_size, d_model, padding_idx=config.pad_id)`, the "
         "learned vectors of positions 0 … seq − 1 come from `embedding.positions.table`, an "
