@@ -4,12 +4,14 @@ Every variant is a :class:`~course_utils.config.TransformerConfig` that differs 
 (:data:`VARIANTS`); every run trains a fresh :class:`~course_utils.language_model.DecoderOnlyLM` for the same
 steps on the same batches (``seed``) and is scored on the validation split. From the command line::
 
-    python -m course_utils.ablation --out benchmarks/ablation_results.json
+    python -m course_utils.ablation            # rewrites the results the course ships (RESULTS_PATH)
+
+Lesson 09 reads the shipped results with :func:`stored_results`.
 """
 from __future__ import annotations
 
-__all__ = ["BASELINE", "AblationConfig", "VARIANTS", "main", "mean_and_standard_error", "run_ablation", "run_variant",
-           "summarise", "train_and_score", "verdict"]
+__all__ = ["BASELINE", "RESULTS_PATH", "AblationConfig", "VARIANTS", "main", "mean_and_standard_error", "run_ablation",
+           "run_variant", "stored_results", "summarise", "train_and_score", "verdict"]
 
 import argparse
 import hashlib
@@ -17,6 +19,7 @@ import json
 import math
 import time
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 
 import torch
 
@@ -149,11 +152,21 @@ def run_ablation(setup: AblationConfig | None = None, log=print) -> dict:
             "runs": runs, "summary": summarise(runs)}
 
 
+RESULTS_PATH = Path(__file__).with_name("ablation_results.json")
+"""The results the course ships: ``run_ablation(AblationConfig())`` with its ``config_hash`` and timing."""
+
+
+def stored_results() -> dict:
+    """The shipped results (:data:`RESULTS_PATH`): ``runs``, ``summary``, ``config_hash`` …, as ``main`` wrote them."""
+    return json.loads(RESULTS_PATH.read_text(encoding="utf-8"))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m course_utils.ablation",
                                      description="Lesson 09's equal-budget ablation of the modern block on lesson "
                                                  "08's task.")
-    parser.add_argument("--out", default="benchmarks/ablation_results.json")
+    parser.add_argument("--out", default=str(RESULTS_PATH), help="where to write the results (default: the file "
+                        "the course ships, which lesson 09 plots)")
     parser.add_argument("--steps", type=int, default=None, help="override the number of steps (a quick run)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)

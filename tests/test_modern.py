@@ -1,8 +1,6 @@
 """Lesson 09's parts, each equal to its reference; the GPT with every switch causal and cache-exact; the ablation."""
-import json
 import math
 from dataclasses import replace
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -16,6 +14,7 @@ from course_utils.ablation import (
     AblationConfig,
     mean_and_standard_error,
     run_variant,
+    stored_results,
     summarise,
     train_and_score,
     verdict,
@@ -43,8 +42,6 @@ from course_utils.modern import (
     rotate_half,
     swiglu_hidden_size,
 )
-
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "ablation_results.json"
 
 
 # ---------------------------------------------------------------------------- RoPE
@@ -489,8 +486,8 @@ def test_ablation_config_hash_is_stable_and_follows_every_setting():
 
 
 def test_committed_ablation_results_match_the_code_config():
-    results = json.loads(RESULTS.read_text(encoding="utf-8"))
-    rerun = "rerun `python -m course_utils.ablation --out benchmarks/ablation_results.json`"
+    results = stored_results()
+    rerun = "rerun `python -m course_utils.ablation`"
     setup = AblationConfig()
     assert results["config_hash"] == setup.hash(), f"the results were made with another AblationConfig: {rerun}"
     assert all("validation_loss" in run for run in results["runs"]), f"the results are in an older format: {rerun}"
