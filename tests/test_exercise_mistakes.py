@@ -33,9 +33,11 @@ def test_right_answer_written_differently_is_accepted(alternative):
     assert result.status == CORRECT, result.message
 
 
+@pytest.mark.slow  # the whole catalogue twice more: minutes; the default run already draws per test id
 @pytest.mark.parametrize("seed", [11, 12])
 def test_rejections_do_not_depend_on_the_drawn_inputs(seed, monkeypatch):
-    """Each checker draws fresh inputs per check: a mistake is rejected, a right answer accepted, whatever the draw."""
+    """Each checker draws fresh inputs per check: a mistake is rejected, a right answer accepted, whatever the draw
+    (the default run draws one seed per test id, so every entry already meets a draw of its own)."""
     monkeypatch.setenv("COURSE_CHECK_SEED", str(seed))
     accepted = [f"{m.lesson}.{m.exercise}:{m.name}" for m in MISTAKES
                 if exercise_of(m).evaluate_code(m.code, m.prelude).status != INCORRECT]
