@@ -32,6 +32,14 @@ def as_tensor(value: Any, name: str, shape: tuple[int, ...] | None = None, what:
     return value.detach()
 
 
+def learner_function(ns, name: str):
+    """The learner's ``name``, after checking it is a function."""
+    function = ns[name]
+    if isinstance(function, type) or not callable(function):
+        raise ExerciseFailure(f"`{name}` should be a function (`def {name}(...):`), got {type(function).__name__}.")
+    return function
+
+
 def call_with_copies(function, name: str, *args):
     """Call the learner's ``function`` on *copies* of its list arguments and report if it changed them."""
     copies = [list(a) if isinstance(a, list) else a for a in args]
@@ -442,6 +450,27 @@ def call_learner(function: Callable, name: str, case: str, *args, forbidden: dic
         raise ExerciseFailure(f"on {case}: your `{name}` raised {type(error).__name__}: {message}"
                               + (f". {hint}" if hint else "")) from None
     refuse_borrowed_work(guard, name)
+    return result
+
+
+def call_own(function, name: str, case: str, *args, forbidden: dict, error_hint=None, **kwargs):
+    """:func:`~.asserts.call_learner` that refuses a call into ``forbidden`` even when that call then raised (the
+    package's function refusing what the learner's code handed it): "use your own" is the diagnosis then, not the
+    package's error message. (Lessons 05 and 06 use it.)"""
+    def refusal(used: str) -> ExerciseFailure:
+        return ExerciseFailure(f"your `{name}` calls {used} to do the work: use your own code — write the steps "
+                               "yourself. (The package's version is there to move on with when you are stuck; "
+                               "this check wants yours.)")
+    guard = OwnWork(forbidden)
+    try:
+        with guard:
+            result = call_learner(function, name, case, *args, error_hint=error_hint, **kwargs)
+    except ExerciseFailure:
+        if guard.used:
+            raise refusal(guard.used) from None
+        raise
+    if guard.used:
+        raise refusal(guard.used)
     return result
 
 

@@ -19,8 +19,8 @@ import torch.nn.functional as F
 from .asserts import (
     Case,
     Draw,
-    OwnWork,
     call_learner,
+    call_own,
     check_function,
     check_inputs_kept,
     close,
@@ -30,28 +30,6 @@ from .asserts import (
     snapshot,
 )
 from .core import Exercise, ExerciseFailure, solution_of
-
-
-def call_own(function, name: str, case: str, *args, forbidden: dict, error_hint=None, **kwargs):
-    """:func:`~.asserts.call_learner` that refuses a call into ``forbidden`` even when that call then raised (the
-    package's function refusing what the learner's code handed it): "use your own" is the diagnosis then, not the
-    package's error message. (Lesson 06 uses it too.)"""
-    def refusal(used: str) -> ExerciseFailure:
-        return ExerciseFailure(f"your `{name}` calls {used} to do the work: use your own code — write the steps "
-                               "yourself. (The package's version is there to move on with when you are stuck; "
-                               "this check wants yours.)")
-    guard = OwnWork(forbidden)
-    try:
-        with guard:
-            result = call_learner(function, name, case, *args, error_hint=error_hint, **kwargs)
-    except ExerciseFailure:
-        if guard.used:
-            raise refusal(guard.used) from None
-        raise
-    if guard.used:
-        raise refusal(guard.used)
-    return result
-
 
 # ---------------------------------------------------------------------------- q1: P(token present)
 

@@ -22,6 +22,7 @@ from .asserts import (
     Case,
     Draw,
     call_learner,
+    call_own,
     check_function,
     check_generator_use,
     check_inputs_kept,
@@ -31,7 +32,6 @@ from .asserts import (
     snapshot,
 )
 from .core import Exercise, ExerciseFailure, solution_of
-from .lesson05 import call_own
 
 # ---------------------------------------------------------------------------- q1: 80/10/10 corruption
 

@@ -30,6 +30,7 @@ from .asserts import (
     compare_gradients,
     difference,
     instantiate,
+    learner_function,
     own_function,
     own_module_class,
     shared_parameters,
@@ -39,14 +40,6 @@ from .asserts import (
 from .core import Exercise, ExerciseFailure, solution_of
 
 NEG_INF = float("-inf")
-
-
-def learner_function(ns, name: str):
-    """The learner's ``name``, after checking it is a function."""
-    function = ns[name]
-    if isinstance(function, type) or not callable(function):
-        raise ExerciseFailure(f"`{name}` should be a function (`def {name}(...):`), got {type(function).__name__}.")
-    return function
 
 
 def ids_listed(mask: torch.Tensor) -> str:

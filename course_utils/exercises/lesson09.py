@@ -24,6 +24,7 @@ from .asserts import (
     close,
     copy_weights,
     instantiate,
+    learner_function,
     max_difference,
     own_module_class,
     show,
@@ -31,14 +32,6 @@ from .asserts import (
 from .core import Exercise, ExerciseFailure, solution_of
 
 EPS = 1e-6
-
-
-def learner_function(ns, name: str):
-    """The learner's ``name``, after checking it is a function."""
-    function = ns[name]
-    if isinstance(function, type) or not callable(function):
-        raise ExerciseFailure(f"`{name}` should be a function (`def {name}(...):`), got {type(function).__name__}.")
-    return function
 
 
 def check_gradients(function, reference, case: Case, name: str, forbidden: dict, inputs: tuple[str, ...]) -> None:

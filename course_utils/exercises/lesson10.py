@@ -42,18 +42,11 @@ from .asserts import (
     check_function,
     check_inputs_kept,
     difference,
+    learner_function,
     show,
     snapshot,
 )
 from .core import Exercise, ExerciseFailure, learner_frames, solution_of
-
-
-def learner_function(ns, name: str):
-    """The learner's ``name``, after checking it is a function."""
-    function = ns[name]
-    if isinstance(function, type) or not callable(function):
-        raise ExerciseFailure(f"`{name}` should be a function (`def {name}(...):`), got {type(function).__name__}.")
-    return function
 
 
 # ---------------------------------------------------------------------------- q1: the loss each rank backpropagates
