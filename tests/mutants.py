@@ -162,7 +162,7 @@ MUTANTS = (
            "check_inputs_kept(before, {**dict(zip(labels, args)), **kwargs}, name, case.description)", "pass",
            EXERCISE_TESTS),
     Mutant("exercise checker lets the package's block do the work", "exercises/asserts.py",
-           "    if guard.used:\n", "    if False:\n", EXERCISE_TESTS),
+           "forbids.\"\"\"\n    if guard.used:\n", "forbids.\"\"\"\n    if False:\n", EXERCISE_TESTS),
     Mutant("exercise checker blind to the dtype", "exercises/asserts.py",
            "if got.dtype != expected.dtype:", "if False:", EXERCISE_TESTS),
 )
