@@ -1,6 +1,9 @@
 """Student and teacher editions: no solution leaks into the student's copy; the teacher's is filled in and annotated."""
 import ast
+import importlib.util
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +12,7 @@ import nbformat
 import pytest
 from mistakes import all_mistakes
 
+from course_utils.classroom import notes, syllabus
 from course_utils.classroom.cells import answer_cells, checked_exercises, lesson_exercises, notebook_lesson
 from course_utils.classroom.editions import (
     add_missing_exercise_cells,
@@ -16,7 +20,14 @@ from course_utils.classroom.editions import (
     build_student_edition,
     fill_solutions,
 )
-from course_utils.classroom.notes import PLAN_MINUTES, ninety_minute_plan, teaching_notes
+from course_utils.classroom.notes import (
+    PLAN_MINUTES,
+    lesson_questions,
+    ninety_minute_plan,
+    ninety_minute_plans,
+    teaching_notes,
+    unanswered,
+)
 from course_utils.exercises.core import WITHHELD
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,19 +140,131 @@ def test_teacher_fill_puts_every_solution_in_its_answer_cell(path):
         assert notebook.cells[index].source == lesson_exercises(lesson)[key].solution.rstrip("\n")
 
 
+def lesson_headings(notebook) -> list[str]:
+    return [line[3:].strip() for cell in notebook.cells if cell.cell_type == "markdown"
+            for line in cell.source.splitlines() if line.startswith("## ")]
+
+
 @pytest.mark.parametrize("path", COURSE_NOTEBOOKS, ids=lambda p: p.name)
-def test_teaching_notes_plan_ninety_minutes_over_the_notebooks_sections(path):
+def test_teaching_notes_plan_ninety_minutes_per_sitting(path):
     notebook = nbformat.read(path, as_version=4)
-    plan = ninety_minute_plan(notebook)
-    assert sum(minutes for minutes, _ in plan) == PLAN_MINUTES and all(minutes > 0 for minutes, _ in plan)
-    headings = [line[3:].strip() for cell in notebook.cells if cell.cell_type == "markdown"
-                for line in cell.source.splitlines() if line.startswith("## ")]
-    assert [activity[2:] for _, activity in plan if activity.startswith("§ ")] == [
-        h for h in headings if h not in ("Summary", "Common errors") and "exercise" not in h.lower()]
-    notes = teaching_notes(notebook)
-    for exercise in lesson_exercises(notebook_lesson(notebook)).values():
-        assert exercise.name in notes and exercise.solution.strip() not in notes
-    assert notes.count("\n1. ") == 1 and "## Discussion questions" in notes
+    plans = ninety_minute_plans(notebook)
+    assert len(plans) == len(notes.RULE.sittings(notebook)) and ninety_minute_plan(notebook) == plans[0].rows
+    for plan in plans:
+        assert sum(minutes for minutes, _ in plan.rows) == PLAN_MINUTES and all(m > 0 for m, _ in plan.rows)
+    assert [activity[2:].split(" — GPU only")[0] for plan in plans for _, activity in plan.rows
+            if activity.startswith("§ ")] == [h for h in lesson_headings(notebook)
+                                               if not h.startswith(notes.CLOSING_SECTIONS)
+                                               and "exercise" not in h.lower()]
+    exercises = lesson_exercises(notebook_lesson(notebook))
+    capstones = [key for key, exercise in exercises.items() if getattr(exercise, "task", "")]
+    budgeted = [(m, activity) for plan in plans for m, activity in plan.rows + plan.homework
+                if activity.startswith("Capstone ")]
+    assert sorted(activity.split(" ")[1] for _, activity in budgeted) == sorted(capstones)
+    assert {m for m, _ in budgeted} <= {notes.MINUTES_PER_CAPSTONE}
+    notes_text = teaching_notes(notebook)
+    for exercise in exercises.values():
+        assert exercise.name in notes_text and exercise.solution.strip() not in notes_text
+    assert "## The lesson's questions, with model answers" in notes_text and "## Discussion questions" in notes_text
+
+
+def test_the_plan_uses_the_time_rule_of_the_lesson_times_tool():
+    """One source of truth: the plan's minutes per exercise and capstone are the tool's constants."""
+    spec = importlib.util.spec_from_file_location("lesson_times_tool", ROOT / "tools" / "lesson_times.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert (notes.MINUTES_PER_EXERCISE, notes.MINUTES_PER_CAPSTONE) == (tool.MINUTES_PER_EXERCISE,
+                                                                        tool.MINUTES_PER_CAPSTONE) == (8, 30)
+
+
+def test_gpu_only_sections_get_at_most_two_minutes_and_say_so():
+    gpu_sections = 0
+    for path in COURSE_NOTEBOOKS:
+        for plan in ninety_minute_plans(nbformat.read(path, as_version=4)):
+            for minutes, activity in plan.rows:
+                if "GPU only" in activity:
+                    gpu_sections += 1
+                    assert minutes <= 2
+    assert gpu_sections >= 5  # lessons 05 to 09 each end their teaching with one
+    assert notes.gpu_only_cell("def f():\n    pass\nif torch.cuda.is_available():\n    f()\nelse:\n    print('no')")
+    assert not notes.gpu_only_cell("device = pick_device()\nif torch.cuda.is_available():\n    print(device)")
+    assert not notes.gpu_only_cell("x = torch.ones(3)")
+
+
+def test_a_gpu_section_that_runs_on_a_cpu_is_not_called_gpu_only():
+    notebook = nbformat.read(ROOT / "notebooks" / "05_classifier.ipynb", as_version=4)
+    labelled = [a for plan in ninety_minute_plans(notebook) for _, a in plan.rows if "GPU only" in a]
+    assert len(labelled) == 1
+    index = next(i for i, c in enumerate(notebook.cells) if c.cell_type == "code" and notes.gpu_only_cell(c.source))
+    notebook.cells[index].source = "x = 1\n" + notebook.cells[index].source
+    assert not [a for plan in ninety_minute_plans(notebook) for _, a in plan.rows if "GPU only" in a]
+
+
+@pytest.mark.parametrize("path", COURSE_NOTEBOOKS, ids=lambda p: p.name)
+def test_every_question_of_a_lesson_has_a_model_answer_in_the_teacher_notes(path):
+    notebook = nbformat.read(path, as_version=4)
+    questions = lesson_questions(notebook)
+    assert len(questions) >= 3, "the lesson ends with 'Check your understanding' or 'Why?' questions"
+    assert unanswered(notebook) == []
+    text = teaching_notes(notebook)
+    for question, answer in questions:
+        assert question in text and answer in text
+    assert "Without a model answer" not in text
+
+
+def test_a_question_without_an_answer_is_listed():
+    notebook = nbformat.read(ROOT / "notebooks" / "03_attention.ipynb", as_version=4)
+    cell = next(c for c in notebook.cells if c.cell_type == "markdown" and "Answers" in c.source and "<details" in
+                c.source)
+    cell.source = re.sub(r"^3\. .*?(?=^4\. )", "", cell.source, flags=re.MULTILINE | re.DOTALL)
+    missing = unanswered(notebook)
+    assert len(missing) == 1 and missing[0].startswith("A query that may see no key")
+    assert "Without a model answer in the notebook: A query that may see no key" in teaching_notes(notebook)
+
+
+def test_the_discussion_questions_have_model_answers():
+    lessons = {notebook_lesson(nbformat.read(path, as_version=4)) for path in COURSE_NOTEBOOKS}
+    assert set(notes.DISCUSSION) == lessons
+    for lesson, pairs in notes.DISCUSSION.items():
+        assert pairs and all(question.strip() and len(answer.split()) >= 15 for question, answer in pairs), lesson
+
+
+def test_the_syllabus_is_ten_weeks_of_every_sitting_exercise_and_lesson():
+    weeks = syllabus.weeks()
+    assert len(weeks) == syllabus.WEEKS and all(weeks)
+    sittings = [s for week in weeks for s in week]
+    assert sittings == syllabus.course_sittings()
+    for path in COURSE_NOTEBOOKS:
+        notebook = nbformat.read(path, as_version=4)
+        lesson = notebook_lesson(notebook)
+        mine = [s for s in sittings if s.lesson == lesson]
+        assert [s.minutes for s in mine] == [p["minutes"] for p in notes.RULE.estimate(notebook)["sittings"]]
+        assigned = [key for s in mine for key in s.small + s.capstones]
+        assert sorted(assigned) == sorted(lesson_exercises(lesson))
+    text = syllabus.syllabus()
+    assert text.count("\n## Week ") == syllabus.WEEKS
+    for path in COURSE_NOTEBOOKS:
+        lesson = notebook_lesson(nbformat.read(path, as_version=4))
+        assert text.count(f"* **Grade:** lesson {lesson}:") + text.count(f"; lesson {lesson}: rows") == 1
+        assert text.count(f"* **Discuss (lesson {lesson}):**") == 1
+
+
+def test_the_syllabus_follows_the_notebooks(tmp_path):
+    """Generated, not written: a lesson taken out of the course leaves the syllabus."""
+    (tmp_path / "notebooks").mkdir()
+    for path in COURSE_NOTEBOOKS:
+        if not path.name.startswith("10_"):
+            shutil.copy(path, tmp_path / "notebooks" / path.name)
+    assert "(sitting 1 of 2)" in syllabus.syllabus() and "lesson 10" in syllabus.syllabus()
+    assert "lesson 10" not in syllabus.syllabus(tmp_path)
+
+
+def test_the_weeks_split_evenly():
+    assert syllabus.split_weeks([60, 60, 60, 60, 120], 2) == [0, 3]  # 180 | 180
+    assert syllabus.split_weeks([100, 20, 20, 20, 20, 100], 3) == [0, 1, 5]  # 100 | 80 | 100
+    assert syllabus.split_weeks([100, 50, 50, 100], 2) == [0, 2]
+    with pytest.raises(ValueError):
+        syllabus.split_weeks([10], 2)
 
 
 def test_student_readme_leaves_out_the_teaching_section_only(student_edition):

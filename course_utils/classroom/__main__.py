@@ -34,8 +34,9 @@ def parser() -> argparse.ArgumentParser:
                                                   "teaching notes) to OUT_DIR",
                                   description="Copy the course to OUT_DIR with every exercise filled in with its "
                                               "solution and executed (every check must print ✅), plus "
-                                              "teaching_notes/lessonNN.md: a 90-minute plan, the misconceptions "
-                                              "the checks catch most, discussion questions. Executing all eight "
+                                              "teaching_notes/lessonNN.md (a 90-minute plan per sitting, the "
+                                              "misconceptions the checks catch most, discussion questions with "
+                                              "model answers) and syllabus.md (ten weeks). Executing all eleven "
                                               "notebooks takes several minutes on a laptop CPU.")
     teacher.add_argument("out_dir", type=Path, metavar="OUT_DIR", help="a new or empty folder")
     teacher.add_argument("--lessons", help="only these lessons' notebooks, e.g. 03,04 (default: all)")

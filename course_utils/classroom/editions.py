@@ -5,8 +5,9 @@
   that needs a solution, no mistake catalogue, no classroom tools (nor their README section). A build that still
   contains a solution fails.
 * **Teacher edition** — the whole course with every exercise filled in with its solution and executed (each check
-  must print ✅, or the build fails), plus teaching notes per lesson (:mod:`.notes`). An exercise the notebook has no
-  cells for gets them appended at the end.
+  must print ✅, or the build fails), plus teaching notes per lesson (:mod:`.notes`: a 90-minute plan per sitting,
+  the lesson's questions with model answers) and a 10-week syllabus (:mod:`.syllabus`, ``syllabus.md``). An exercise
+  the notebook has no cells for gets them appended at the end.
 """
 from __future__ import annotations
 
@@ -210,6 +211,7 @@ def build_teacher_edition(out_dir: Path, lessons: set[str] | None = None, root: 
                           progress=print) -> list[str]:
     """Write the teacher edition to ``out_dir``; returns the notebooks executed."""
     from .notes import teaching_notes
+    from .syllabus import syllabus
 
     _prepare_out_dir(out_dir)
     executed = []
@@ -235,4 +237,5 @@ def build_teacher_edition(out_dir: Path, lessons: set[str] | None = None, root: 
             nbformat.write(notebook, target)
         else:
             shutil.copy2(root / path, target)
+    (out_dir / "syllabus.md").write_text(syllabus(root), encoding="utf-8")
     return executed
