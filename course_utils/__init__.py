@@ -33,9 +33,12 @@ from .plotting import (
     draw_architecture,
     draw_encoder_decoder_masks,
     draw_multihead_split,
+    draw_qkv_projection,
     draw_residual_stream,
+    draw_rotation,
     plot_history,
     show_heatmaps,
+    show_mask,
 )
 from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding, sinusoidal_table
 from .runtime import environment_report, pick_device, seed_everything, set_threads
@@ -72,7 +75,9 @@ __all__ = [
     "draw_architecture",
     "draw_encoder_decoder_masks",
     "draw_multihead_split",
+    "draw_qkv_projection",
     "draw_residual_stream",
+    "draw_rotation",
     "Encoder",
     "EncoderLayer",
     "environment_report",
@@ -97,6 +102,7 @@ __all__ = [
     "Seq2SeqTransformer",
     "set_threads",
     "show_heatmaps",
+    "show_mask",
     "sinusoidal_table",
     "SinusoidalPositionalEncoding",
     "SPECIAL_TOKENS",

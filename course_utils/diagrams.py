@@ -1,21 +1,26 @@
-"""Architecture diagrams drawn with matplotlib alone: the Transformer, the multi-head split, LayerNorm placement, masks.
+"""Architecture diagrams drawn with matplotlib alone: the Transformer, the multi-head split, LayerNorm placement,
+masks, the Q/K/V projections, the sinusoidal rotation and binary masks.
 
 Every figure is built from three shared primitives — a labelled box, an arrow along a polyline and an "N×" frame —
-so the four pictures share one visual language. ``course_utils.plotting`` re-exports the public functions.
+so the pictures share one visual language. ``course_utils.plotting`` re-exports the public functions.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.colors import ListedColormap
-from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
+from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Patch
 from matplotlib.path import Path
+from matplotlib.ticker import MaxNLocator
 
 from .errors import CourseTypeError, CourseValueError
 from .masks import padding_mask, target_mask
+from .positional import sinusoidal_table
+from .validation import check_non_negative_int, describe
 
 ARCHITECTURE_PARTS = (
     "tokens",
@@ -462,6 +467,8 @@ def draw_residual_panel(ax: plt.Axes, x: float, placement: str) -> None:
 
 # --- draw_encoder_decoder_masks ------------------------------------------------------------------------------------
 
+MASK_COLOURS = ("#ececec", HIGHLIGHT_FACE)  # (hidden, may attend): every mask picture uses these two
+MASK_CMAP = ListedColormap(list(MASK_COLOURS))
 MASK_EXAMPLE_SOURCE = ("I", "like", "tea", "<pad>", "<pad>")
 MASK_EXAMPLE_TARGET = ("<bos>", "j'aime", "le", "thé", "<pad>")
 
@@ -533,7 +540,7 @@ def draw_mask_callout(ax: plt.Axes, anchor: Anchor, side: str, name: str, code: 
     grid_x = text_x - grid_width if side == "left" else text_x + 0.9
     grid_y = anchor.y - 0.75 - grid_height
     inset = ax.inset_axes((grid_x, grid_y, grid_width, grid_height), transform=ax.transData)
-    inset.imshow(grid.int().numpy(), cmap=ListedColormap(["#ececec", HIGHLIGHT_FACE]), vmin=0, vmax=1)
+    inset.imshow(grid.int().numpy(), cmap=MASK_CMAP, vmin=0, vmax=1)
     inset.set_xticks(range(len(keys)), keys, fontsize=6.5, rotation=90)
     inset.set_yticks(range(len(queries)), queries, fontsize=6.5)
     inset.tick_params(length=0, pad=1)
@@ -544,3 +551,245 @@ def draw_mask_callout(ax: plt.Axes, anchor: Anchor, side: str, name: str, code: 
     edge = anchor.left if side == "left" else anchor.right
     draw_arrow(ax, (text_x + (0.1 if side == "left" else -0.1), anchor.y), edge, colour=HIGHLIGHT_FACE,
                linewidth=1.1, linestyle=(0, (3, 2)))
+
+
+# --- draw_qkv_projection -------------------------------------------------------------------------------------------
+
+def draw_qkv_projection(seq: int = 4, d_model: int = 8, d_k: int = 8, d_v: int | None = None,
+                        ax: plt.Axes | None = None) -> plt.Figure:
+    """Where queries, keys and values come from and what one attention head does with them, every shape written out.
+
+    ``x (seq, d_model)`` goes through three linear maps, ``W_Q, W_K (d_model, d_k)`` and ``W_V (d_model, d_v)``;
+    ``Q Kᵀ / √d_k`` gives the ``(seq, seq)`` scores, a softmax over each row the weights, and ``weights · V`` one
+    new ``d_v``-vector per token. One head and one sentence, so no batch dimension (lesson 03 builds each step;
+    ``draw_multihead_split`` adds the batch and the heads).
+
+    Args:
+        seq, d_model, d_k: the sizes every shape in the picture is computed from.
+        d_v: the width of the values and of the output (default ``d_k``, as in the course's heads).
+        ax: draw into this axes instead of a new figure.
+
+    Returns:
+        The figure (call ``plt.show()`` to display it).
+    """
+    d_v = d_k if d_v is None else d_v
+    for name, value in (("seq", seq), ("d_model", d_model), ("d_k", d_k), ("d_v", d_v)):
+        check_positive_int(name, value)
+    sizes = dict(seq=seq, d_model=d_model, d_k=d_k, d_v=d_v)
+    fig, ax = new_canvas(ax, (0.0, 12.8), (-0.35, 10.3))
+    column = {"Q": 2.0, "K": 6.0, "V": 10.0}
+    width = dict(width=3.1, height=0.8)
+    x_box = draw_box(ax, column["K"], 0.15, "input x: one row per token\n" + format_shape(("seq", "d_model"), sizes),
+                     gid="x", **width)
+    fan_y = 0.95
+    ax.add_patch(Circle((column["K"], fan_y), 0.05, color=INK, zorder=3))
+    roles = {"Q": "what each token looks for", "K": "what each token offers", "V": "what each token passes on"}
+    tensors = {}
+    for name, x in column.items():
+        out = "d_v" if name == "V" else "d_k"
+        weight = draw_box(ax, x, 1.75, f"linear map $W_{name}$\n" + format_shape(("d_model", out), sizes),
+                          gid=f"W_{name}", face=PART_COLOURS["output projection"], **width)
+        draw_arrow(ax, x_box.top, (column["K"], fan_y), (x, fan_y), weight.bottom)
+        tensors[name] = draw_box(ax, x, 3.55, f"${name} = x\\,W_{name}$\n" + format_shape(("seq", out), sizes),
+                                 gid=name, **width)
+        draw_arrow(ax, weight.top, tensors[name].bottom)
+        ax.text(x + 0.12, (weight.top[1] + tensors[name].bottom[1]) / 2, roles[name], ha="left", va="center",
+                fontsize=8, style="italic", color="#555555")
+    scores = draw_box(ax, 4.0, 5.55, "scores $= Q K^{\\top} / \\sqrt{d_k}$\n" + format_shape(("seq", "seq"), sizes),
+                      gid="scores", face=PART_COLOURS["self-attention"], width=3.3, height=0.8)
+    lane_y = 4.55
+    draw_arrow(ax, tensors["Q"].top, (column["Q"], lane_y), (3.3, lane_y), (3.3, scores.bottom[1]))
+    draw_arrow(ax, tensors["K"].top, (column["K"], lane_y), (4.7, lane_y), (4.7, scores.bottom[1]))
+    ax.text(5.9, lane_y + 0.1, f"$K^{{\\top}}$: (d_k, seq) = ({d_k}, {seq})", ha="left", va="bottom", fontsize=8.5)
+    ax.text(2.1, lane_y + 0.1, f"$\\sqrt{{d_k}} = \\sqrt{{{d_k}}} \\approx {math.sqrt(d_k):.2f}$", ha="right",
+            va="bottom", fontsize=8.5)
+    softmax = draw_box(ax, 4.0, 7.15, "softmax over each row (the keys)\nweights " +
+                       format_shape(("seq", "seq"), sizes) + ", rows sum to 1", gid="softmax",
+                       face=PART_COLOURS["softmax"], width=4.6, height=0.8)
+    draw_arrow(ax, scores.top, softmax.bottom)
+    output = draw_box(ax, 7.9, 8.75, "output = weights · V\n" + format_shape(("seq", "d_v"), sizes), gid="output",
+                      face=PART_COLOURS["self-attention"], width=3.1, height=0.8)
+    draw_arrow(ax, softmax.top, (4.0, output.y), output.left)
+    draw_arrow(ax, tensors["V"].top, (column["V"], output.y), output.right)
+    draw_arrow(ax, output.top, (output.x, output.top[1] + 0.45))
+    ax.text(output.x, output.top[1] + 0.5, "one new vector per token: a weighted mix of the values", ha="center",
+            va="bottom", fontsize=9, style="italic")
+    ax.set_title(f"Queries, keys and values of one head: seq = {seq}, d_model = {d_model}, d_k = {d_k}, d_v = {d_v}",
+                 fontsize=11.5)
+    return fig
+
+
+# --- draw_rotation -------------------------------------------------------------------------------------------------
+
+ROTATION_COLOURS = ("#3b6fb6", "#d1495b", "#2a9d5c", "#e08a1e", "#7b4fa8", "#555555")
+
+
+def check_start_positions(positions: int | Sequence[int]) -> tuple[int, ...]:
+    """``positions`` as a tuple of 1 to 6 positions (ints >= 0), one arc each."""
+    starts = (positions,) if isinstance(positions, int) and not isinstance(positions, bool) else positions
+    if not isinstance(starts, (list, tuple)) or not 1 <= len(starts) <= len(ROTATION_COLOURS):
+        raise CourseTypeError(f"positions must be one position or a list of 1 to {len(ROTATION_COLOURS)} positions "
+                              f"(ints >= 0), got {describe(positions)}; e.g. positions=(1, 4)")
+    return tuple(check_non_negative_int(f"positions[{index}]", p) for index, p in enumerate(starts))
+
+
+def draw_rotation(positions: int | Sequence[int] = (1, 4), k: int = 2, d_model: int = 64, pair: int = 0,
+                  ax: plt.Axes | None = None) -> plt.Figure:
+    """A shift by ``k`` positions is one rotation: pair ``pair`` of the sinusoidal encoding on the unit circle.
+
+    Position ``p`` is the point ``(cos pω_i, sin pω_i) = (PE[p, 2i+1], PE[p, 2i])``, read from
+    ``positional.sinusoidal_table(·, d_model)``. Each start position gets a radius to ``p`` and to ``p + k`` and an
+    arc between them; the legend gives each arc's angle measured from the table, the same ``k·ω_i`` (mod 2π) for
+    every start (lesson 02, section 5).
+
+    Args:
+        positions: one start position or up to six (ints >= 0); two or more make the "same for every position"
+            visible.
+        k: the shift, in positions (int >= 1).
+        d_model: the width of the table (even); pair ``i`` turns at ``ω_i = 10000^(-2i/d_model)`` per position.
+        pair: which (sin, cos) pair to draw, ``0 <= pair < d_model / 2`` (0 is the fastest).
+        ax: draw into this axes instead of a new figure.
+
+    Returns:
+        The figure (call ``plt.show()`` to display it).
+    """
+    starts = check_start_positions(positions)
+    check_positive_int("k", k)
+    check_positive_int("d_model", d_model)
+    if d_model % 2:
+        raise CourseValueError(f"the sinusoidal table pairs sin/cos dimensions, so d_model must be even, got "
+                               f"{d_model}; e.g. d_model={d_model + 1}")
+    check_non_negative_int("pair", pair)
+    if pair >= d_model // 2:
+        raise CourseValueError(f"pair={pair} does not exist for d_model={d_model}: its pairs are 0 .. "
+                               f"{d_model // 2 - 1} (dims 2i and 2i+1)")
+    table = sinusoidal_table(max(starts) + k + 1, d_model)             # (positions, d_model)
+    cosines, sines = table[:, 2 * pair + 1].double(), table[:, 2 * pair].double()
+    omega = math.exp(-2 * pair * math.log(10000.0) / d_model)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.6, 6.4), constrained_layout=True)
+    fig, ax = new_canvas(ax, (-1.55, 1.55), (-1.3 - 0.12 * len(starts), 1.45))
+    circle = [(math.cos(t), math.sin(t)) for t in torch.linspace(0, 2 * math.pi, 200).tolist()]
+    ax.plot(*zip(*circle), color="#b4b4b4", linewidth=1.0, zorder=1)
+    ax.plot([-1.25, 1.25], [0, 0], color="#d0d0d0", linewidth=0.8, zorder=0)
+    ax.plot([0, 0], [-1.25, 1.25], color="#d0d0d0", linewidth=0.8, zorder=0)
+    ax.text(1.27, 0, f"cos(p·ω) = PE[p, {2 * pair + 1}]", ha="left", va="center", fontsize=8.5, rotation=90)
+    ax.text(0, 1.27, f"sin(p·ω) = PE[p, {2 * pair}]", ha="center", va="bottom", fontsize=8.5)
+    ax.plot(cosines.numpy(), sines.numpy(), "o", color="#c8c8c8", markersize=3.5, zorder=2)
+    handles = []
+    for index, start in enumerate(starts):
+        colour, end = ROTATION_COLOURS[index], start + k
+        begin_angle = math.atan2(sines[start], cosines[start])
+        turned = (math.atan2(sines[end], cosines[end]) - begin_angle) % (2 * math.pi)   # measured on the table
+        for p, filled in ((start, True), (end, False)):
+            ax.plot([0, cosines[p]], [0, sines[p]], color=colour, linewidth=0.9, linestyle=(0, (3, 2)), zorder=2)
+            ax.plot([cosines[p]], [sines[p]], "o", color=colour, markerfacecolor=colour if filled else "#ffffff",
+                    markeredgewidth=1.8, markersize=8, zorder=5, gid="position", label=f"p = {p}")
+            ax.text(1.14 * cosines[p], 1.14 * sines[p], f"p={p}", ha="center", va="center", fontsize=8.5,
+                    color=colour, fontweight="bold")
+        radius = 0.42 + 0.13 * index
+        arc = [(radius * math.cos(t), radius * math.sin(t))
+               for t in torch.linspace(begin_angle, begin_angle + turned, 60).tolist()]
+        ax.plot(*zip(*arc), color=colour, linewidth=1.8, zorder=4, gid="rotation")
+        draw_arrow(ax, arc[-2], arc[-1], colour=colour, linewidth=1.8, zorder=4)   # the head, at p + k
+        handles.append(Patch(color=colour, label=f"p = {start} → {end}: turned by {turned:.3f} rad "
+                                                   f"({math.degrees(turned):.1f}°)"))
+    ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, -0.04), fontsize=8.5, frameon=False,
+              title="filled: p, hollow: p + k; angles measured on sinusoidal_table", title_fontsize=8.5)
+    wrapped = k * omega % (2 * math.pi)
+    angle = f"k·ω = {k * omega:.3f} rad" + (f" (= {wrapped:.3f} mod 2π)" if k * omega >= 2 * math.pi else "")
+    ax.set_title(f"Pair i = {pair} (dims {2 * pair}, {2 * pair + 1}) of d_model = {d_model}, ω = {omega:.4g} rad "
+                 f"per position:\na shift by k = {k} turns every position by the same angle, {angle}", fontsize=10.5)
+    return fig
+
+
+# --- show_mask -----------------------------------------------------------------------------------------------------
+
+def check_binary_mask(mask: object) -> torch.Tensor:
+    """``mask`` as a 2-D ``(q_len, k_len)`` bool tensor: bool or 0/1 values; leading size-1 dimensions dropped."""
+    if isinstance(mask, torch.Tensor):
+        grid = mask.detach().cpu()
+    elif hasattr(mask, "ndim") and hasattr(mask, "dtype"):   # a NumPy array
+        grid = torch.as_tensor(mask)
+    else:
+        raise CourseTypeError(f"show_mask draws a mask tensor (bool, or 0/1), got {describe(mask)}; pass e.g. "
+                              "causal_mask(5)")
+    original = tuple(grid.shape)
+    while grid.dim() > 2 and grid.size(0) == 1:
+        grid = grid[0]
+    if grid.dim() != 2:
+        fix = ("a row of allowed keys (k_len,) is one query: draw mask[None], or expand it to every query with "
+               "mask.expand(q_len, -1)" if grid.dim() < 2 else
+               "pick one: mask[i, 0] for row i of a (batch, 1, q_len, k_len) mask, "
+               "mask[i, 0].expand(q_len, -1) for a padding mask (batch, 1, 1, k_len)")
+        raise CourseValueError(f"show_mask draws one (q_len, k_len) mask (or (1, 1, q_len, k_len)), got shape "
+                               f"{original}; {fix}")
+    if grid.numel() == 0:
+        raise CourseValueError(f"show_mask got an empty mask of shape {original}; a mask needs at least one query "
+                               "and one key")
+    if grid.dtype == torch.bool:
+        return grid
+    if grid.is_complex():
+        raise CourseTypeError(f"show_mask draws a yes/no mask (bool, or 0/1), got dtype {grid.dtype}")
+    yes_or_no = (grid == 0) | (grid == 1)
+    if not bool(yes_or_no.all()):
+        others = sorted({float(v) for v in grid[~yes_or_no].flatten()[:1000].tolist()}, key=str)[:4]
+        raise CourseValueError(f"show_mask draws a yes/no mask (bool, or 0/1 numbers), got values such as "
+                               f"{', '.join(f'{v:g}' for v in others)}; for attention weights or scores use "
+                               "show_heatmaps")
+    return grid == 1
+
+
+def show_mask(mask, row_labels: Sequence[str] | None = None, col_labels: Sequence[str] | None = None,
+              title: str | None = None, *, xlabel: str = "key position", ylabel: str = "query position",
+              labels: tuple[str, str] = ("may attend", "hidden"), legend: bool = True,
+              ax: plt.Axes | None = None) -> plt.Figure:
+    """A mask as two colours with a legend: coloured = the query row may attend to the key column, grey = hidden.
+
+    Args:
+        mask: a ``(q_len, k_len)`` tensor, bool or 0/1 numbers (True / 1 = may attend, the course's convention);
+            size-1 leading dimensions are dropped, so ``causal_mask(5)`` ``(1, 1, 5, 5)`` works as it is.
+        row_labels, col_labels: tick labels (e.g. the tokens); without them the ticks are the integer positions.
+        title: the panel's title.
+        labels: the legend's words for True and for False.
+        legend: draw the legend (turn it off on all but one of several panels).
+        ax: draw into this axes instead of a new figure (several masks side by side).
+
+    Returns:
+        The figure (call ``plt.show()`` to display it).
+    """
+    grid = check_binary_mask(mask)
+    q_len, k_len = grid.shape
+    for names, axis, size in ((row_labels, "row", q_len), (col_labels, "col", k_len)):
+        if names is not None and len(names) != size:
+            raise CourseValueError(f"got {len(names)} {axis}_labels for a mask of shape {tuple(grid.shape)}; pass "
+                                   f"one label per {axis} (e.g. the tokens)")
+    if (not isinstance(labels, (tuple, list)) or len(labels) != 2
+            or not all(isinstance(label, str) for label in labels)):
+        raise CourseTypeError(f"labels must be two strings (the words for True and for False), got "
+                              f"{describe(labels)}; e.g. labels=('may attend', 'hidden')")
+    if ax is None:
+        side = min(max(0.34 * max(q_len, k_len), 2.6), 6.5)
+        _, ax = plt.subplots(figsize=(side + (2.0 if legend else 0.4), side), constrained_layout=True)
+    ax.imshow(grid.int().numpy(), cmap=MASK_CMAP, vmin=0, vmax=1)
+    for names, size, axis in ((col_labels, k_len, ax.xaxis), (row_labels, q_len, ax.yaxis)):
+        if names is not None:
+            axis.set_ticks(range(size), names, fontsize=8)
+        elif size <= 16:                                           # every position, as an integer
+            axis.set_ticks(range(size), [str(i) for i in range(size)], fontsize=8 if size > 9 else None)
+        else:
+            axis.set_major_locator(MaxNLocator(integer=True))
+    if col_labels is not None:
+        ax.tick_params(axis="x", labelrotation=90)
+    ax.set_xticks([i - 0.5 for i in range(1, k_len)], minor=True)
+    ax.set_yticks([i - 0.5 for i in range(1, q_len)], minor=True)
+    ax.grid(which="minor", color="#ffffff", linewidth=1.2)
+    ax.tick_params(which="minor", length=0)
+    ax.set(xlabel=xlabel, ylabel=ylabel)
+    if title is not None:
+        ax.set_title(title, fontsize=10)
+    if legend:
+        handles = [Patch(facecolor=MASK_COLOURS[1], edgecolor="#8c8c8c", label=labels[0]),
+                   Patch(facecolor=MASK_COLOURS[0], edgecolor="#8c8c8c", label=labels[1])]
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize=9)
+    return ax.figure

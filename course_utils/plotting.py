@@ -1,7 +1,8 @@
 """Plotting helpers shared by every notebook: attention heatmaps, training curves and architecture diagrams.
 
-The diagrams (``draw_architecture`` and friends) live in ``course_utils.diagrams`` and are re-exported here, so
-every picture a lesson draws comes from ``course_utils.plotting``.
+The diagrams (``draw_architecture`` and friends, ``draw_qkv_projection``, ``draw_rotation``) and the two-colour
+``show_mask`` live in ``course_utils.diagrams`` and are re-exported here, so every picture a lesson draws comes from
+``course_utils.plotting``.
 """
 from __future__ import annotations
 
@@ -17,7 +18,10 @@ from .diagrams import (  # noqa: F401
     draw_architecture,
     draw_encoder_decoder_masks,
     draw_multihead_split,
+    draw_qkv_projection,
     draw_residual_stream,
+    draw_rotation,
+    show_mask,
 )
 from .errors import CourseTypeError, CourseValueError
 from .training import History

@@ -36,7 +36,8 @@ from course_utils.validation import describe
 
 MODULES = ("config", "embedding", "positional", "attention", "masks", "layers", "models", "reference", "mlm",
            "decoding", "training", "runtime", "tokenization", "kv_cache", "losses", "language_model", "modern",
-           "data.pydoc_corpus", "data.language_id", "data.numbers", "data.batching", "data.lm_data", "interop")
+           "data.pydoc_corpus", "data.language_id", "data.numbers", "data.batching", "data.lm_data", "data.order",
+           "interop")
 EXAMPLES_PER_ARGUMENT = 8
 SCRATCH = Path(tempfile.gettempdir())  # files the save/load entries write
 
@@ -457,7 +458,7 @@ def build_registry() -> dict[str, Case | None]:
                                                   m("data.numbers"))
     kv_cache, losses, language_model, modern = m("kv_cache"), m("losses"), m("language_model"), m("modern")
     interop = m("interop")
-    batching, lm_data = m("data.batching"), m("data.lm_data")
+    batching, lm_data, order = m("data.batching"), m("data.lm_data"), m("data.order")
     sizes = dict(vocab_size="size", d_model="size", n_heads="size", d_ff="size", n_layers="size", max_len="size")
     r: dict[str, Case | None] = {}
     # config
@@ -1041,6 +1042,9 @@ def build_registry() -> dict[str, Case | None]:
     r["data.lm_data:LMData.windows"] = case(method(lambda: lm_data.LMData(word_tokenizer(), lm_documents(), 8),
                                                    "windows"), {"split": "choice", "seq_len": "size"},
                                             split="train", seq_len=2)
+    r["data.order:which_comes_first"] = case(order.which_comes_first, {
+        "n_examples": "size", "seq_len": "size", "vocab_size": "size", "seed": "int"},
+        n_examples=4, seq_len=5, vocab_size=6, seed=0)
     r["data.lm_data:pydoc_lm_data"] = None  # ~0.5 s a call even with the corpus cached: too slow to fuzz
     return r
 

@@ -10,9 +10,15 @@ import torch  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: E402
 
-from course_utils.diagrams import HIGHLIGHT_FACE, MASK_EXAMPLE_SOURCE, MASK_EXAMPLE_TARGET, MUTED_FACE  # noqa: E402
+from course_utils.diagrams import (  # noqa: E402
+    HIGHLIGHT_FACE,
+    MASK_COLOURS,
+    MASK_EXAMPLE_SOURCE,
+    MASK_EXAMPLE_TARGET,
+    MUTED_FACE,
+)
 from course_utils.errors import CourseTypeError, CourseValueError  # noqa: E402
-from course_utils.masks import padding_mask, target_mask  # noqa: E402
+from course_utils.masks import causal_mask, padding_mask, target_mask  # noqa: E402
 from course_utils.plotting import (  # noqa: E402
     ARCHITECTURE_PARTS,
     ARCHITECTURE_VARIANTS,
@@ -20,9 +26,13 @@ from course_utils.plotting import (  # noqa: E402
     draw_architecture,
     draw_encoder_decoder_masks,
     draw_multihead_split,
+    draw_qkv_projection,
     draw_residual_stream,
+    draw_rotation,
     show_heatmaps,
+    show_mask,
 )
+from course_utils.positional import sinusoidal_table  # noqa: E402
 
 TOKENS = ["the", "cat", "sat"]
 
@@ -124,6 +134,9 @@ def texts(fig, gid=None):
     lambda: draw_multihead_split(),
     lambda: draw_residual_stream(),
     lambda: draw_encoder_decoder_masks(),
+    lambda: draw_qkv_projection(),
+    lambda: draw_rotation(),
+    lambda: show_mask(causal_mask(5)),
 ])
 def test_every_diagram_returns_a_figure_of_notebook_width(draw):
     fig = draw()
@@ -243,3 +256,143 @@ def test_one_residual_per_sublayer_and_pre_ln_skips_enter_the_add_boxes(variant,
             ys = arrow.get_path().vertices[:, 1]
             assert any(0 < bottom - ys[0] < 0.5 for bottom in norm_bottoms), ys
             assert any(abs(ys[3] - centre) < 1e-6 for centre in add_centres), ys   # (lane, add.y) → the add box
+
+
+# --- the Q/K/V projection ------------------------------------------------------------------------------------------
+
+def test_qkv_diagram_writes_the_shapes_of_its_arguments():
+    fig = draw_qkv_projection(seq=10, d_model=8, d_k=4, d_v=6)
+    expected = {"x": "(seq, d_model) = (10, 8)", "W_Q": "(d_model, d_k) = (8, 4)", "W_K": "(d_model, d_k) = (8, 4)",
+                "W_V": "(d_model, d_v) = (8, 6)", "Q": "(seq, d_k) = (10, 4)", "K": "(seq, d_k) = (10, 4)",
+                "V": "(seq, d_v) = (10, 6)", "scores": "(seq, seq) = (10, 10)", "softmax": "(seq, seq) = (10, 10)",
+                "output": "(seq, d_v) = (10, 6)"}
+    for gid, shape in expected.items():
+        labels = texts(fig, gid=gid)
+        assert len(labels) == 1 and shape in labels[0], (gid, labels)
+        assert len([p for p in fig.axes[0].patches if p.get_gid() == gid]) == 1   # one box each
+    assert "W_Q" in texts(fig, gid="W_Q")[0] and "softmax" in texts(fig, gid="softmax")[0]
+    assert "weights · V" in texts(fig, gid="output")[0]
+    assert "\\sqrt{4}" in " ".join(texts(fig))                                  # √d_k with the argument's d_k
+    assert "d_v = 6" in fig.axes[0].get_title()
+
+
+def test_qkv_diagram_defaults_d_v_to_d_k():
+    fig = draw_qkv_projection(seq=3, d_model=16, d_k=2)
+    assert "(seq, d_v) = (3, 2)" in texts(fig, gid="V")[0]
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(seq=0), CourseValueError, "seq must be >= 1"),
+    (dict(d_k=2.0), CourseTypeError, "d_k must be an int"),
+    (dict(d_v=-1), CourseValueError, "d_v must be >= 1"),
+])
+def test_qkv_diagram_rejects_bad_sizes(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        draw_qkv_projection(**kwargs)
+
+
+# --- a shift is a rotation -----------------------------------------------------------------------------------------
+
+def rotation_arcs(fig):
+    return [line for line in fig.axes[0].lines if line.get_gid() == "rotation"]
+
+
+@pytest.mark.parametrize("positions, k, d_model, pair", [((1, 4), 2, 64, 0), ((0, 3, 7), 5, 64, 2), (9, 3, 16, 7)])
+def test_rotation_points_are_the_tables_and_every_arc_turns_by_k_omega(positions, k, d_model, pair):
+    fig = draw_rotation(positions, k=k, d_model=d_model, pair=pair)
+    starts = (positions,) if isinstance(positions, int) else positions
+    table = sinusoidal_table(max(starts) + k + 1, d_model)
+    drawn = [line.get_xydata()[0] for line in fig.axes[0].lines if line.get_gid() == "position"]
+    expected = [(table[p, 2 * pair + 1].item(), table[p, 2 * pair].item()) for s in starts for p in (s, s + k)]
+    np.testing.assert_allclose(drawn, expected, atol=1e-6)                 # x = cos = PE[p, 2i+1], y = sin = PE[p, 2i]
+    omega = 10000 ** (-2 * pair / d_model)
+    arcs = rotation_arcs(fig)
+    assert len(arcs) == len(starts)
+    for start, arc in zip(starts, arcs):
+        points = arc.get_xydata()
+        angles = np.unwrap(np.arctan2(points[:, 1], points[:, 0]))
+        assert angles[-1] - angles[0] == pytest.approx(k * omega % (2 * np.pi), abs=1e-4)
+        assert angles[0] == pytest.approx(np.angle(np.exp(1j * start * omega)), abs=1e-4)
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert len(legend) == len(starts) and len({text.split(": ")[1] for text in legend}) == 1  # one angle for all
+    assert f"k = {k}" in fig.axes[0].get_title()
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(pair=32), CourseValueError, r"pair=32 does not exist for d_model=64.*0 \.\. 31"),
+    (dict(d_model=7), CourseValueError, "d_model must be even"),
+    (dict(k=0), CourseValueError, "k must be >= 1"),
+    (dict(positions=(1, -2)), CourseValueError, r"positions\[1\] must be an int >= 0"),
+    (dict(positions=()), CourseTypeError, "1 to 6 positions"),
+    (dict(positions="1"), CourseTypeError, "1 to 6 positions"),
+    (dict(positions=(1.5,)), CourseTypeError, r"positions\[0\] must be an int"),
+])
+def test_rotation_rejects_bad_arguments(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        draw_rotation(**kwargs)
+
+
+# --- binary masks --------------------------------------------------------------------------------------------------
+
+def test_mask_draws_two_colours_with_a_legend_and_no_colour_bar():
+    mask = causal_mask(5)                                                   # (1, 1, 5, 5) bool
+    fig = show_mask(mask, title="causal")
+    (ax,) = fig.axes                                                        # no colour-bar axes
+    image = ax.images[0]
+    np.testing.assert_array_equal(image.get_array(), mask[0, 0].int().numpy())
+    assert image.cmap.N == 2 and image.get_clim() == (0, 1)
+    assert [to_rgba(image.cmap(v)) for v in (0, 1)] == [to_rgba(c) for c in MASK_COLOURS]
+    legend = ax.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["may attend", "hidden"]
+    assert [to_rgba(h.get_facecolor()) for h in legend.legend_handles] == [to_rgba(MASK_COLOURS[1]),
+                                                                           to_rgba(MASK_COLOURS[0])]
+    assert list(ax.get_xticks()) == [0, 1, 2, 3, 4] and list(ax.get_yticks()) == [0, 1, 2, 3, 4]
+    assert ax.get_title() == "causal"
+
+
+@pytest.mark.parametrize("mask", [
+    torch.tensor([[1, 0], [1, 1]]), torch.tensor([[1.0, 0.0], [1.0, 1.0]]), np.array([[True, False], [True, True]]),
+    torch.tensor([[[[1, 0], [1, 1]]]], dtype=torch.uint8),
+])
+def test_mask_accepts_bool_and_zero_one_values(mask):
+    fig = show_mask(mask)
+    np.testing.assert_array_equal(fig.axes[0].images[0].get_array(), [[1, 0], [1, 1]])
+
+
+def test_mask_labels_legend_words_and_long_masks():
+    fig = show_mask(causal_mask(3)[0, 0], TOKENS, TOKENS, labels=("visible", "future"))
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == TOKENS
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["visible", "future"]
+    long_ax = show_mask(torch.ones(40, 40, dtype=torch.bool), legend=False).axes[0]
+    assert long_ax.get_legend() is None
+    assert all(float(tick).is_integer() for tick in long_ax.get_xticks()) and len(long_ax.get_xticks()) < 40
+
+
+def test_masks_side_by_side_share_one_figure():
+    fig, axes = plt.subplots(1, 2)
+    for i, ax in enumerate(axes):
+        assert show_mask(padding_mask(torch.tensor([[5, 6, 0]])).expand(-1, 1, 3, -1)[0, 0], ax=ax,
+                         legend=i == 1) is fig
+    assert axes[0].get_legend() is None and axes[1].get_legend() is not None
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    (padding_mask(torch.tensor([[5, 0], [5, 6]])), CourseValueError, r"got shape \(2, 1, 1, 2\).*mask\[i, 0\]"),
+    (torch.ones(3, dtype=torch.bool), CourseValueError, r"got shape \(3,\).*mask\[None\]"),
+    (torch.ones(2, 3, 3, dtype=torch.bool), CourseValueError, "one \\(q_len, k_len\\) mask"),
+    (torch.softmax(torch.randn(3, 3), -1), CourseValueError, "yes/no mask.*show_heatmaps"),
+    (torch.zeros(0, 3, dtype=torch.bool), CourseValueError, "empty mask"),
+    ([[True, False]], CourseTypeError, "mask tensor"),
+    (torch.ones(2, 2, dtype=torch.complex64), CourseTypeError, "complex64"),
+])
+def test_mask_rejects_what_is_not_one_binary_mask(bad, error, message):
+    with pytest.raises(error, match=message):
+        show_mask(bad)
+
+
+def test_mask_rejects_wrong_label_counts_and_legend_words():
+    with pytest.raises(CourseValueError, match="2 row_labels for a mask of shape \\(3, 3\\)"):
+        show_mask(causal_mask(3), row_labels=["a", "b"])
+    with pytest.raises(CourseTypeError, match="two strings"):
+        show_mask(causal_mask(3), labels="may attend")
