@@ -9,6 +9,7 @@ from course_utils.exercises.asserts import (
     Case,
     Draw,
     OwnWork,
+    backpropagate_both,
     check_dropout_placement,
     check_function,
     check_generator_use,
@@ -144,3 +145,21 @@ def test_solution_of_collects_the_definitions_and_their_imports():
     exec(code, scope)
     assert issubclass(scope["EncoderLayer"], nn.Module)
 
+
+
+def test_backpropagating_both_explains_a_cut_graph_and_an_in_place_change():
+    package, learner = nn.Linear(3, 4), nn.Linear(3, 4)
+    learner.load_state_dict(package.state_dict())
+    x = torch.randn(2, 3)
+    backpropagate_both(package, package(x), learner, learner(x), "Block", "on batch 2")
+    assert torch.equal(package.weight.grad, learner.weight.grad)            # the same probe reached both
+    with pytest.raises(ExerciseFailure, match="on batch 2: the output of your `Block` carries no gradient"):
+        backpropagate_both(package, package(x), learner, learner(x).detach(), "Block", "on batch 2")
+
+    def in_place(x):
+        weights = torch.sigmoid(learner(x))
+        weights.mul_(2)                                   # sigmoid's backward needs its output: now changed
+        return weights
+
+    with pytest.raises(ExerciseFailure, match="backpropagating through your `Block` fails .*An in-place operation"):
+        backpropagate_both(package, torch.sigmoid(package(x)) * 2, learner, in_place(x), "Block", "on batch 2")

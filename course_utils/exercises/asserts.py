@@ -303,23 +303,38 @@ def compare_block(package: nn.Module, learner: nn.Module, name: str, case: str, 
         message = diagnose(got_d) if diagnose else None
         raise ExerciseFailure(f"{case}: " + (message or f"your `{name}` differs from the package's (by up to "
                                                         f"{max_difference(got_d, expected):.3g})."))
-    probe = torch.randn(expected.shape, generator=torch.Generator().manual_seed(1))
-    package.zero_grad()
-    (expected * probe).sum().backward()
-    learner.zero_grad()
-    backward(got * probe, name, case)
+    backpropagate_both(package, expected, learner, got, name, case)
     floats = {k for k, v in tensors.items() if isinstance(v, torch.Tensor) and v.is_floating_point()}
     compare_gradients(gradients(package, {k: inputs_p[k] for k in floats}),
                       gradients(learner, {k: inputs_l[k] for k in floats}), name, case)
 
 
 def backward(value: torch.Tensor, name: str, case: str) -> None:
-    """``value.sum().backward()``, explaining a graph the learner's code cut."""
+    """``value.sum().backward()`` through the learner's code, explaining a graph it cut, or an in-place change of a
+    tensor autograd still needs (the error is then the forward's, reported as such)."""
     if not value.requires_grad:
         raise ExerciseFailure(f"{case}: the output of your `{name}` carries no gradient: something cuts the graph "
                               "(.detach(), .data, .item(), torch.no_grad() or a new tensor built from values "
                               "inside forward). Keep every step a tensor operation.")
-    value.sum().backward()
+    try:
+        value.sum().backward()
+    except RuntimeError as error:
+        line = (str(error).strip().splitlines() or [""])[0]
+        hint = (" An in-place operation (masked_fill_, +=, relu_, …) changed a tensor autograd still needs: use "
+                "out-of-place operations (masked_fill, x = x + …)." if "inplace" in line or "in-place" in line else "")
+        raise ExerciseFailure(f"{case}: the output is right but backpropagating through your `{name}` fails "
+                              f"({type(error).__name__}: {line}).{hint}") from None
+
+
+def backpropagate_both(package: nn.Module, expected: torch.Tensor, learner: nn.Module, got: torch.Tensor,
+                       name: str, case: str) -> None:
+    """Backpropagate the same random probe ``(output * probe).sum()`` through the package's block and the
+    learner's (gradients zeroed first), so :func:`compare_gradients` can compare what arrived."""
+    probe = torch.randn(expected.shape, generator=torch.Generator().manual_seed(1), dtype=expected.dtype)
+    package.zero_grad()
+    (expected * probe).sum().backward()
+    learner.zero_grad()
+    backward(got * probe, name, case)
 
 
 # ------------------------------------------------------------------------------------------------------------------

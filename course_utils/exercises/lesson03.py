@@ -22,7 +22,7 @@ from ..attention import scaled_dot_product_attention
 from .asserts import (
     Case,
     Draw,
-    backward,
+    backpropagate_both,
     call_learner,
     check_dropout_placement,
     check_function,
@@ -922,11 +922,7 @@ def compare_attention(package, learner, case: AttentionCase) -> None:
         specific = (diagnose_output_mha(package, case, got.detach(), expected.detach())
                     if got.dtype == expected.dtype else None)
         raise ExerciseFailure(f"on {case.description}: {specific or gap + '.'}")
-    probe = torch.randn(expected.shape, generator=torch.Generator().manual_seed(1))
-    package.zero_grad()
-    (expected * probe).sum().backward()
-    learner.zero_grad()
-    backward_learner(got * probe, f"on {case.description}")
+    backpropagate_both(package, expected, learner, got, MHA_NAME, f"on {case.description}")
     compare_gradients(gradients(package, named_p), gradients(learner, named_l), MHA_NAME, f"on {case.description}")
 
 
@@ -946,20 +942,6 @@ def drops_anyway(learner, case: AttentionCase, expected: torch.Tensor, expected_
         raise ExerciseFailure(f"on {case.description}: your block was built with dropout=0.0 and is right in eval "
                               "mode, but in train mode it still drops: it uses a probability of its own. Pass the "
                               "`dropout` argument on: nn.Dropout(dropout).")
-
-
-def backward_learner(value: torch.Tensor, where: str) -> None:
-    """``backward()`` through the learner's forward; an error there is the forward's (an in-place change of a
-    tensor autograd still needs), reported as such."""
-    try:
-        backward(value, MHA_NAME, where)
-    except RuntimeError as error:
-        line = (str(error).strip().splitlines() or [""])[0]
-        hint = (" An in-place operation (masked_fill_, +=, …) changed a tensor autograd still needs — the softmax's "
-                "output, for one: use out-of-place operations (masked_fill, x = x + …)."
-                if "inplace" in line or "in-place" in line else "")
-        raise ExerciseFailure(f"{where}: the output is right but backpropagating through your forward fails "
-                              f"({type(error).__name__}: {line}).{hint}") from None
 
 
 DROPOUT = 0.3  # not 0.1, 0.2 or 0.5: a probability typed into the class instead of the argument shows

@@ -22,6 +22,7 @@ from ..layers import EncoderLayer, ResidualSublayer
 from .asserts import (
     Case,
     Draw,
+    backpropagate_both,
     call_learner,
     check_dropout_placement,
     check_function,
@@ -696,21 +697,7 @@ def compare_blocks(package: nn.Module, learner: nn.Module, name: str, case: Bloc
                 specific = (f"your self_attn has {heads} heads, but the layer was built with n_heads="
                             f"{case.n_heads}: pass n_heads on, MultiHeadAttention(d_model, n_heads, dropout)")
         raise ExerciseFailure(f"on {where}: {specific or gap}.")
-    probe = torch.randn(expected.shape, generator=torch.Generator().manual_seed(1))
-    package.zero_grad()
-    (expected * probe).sum().backward()
-    learner.zero_grad()
-    if not got.requires_grad:
-        raise ExerciseFailure(f"on {where}: the output of your `{name}` carries no gradient: something cuts the "
-                              "graph (.detach(), .data, .item(), torch.no_grad() or a new tensor built from values "
-                              "inside forward). Keep every step a tensor operation.")
-    try:
-        (got * probe).sum().backward()
-    except RuntimeError as error:
-        raise ExerciseFailure(f"on {where}: backpropagating through your `{name}` fails "
-                              f"({(str(error).splitlines() or [''])[0]}): an in-place operation (+=, relu_, "
-                              "masked_fill_) changed a tensor the backward pass needs. Use out-of-place "
-                              "operations.") from None
+    backpropagate_both(package, expected, learner, got, name, f"on {where}")
     compare_gradients(*gradients_that_matter(gradients(package, {"x": leaf_p}), gradients(learner, {"x": leaf_l})),
                       name, f"on {where}")
 

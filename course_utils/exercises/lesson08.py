@@ -21,6 +21,7 @@ from ..masks import causal_mask, padding_mask
 from .asserts import (
     Case,
     Draw,
+    backpropagate_both,
     call_learner,
     check_dropout_placement,
     check_function,
@@ -746,15 +747,7 @@ def check_gpt_logits(package: nn.Module, learner: nn.Module, case: GPTCase) -> N
     gap = difference(got, expected, "the output of your `GPT`", atol=1e-5, rtol=1e-4)
     if gap:
         raise ExerciseFailure(f"on {where}: {diagnose_gpt(package, case.ids, got.detach()) or gap}.")
-    probe = torch.randn(expected.shape, generator=torch.Generator().manual_seed(1))
-    package.zero_grad()
-    (expected * probe).sum().backward()
-    learner.zero_grad()
-    if not got.requires_grad:
-        raise ExerciseFailure(f"on {where}: the logits of your `GPT` carry no gradient: something cuts the graph "
-                              "(.detach(), .data, torch.no_grad() inside forward). Keep every step a tensor "
-                              "operation.")
-    call_learner(lambda: (got * probe).sum().backward(), "GPT", where)
+    backpropagate_both(package, expected, learner, got, "GPT", f"on {where}")
     names = [key for key, _ in package.named_parameters()]
     params = dict(learner.named_parameters(remove_duplicate=False))
     expected_grads = {f"parameter `{key}`": p.grad for key, p in package.named_parameters()}
