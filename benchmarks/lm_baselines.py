@@ -101,13 +101,6 @@ def fit_models(data: lm_data.LMData) -> dict[str, dict]:
     return models
 
 
-def seen_share(train: list[list[int]], test: list[list[int]], order: int) -> float:
-    """Share of the test's scored positions whose ``order``-gram (context and target) occurs in training."""
-    seen = set(ngram.contexts_and_targets(train, order))
-    rows = ngram.contexts_and_targets(test, order)
-    return sum(row in seen for row in rows) / len(rows)
-
-
 def word_ngrams(sentence: str, n: int = 8) -> set[tuple[str, ...]]:
     words = sentence.split()
     return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
@@ -122,9 +115,9 @@ def overlap(train_texts, train_ids, test_texts, test_ids) -> dict[str, float]:
             "sentences also in training": sum(s in train_sentences for s in test_texts) / len(test_texts),
             "sentences sharing a word 8-gram with training": sum(bool(word_ngrams(s) & train_8grams)
                                                                  for s in test_texts) / len(test_texts),
-            "token 3-grams seen in training": seen_share(train_ids, test_ids, 3),
-            "token 4-grams seen in training": seen_share(train_ids, test_ids, 4),
-            "token 5-grams seen in training": seen_share(train_ids, test_ids, 5)}
+            "token 3-grams seen in training": ngram.seen_share(train_ids, test_ids, 3),
+            "token 4-grams seen in training": ngram.seen_share(train_ids, test_ids, 4),
+            "token 5-grams seen in training": ngram.seen_share(train_ids, test_ids, 5)}
 
 
 def main() -> None:

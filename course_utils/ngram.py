@@ -19,7 +19,8 @@ three models above, which read at most two tokens back).
 """
 from __future__ import annotations
 
-__all__ = ["BigramLM", "InterpolatedTrigramLM", "KneserNeyLM", "UnigramLM", "contexts_and_targets", "perplexity"]
+__all__ = ["BigramLM", "InterpolatedTrigramLM", "KneserNeyLM", "UnigramLM", "contexts_and_targets", "perplexity",
+           "seen_share"]
 
 import functools
 import math
@@ -403,3 +404,12 @@ def perplexity(model, sequences: Sequence[Sequence[int]]) -> float:
     model's ``order`` (3 for models without one)."""
     probs = model.target_probs(contexts_and_targets(sequences, getattr(model, "order", 3)))
     return math.exp(-probs.log().mean().item())
+
+
+def seen_share(train: Sequence[Sequence[int]], sequences: Sequence[Sequence[int]], order: int) -> float:
+    """Share of the scored positions of ``sequences`` whose ``order``-gram (context and target, as
+    :func:`contexts_and_targets` builds them) also occurs in ``train``: how much of a test set a count model of that
+    order has seen."""
+    seen = set(contexts_and_targets(train, order))
+    rows = contexts_and_targets(sequences, order)
+    return sum(row in seen for row in rows) / len(rows)

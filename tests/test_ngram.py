@@ -255,3 +255,14 @@ def test_kneser_ney_scores_the_rows_of_its_order():
 def test_kneser_ney_refuses_bad_input_with_a_fix(call, message):
     with pytest.raises(CourseError, match=message):
         call()
+
+
+def test_seen_share_counts_the_test_positions_whose_n_gram_training_holds():
+    from course_utils.ngram import seen_share
+
+    train = [[BOS_ID, 7, 8, 9, EOS_ID]]
+    test = [[BOS_ID, 7, 8, 10, EOS_ID]]             # positions: 7 | 8 | 10 | [EOS]
+    assert seen_share(train, test, 1) == 3 / 4      # 7, 8, [EOS] occur; 10 does not
+    assert seen_share(train, test, 2) == 2 / 4      # ([BOS], 7) and (7, 8)
+    assert seen_share(train, test, 3) == 2 / 4      # ([BOS], [BOS], 7) and ([BOS], 7, 8)
+    assert seen_share(train, train, 5) == 1.0
