@@ -108,14 +108,26 @@ def corrupt_error_hint(error: BaseException) -> str | None:
     return None
 
 
-def usual_replacement(function, changed: torch.Tensor) -> int | None:
-    """The id that replaces most corrupted tokens when it is not [MASK] (a wrong mask id), judged on ``changed``
-    or, when that holds too few tokens, on a larger batch; ``None`` when [MASK] or nothing dominates."""
+def corrupting_every_token(corrupt_selected):
+    """``ids ->`` the learner's ``corrupt_selected`` (q1) output with every token selected, vocabulary 500."""
+    return lambda ids: corrupt_selected(ids, torch.ones_like(ids, dtype=torch.bool), 500,
+                                        torch.Generator().manual_seed(0))[0]
+
+
+def masking_every_token(mask_tokens):
+    """``ids ->`` the learner's ``mask_tokens`` (the capstone) inputs with every token selected, vocabulary 500."""
+    return lambda ids: mask_tokens(ids, 500, seeded(0), 1.0)[0]
+
+
+def dominant_replacement(corrupt_all, changed: torch.Tensor) -> int | None:
+    """The id that replaces most corrupted tokens when it is not [MASK] (a wrong mask id), judged on ``changed`` or,
+    when that holds too few tokens, on a probe batch: ``corrupt_all(ids)`` returns the learner's corrupted ``ids``
+    with every token selected. ``None`` when [MASK] or nothing dominates."""
     if len(changed) < 20:
         ids = torch.arange(100, 420).view(16, 20)
         try:
-            result = function(ids, torch.ones_like(ids, dtype=torch.bool), 500, torch.Generator().manual_seed(0))
-            changed = result[0][result[0] != ids]
+            corrupted = corrupt_all(ids.clone())
+            changed = corrupted[corrupted != ids]
         except Exception:  # noqa: BLE001 - a diagnosis is a bonus: the plain message is reported instead
             return None
     if not isinstance(changed, torch.Tensor) or len(changed) < 20:
@@ -172,7 +184,7 @@ def run_corrupt(function, case: Case, generator: torch.Generator) -> tuple[torch
     chosen, original = inputs[selected], ids[selected]
     replaced = chosen[(chosen != MASK_ID) & (chosen != original)]
     if len(replaced) and (int(replaced.min()) < N_SPECIAL_TOKENS or int(replaced.max()) >= vocab_size):
-        common = usual_replacement(function, chosen[chosen != original])
+        common = dominant_replacement(corrupting_every_token(function), chosen[chosen != original])
         if common is not None:
             raise ExerciseFailure(f"{where}: most corrupted tokens become id {common}, but [MASK] has id 4 in this "
                                   "course's vocabulary: replace with 4.")
@@ -220,7 +232,7 @@ def check_shares(function, case: Case, draw: Draw) -> None:
         raise ExerciseFailure(f"{where}: all selected tokens got the same treatment ({report}): one random number "
                               "decided for the whole batch. Draw one uniform number per position (a tensor of the "
                               "shape of ids).")
-    common = usual_replacement(function, chosen[chosen != original])
+    common = dominant_replacement(corrupting_every_token(function), chosen[chosen != original])
     if common is not None:
         raise ExerciseFailure(f"{where}: most corrupted tokens became id {common}, but [MASK] has id 4 in this "
                               "course's vocabulary: replace with 4.")
@@ -622,22 +634,6 @@ def position_text(ids: torch.Tensor, row: int, col: int) -> str:
     return f"row {row}, position {col} ({SPECIAL_NAMES.get(token, f'id {token}')})"
 
 
-def dominant_replacement(function, changed: torch.Tensor) -> int | None:
-    """The id that replaces most corrupted tokens when it is not [MASK] (a wrong mask id), judged on ``changed`` or,
-    when that holds too few tokens, on a probe batch where every token is selected; ``None`` if nothing dominates."""
-    if len(changed) < 20:
-        ids = torch.arange(100, 420).view(16, 20)
-        try:
-            inputs = function(ids.clone(), 500, seeded(0), 1.0)[0]
-            changed = inputs[inputs != ids]
-        except Exception:  # noqa: BLE001 - a diagnosis is a bonus: the plain message is reported instead
-            return None
-    if not isinstance(changed, torch.Tensor) or len(changed) < 20:
-        return None
-    common = int(torch.mode(changed).values)
-    return common if common != MASK_ID and int((changed == common).sum()) > len(changed) / 2 else None
-
-
 def only_changed_labelled(got: tuple[torch.Tensor, torch.Tensor], expected: tuple[torch.Tensor, torch.Tensor],
                           ids: torch.Tensor) -> bool:
     """Whether ``got`` is the package's masks with the labels of the selected-but-unchanged positions dropped."""
@@ -729,7 +725,7 @@ def check_masking_contract(function, case: Case, inputs: torch.Tensor, labels: t
     replaced = changed[changed != MASK_ID]
     outside = (replaced < N_SPECIAL_TOKENS) | (replaced >= vocab_size)
     if bool(outside.any()) or len(changed) >= 20:
-        common = dominant_replacement(function, changed)
+        common = dominant_replacement(masking_every_token(function), changed)
         if common is not None:
             raise ExerciseFailure(f"{where}: most corrupted tokens became id {common}, but [MASK] has id 4 in this "
                                   "course's vocabulary: replace with 4.")
@@ -901,7 +897,7 @@ def diagnose_masking(function, case: Case, got: tuple[torch.Tensor, torch.Tensor
     probe = probes[0]
     on_probe = on_probes[0] if on_probes else None
     chosen = got[1] != IGNORE_INDEX
-    common = dominant_replacement(function, got[0][chosen & (got[0] != ids)])
+    common = dominant_replacement(masking_every_token(function), got[0][chosen & (got[0] != ids)])
     if common is not None:
         return (f"most corrupted tokens became id {common}, but [MASK] has id 4 in this course's vocabulary: "
                 "replace with 4")
