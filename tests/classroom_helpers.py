@@ -82,7 +82,7 @@ def save_catalogue_notebook(folder: Path, name: str, lesson: str) -> dict[str, t
 
 # ------------------------------------------------------------------------------------------------------------------
 # Hostile submissions: lesson 03 with q1 answered wrongly (the √d_k scale is missing); each attack tries to get it
-# graded correct by reaching the grader instead of answering. The README's threat model has a row per attack.
+# graded correct by reaching the grader instead of answering. SECURITY.md has a row per attack.
 # ------------------------------------------------------------------------------------------------------------------
 
 WRONG_Q1 = ("import torch\n\n\ndef attention_weights(query, key):\n"

@@ -2,7 +2,7 @@
 
 Every notebook answers lesson 03's q1 wrongly (the √d_k scale is missing) and tries to get it graded ``correct``
 anyway — by forging the grader's report, reaching its objects, fooling the comparison or blinding a guard (the
-attacks are in tests/classroom_helpers.py; the README's threat model has a row for each). The class is graded once,
+attacks are in tests/classroom_helpers.py; SECURITY.md has a row for each). The class is graded once,
 two notebooks at a time; each test reads one notebook's rows. The other exercises of each notebook are right, and
 must still be graded (``correct`` where their answer cells are untouched by the attack).
 

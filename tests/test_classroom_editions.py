@@ -1,6 +1,5 @@
 """Student and teacher editions: no solution leaks into the student's copy; the teacher's is filled in and annotated."""
 import ast
-import importlib.util
 import os
 import re
 import shutil
@@ -170,9 +169,8 @@ def test_teaching_notes_plan_ninety_minutes_per_sitting(path):
 
 def test_the_plan_uses_the_time_rule_of_the_lesson_times_tool():
     """One source of truth: the plan's minutes per exercise and capstone are the tool's constants."""
-    spec = importlib.util.spec_from_file_location("lesson_times_tool", ROOT / "tools" / "lesson_times.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    from course_utils import lesson_times as tool
+
     assert (notes.MINUTES_PER_EXERCISE, notes.MINUTES_PER_CAPSTONE) == (tool.MINUTES_PER_EXERCISE,
                                                                         tool.MINUTES_PER_CAPSTONE) == (8, 30)
 

@@ -1,16 +1,14 @@
-"""Each lesson's stated "**Time:**" follows the rule in tools/lesson_times.py (within 20 %), every code cell has a
-stored run time, and a lesson longer than 2 hours is cut into sittings of at most 2 hours by break cells."""
+"""Each lesson's stated "**Time:**" follows the rule in course_utils/lesson_times.py (within 20 %), every code
+cell has a stored run time, and a lesson longer than 2 hours is cut into sittings of at most 2 hours by break cells."""
 import copy
-import importlib.util
 import pathlib
 
 import nbformat
 import pytest
 
+from course_utils import lesson_times
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-spec = importlib.util.spec_from_file_location("lesson_times", ROOT / "tools" / "lesson_times.py")
-lesson_times = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(lesson_times)
 
 
 def timed_code(source, seconds):

@@ -1,5 +1,4 @@
-"""``python -m course_utils.classroom {student,teacher,grade}``: see ``--help`` and the README, "Teaching with this
-course"."""
+"""``python -m course_utils.classroom {student,teacher,grade}``: see ``--help`` and TEACHING.md."""
 from __future__ import annotations
 
 import argparse

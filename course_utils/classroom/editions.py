@@ -2,7 +2,8 @@
 
 * **Student edition** — the course without its answers: exercise solutions withheld in the package copy
   (``q1.solution()`` says so, ``q1.hint()`` and ``q1.check()`` work), outputs of exercise cells cleared, no test
-  that needs a solution, no mistake catalogue, no classroom tools (nor their README section). A build that still
+  that needs a solution, no mistake catalogue, no classroom tools (nor their documents: TEACHING.md,
+  SECURITY.md and the README's teaching section). A build that still
   contains a solution fails.
 * **Teacher edition** — the whole course with every exercise filled in with its solution and executed (each check
   must print ✅, or the build fails), plus teaching notes per lesson (:mod:`.notes`: a 90-minute plan per sitting,
@@ -30,7 +31,7 @@ from .grader import Limits, kernel_environment
 COURSE_ROOT = Path(course_utils.__file__).resolve().parent.parent
 STUDENT_EXCLUDED = ("tests/test_exercise*.py", "tests/classroom_helpers.py",
                     "tests/mistakes/*", "course_utils/exercises/solutions/*",
-                    "tests/test_classroom*.py", "course_utils/classroom/*")
+                    "tests/test_classroom*.py", "course_utils/classroom/*", "TEACHING.md", "SECURITY.md")
 STUDENT_KEPT = ("course_utils/classroom/__init__.py", "course_utils/classroom/sandbox/*")  # the offline guard the
 # edition's own test run loads (conftest.py), not the grading tools
 TEACHING_SECTION = "## Teaching with this course"  # the README section of the classroom kit: not for students

@@ -1,7 +1,7 @@
 """Teaching notes for one lesson, generated from the notebook and the mistake catalogue where the data allows.
 
-* the **time** a learner needs, per sitting, comes from the course's one time rule (``tools/lesson_times.py``: its
-  constants and its estimate are imported, not copied);
+* the **time** a learner needs, per sitting, comes from the course's one time rule (:mod:`course_utils.lesson_times`:
+  its constants and its estimate are imported, not copied);
 * a **90-minute plan per sitting** (a lesson longer than two hours has a break cell that ends its first sitting):
   fixed slots for the opening and the wrap-up, each small exercise of the sitting at the rule's minutes, each
   capstone at the rule's 30 minutes — in class where the sitting still leaves teaching time, otherwise as homework
@@ -24,11 +24,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import lesson_times as RULE
 from .cells import lesson_exercises, notebook_lesson, parse_cell
 
 COURSE_ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = COURSE_ROOT / "tests" / "mistakes"
-LESSON_TIMES = COURSE_ROOT / "tools" / "lesson_times.py"
 PLAN_MINUTES, OPENING_MINUTES, WRAP_UP_MINUTES, MIN_SECTION_MINUTES, GPU_ONLY_MINUTES = 90, 5, 10, 2, 1
 CLOSING_SECTIONS = ("Summary", "Common errors", "Check your understanding", "Why?", "Where to go next")
 QUESTION_HEADING = re.compile(r"^##\s+(Check your understanding|Why\?).*$", re.MULTILINE)
@@ -36,17 +36,6 @@ ANSWERS = re.compile(r"<details>\s*<summary>[^<]*(<b>)?\s*Answers", re.IGNORECAS
 ITEM = re.compile(r"^(\d+)\.\s+(.*)$")
 
 
-def lesson_times():
-    """The course's time rule, ``tools/lesson_times.py``, as a module (its constants are the one source of truth)."""
-    if "lesson_times" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("lesson_times", LESSON_TIMES)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules["lesson_times"] = module
-    return sys.modules["lesson_times"]
-
-
-RULE = lesson_times()
 MINUTES_PER_EXERCISE, MINUTES_PER_CAPSTONE = RULE.MINUTES_PER_EXERCISE, RULE.MINUTES_PER_CAPSTONE
 
 # Questions for class discussion beyond the lesson's own, each with a model answer: ``{lesson: [(q, a), …]}``.

@@ -20,7 +20,7 @@ does not count a ``correct`` that depends on it. What counts as reaching in:
   dispatches (``__eq__``, ``__torch_function__``, ``__class__`` …).
 
 A determined attacker can hide code from any static scan; together with the guard's run-time watch it raises the
-bar, and what remains is named in the README's threat model.
+bar, and what remains is named in the threat model (SECURITY.md).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A 10-week syllabus, generated from the notebooks so that it cannot drift from them.
 
 Every number in it is read from the course: the lessons and their titles from ``notebooks/``, each lesson's sittings
-and minutes from the course's time rule (``tools/lesson_times.py``, through :mod:`.notes`), the exercises and
+and minutes from the course's time rule (:mod:`course_utils.lesson_times`, through :mod:`.notes`), the exercises and
 capstones from the exercise package, the questions from the lessons' closing cells. The sittings, in course order,
 are cut into ten consecutive weeks so that the busiest week is as light as possible.
 

@@ -11,7 +11,7 @@ memory of each process it forks):
   notebook cannot raise it); a bigger allocation raises ``MemoryError``.
 
 Both are guards against accidents and casual attempts, not a security boundary (a subprocess or ``ctypes`` goes
-around the first): see "Teaching with this course" in the README, and its container recipe, for what they do not
+around the first): see TEACHING.md and SECURITY.md (the container recipe and the threat model) for what they do not
 stop.
 """
 import ipaddress
