@@ -153,8 +153,8 @@ def _running(minutes: float) -> str:
 def resume_sentence(seconds_before: float) -> str:
     """The "**Coming back later?**" line of a break cell, from the stored run time of the cells above it."""
     return ("**Coming back later?** Run every cell above this one first (in JupyterLab: *Run → Run All Above "
-            "Selected Cell*); the cells below use what they computed. They computed for "
-            f"{_running(seconds_before / 60)} when the notebook was last run.")
+            "Selected Cell*); the cells below use what they computed. That takes "
+            f"{_running(seconds_before / 60)} on a laptop CPU.")
 
 
 def write(path: pathlib.Path) -> int:
@@ -194,7 +194,7 @@ def time_sentence(parts: dict) -> str:
                      f"{MINUTES_PER_CAPSTONE} minutes each)"
     return (f"**Time:** about {parts['minutes']} minutes{split} — about {round(parts['reading'])} to read, "
             f"{round(parts['code'])} to work through the code, {parts['exercise minutes']} for the {exercises}; "
-            f"the cells computed for {running} on a 2-core CPU when the notebook was last run.")
+            f"running every cell takes {running} on a laptop CPU.")
 
 
 def main(argv=None) -> int:

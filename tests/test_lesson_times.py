@@ -92,7 +92,7 @@ def test_sittings_are_estimated_one_by_one_and_stated(tmp_path):
     assert cells[0].source.startswith("**Time:** about 75 minutes, in two sittings of about 20 and 55 minutes — ")
     assert cells[2].source.endswith("**Coming back later?** Run every cell above this one first (in JupyterLab: "
                                     "*Run → Run All Above Selected Cell*); the cells below use what they computed. "
-                                    "They computed for about 1 minute when the notebook was last run.")
+                                    "That takes about 1 minute on a laptop CPU.")
 
 
 def test_a_long_sitting_and_a_bare_break_are_reported():
