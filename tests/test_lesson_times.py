@@ -62,7 +62,7 @@ def test_write_then_check_agree(tmp_path):
     assert lesson_times.stated_minutes(rewritten) == 55
     assert rewritten.cells[0].source.startswith(
         "**Time:** about 55 minutes — about 15 to read, 1 to work through the code, 38 for the 2 exercises (1 of "
-        "them capstone, about 30 minutes each); the cells computed for about 2 minutes")
+        "them capstone, about 30 minutes each); running every cell takes about 2 minutes")
     assert "sittings" not in rewritten.cells[0].source
 
 
