@@ -15,7 +15,7 @@ spec = importlib.util.spec_from_file_location("insert_capstones", ROOT / "tools"
 insert_capstones = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(insert_capstones)
 
-NOT_YET_INSERTED = {"03_attention.ipynb"}  # inserted once lesson 03's rewrite has landed
+CAPSTONES = insert_capstones.capstones()
 
 
 def capstone_ids(path):
@@ -23,12 +23,10 @@ def capstone_ids(path):
             if str(cell.get("id", "")).startswith("capstone-")}
 
 
-@pytest.mark.parametrize("notebook", sorted(insert_capstones.CAPSTONES))
+@pytest.mark.parametrize("notebook", sorted(CAPSTONES))
 def test_capstone_cells_match_the_package(notebook):
     path = ROOT / "notebooks" / notebook
-    if notebook in NOT_YET_INSERTED and not capstone_ids(path):
-        pytest.skip(f"{notebook}: capstones not inserted yet")
-    lesson, names = insert_capstones.CAPSTONES[notebook]
+    lesson, names = CAPSTONES[notebook]
     changed, _ = insert_capstones.update_notebook(path, lesson, names)
     assert not changed, f"{notebook}: capstone cells differ from the package; run python tools/insert_capstones.py"
     expected = {insert_capstones.cell_id(lesson, name, part) for name in names for part in ("task", "starter", "check")}
@@ -39,3 +37,21 @@ def test_only_selects_by_notebook_number():
     assert list(insert_capstones.selected(["05", "04"])) == ["04_encoder_layer.ipynb", "05_classifier.ipynb"]
     with pytest.raises(SystemExit, match="no capstones for notebook"):
         insert_capstones.selected(["99"])
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.name)
+def test_no_capstone_cells_without_a_capstone(path):
+    """A notebook whose lesson declares no capstone holds no capstone cells (left over from a removed one)."""
+    if path.name not in CAPSTONES:
+        assert not capstone_ids(path)
+
+
+def test_capstones_are_found_from_the_exercise_modules(tmp_path):
+    """Every exercise with a task is a capstone of its lesson's notebook, in the order of its number."""
+    for name in ("05_a.ipynb", "99_no_module.ipynb"):
+        (tmp_path / name).write_text("{}")
+    found = insert_capstones.capstones(tmp_path)
+    assert list(found) == ["05_a.ipynb"]
+    lesson, names = found["05_a.ipynb"]
+    assert lesson == "lesson05" and names and all(name.startswith("q") for name in names)
+    assert list(names) == sorted(names, key=lambda name: int(name[1:]))

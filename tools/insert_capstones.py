@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Insert the capstone exercises into their notebooks (the CAPSTONES table below) — idempotent.
+"""Insert the capstone exercises into their notebooks — idempotent.
 
 Usage (from the repository root; the notebooks and the package of this checkout are used)::
 
@@ -7,8 +7,9 @@ Usage (from the repository root; the notebooks and the package of this checkout 
     python tools/insert_capstones.py --check           # only report what would change; exit 1 if anything
     python tools/insert_capstones.py --only 04 05 07   # only these notebooks (by number), with or without --check
 
-For every capstone three cells are placed just before the notebook's "## Summary" heading (after the last
-ordinary exercise): the task (markdown), the starter skeleton (left unsolved), and the check cell
+A capstone is an exercise with a ``task`` (markdown) and a ``starter``. For every capstone three cells are placed
+just before the notebook's "## Summary" heading (after the last ordinary exercise): the task (markdown), the
+starter skeleton (left unsolved), and the check cell
 ``qN = lessonNN.qN.bind(globals())`` / ``qN.check()``. Their text comes from the package itself
 (``Exercise.task`` and ``Exercise.starter`` in ``course_utils/exercises/lessonNN.py``), so notebook and checker
 cannot drift. The cells carry fixed ids (``capstone-lessonNN-qN-task|starter|check``): a second run finds them and
@@ -24,18 +25,29 @@ from pathlib import Path
 
 import nbformat
 
+from course_utils.exercises.core import Exercise
+
 ROOT = Path(__file__).resolve().parent.parent
 
-CAPSTONES = {  # notebook -> (exercise module, capstones in the order they appear)
-    "03_attention.ipynb": ("lesson03", ("q5",)),
-    "04_encoder_layer.ipynb": ("lesson04", ("q4", "q5")),
-    "05_classifier.ipynb": ("lesson05", ("q4",)),
-    "06_masked_language_model.ipynb": ("lesson06", ("q4", "q5")),
-    "07_translation.ipynb": ("lesson07", ("q4", "q5")),
-    "08_gpt.ipynb": ("lesson08", ("q5", "q6")),
-    "09_modern_block.ipynb": ("lesson09", ("q5",)),
-    "10_scaling_out.ipynb": ("lesson10", ("q4",)),
-}
+
+
+def capstones(notebooks: Path = ROOT / "notebooks") -> dict[str, tuple[str, tuple[str, ...]]]:
+    """notebook -> (exercise module, its capstones in order): every exercise of ``lessonNN`` with a ``task`` is a
+    capstone of notebook ``NN_*.ipynb`` — the exercise module is the one place that says so."""
+    found = {}
+    for path in sorted(notebooks.glob("[0-9][0-9]_*.ipynb")):
+        lesson = f"lesson{path.name[:2]}"
+        try:
+            module = importlib.import_module(f"course_utils.exercises.{lesson}")
+        except ModuleNotFoundError:
+            continue
+        names = sorted((name for name, value in vars(module).items()
+                        if isinstance(value, Exercise) and value.task), key=lambda name: int(name[1:]))
+        if names:
+            found[path.name] = (lesson, tuple(names))
+    return found
+
+
 ANCHOR = "## Summary"  # the capstones go right before the one markdown cell that starts with this
 CHECK_TAGS = ["nbval-check-output"]  # the check prints a fixed line ("not attempted") in the stored notebook
 
@@ -99,15 +111,16 @@ def update_notebook(path: Path, lesson: str, names: tuple[str, ...]):
     return changed, nb
 
 
-def selected(only: list[str] | None) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """The entries of :data:`CAPSTONES` whose notebook number is in ``only`` (all of them when ``only`` is None)."""
+def selected(only: list[str] | None, notebooks: Path = ROOT / "notebooks") -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The entries of :func:`capstones` whose notebook number is in ``only`` (all of them when ``only`` is None)."""
+    every = capstones(notebooks)
     if only is None:
-        return dict(CAPSTONES)
-    unknown = sorted(set(only) - {notebook[:2] for notebook in CAPSTONES})
+        return every
+    unknown = sorted(set(only) - {notebook[:2] for notebook in every})
     if unknown:
         raise SystemExit(f"no capstones for notebook(s) {', '.join(unknown)}; "
-                         f"known: {', '.join(notebook[:2] for notebook in CAPSTONES)}")
-    return {notebook: entry for notebook, entry in CAPSTONES.items() if notebook[:2] in only}
+                         f"known: {', '.join(notebook[:2] for notebook in every)}")
+    return {notebook: entry for notebook, entry in every.items() if notebook[:2] in only}
 
 
 def main() -> None:
@@ -118,7 +131,7 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     would_change = []
-    for notebook, (lesson, names) in selected(args.only).items():
+    for notebook, (lesson, names) in selected(args.only, args.notebooks).items():
         path = args.notebooks / notebook
         changed, nb = update_notebook(path, lesson, names)
         status = ("would change" if args.check else "updated") if changed else "already up to date"
