@@ -20,7 +20,7 @@ from matplotlib.ticker import MaxNLocator
 from .errors import CourseTypeError, CourseValueError
 from .masks import padding_mask, target_mask
 from .positional import sinusoidal_table
-from .validation import check_non_negative_int, describe
+from .validation import check_non_negative_int, check_positive_int, describe
 
 ARCHITECTURE_PARTS = (
     "tokens",
@@ -316,13 +316,6 @@ def draw_architecture(highlight: str | Iterable[str] = (), variant: str = "encod
 
 
 # --- draw_multihead_split ------------------------------------------------------------------------------------------
-
-def check_positive_int(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise CourseTypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
-    if value < 1:
-        raise CourseValueError(f"{name} must be >= 1, got {value}")
-
 
 def format_shape(names: Sequence[str], sizes: dict[str, int]) -> str:
     """``(batch, seq, d_model) = (2, 4, 8)`` for the given dimension names."""

@@ -205,7 +205,7 @@ def test_split_diagram_writes_the_shapes_of_its_arguments():
 
 @pytest.mark.parametrize("kwargs, error, message", [
     (dict(d_model=10, n_heads=3), CourseValueError, r"d_model=10 is not divisible by n_heads=3.*\[1, 2, 5, 10\]"),
-    (dict(n_heads=0), CourseValueError, "n_heads must be >= 1"),
+    (dict(n_heads=0), CourseValueError, "n_heads must be an int >= 1"),
     (dict(seq=4.0), CourseTypeError, "seq must be an int"),
 ])
 def test_split_diagram_rejects_bad_sizes(kwargs, error, message):
@@ -282,9 +282,9 @@ def test_qkv_diagram_defaults_d_v_to_d_k():
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
-    (dict(seq=0), CourseValueError, "seq must be >= 1"),
+    (dict(seq=0), CourseValueError, "seq must be an int >= 1"),
     (dict(d_k=2.0), CourseTypeError, "d_k must be an int"),
-    (dict(d_v=-1), CourseValueError, "d_v must be >= 1"),
+    (dict(d_v=-1), CourseValueError, "d_v must be an int >= 1"),
 ])
 def test_qkv_diagram_rejects_bad_sizes(kwargs, error, message):
     with pytest.raises(error, match=message):
@@ -321,7 +321,7 @@ def test_rotation_points_are_the_tables_and_every_arc_turns_by_k_omega(positions
 @pytest.mark.parametrize("kwargs, error, message", [
     (dict(pair=32), CourseValueError, r"pair=32 does not exist for d_model=64.*0 \.\. 31"),
     (dict(d_model=7), CourseValueError, "d_model must be even"),
-    (dict(k=0), CourseValueError, "k must be >= 1"),
+    (dict(k=0), CourseValueError, "k must be an int >= 1"),
     (dict(positions=(1, -2)), CourseValueError, r"positions\[1\] must be an int >= 0"),
     (dict(positions=()), CourseTypeError, "1 to 6 positions"),
     (dict(positions="1"), CourseTypeError, "1 to 6 positions"),

@@ -388,11 +388,6 @@ def ninety_minute_plans(notebook) -> list[Sitting]:
     return plans
 
 
-def ninety_minute_plan(notebook) -> list[tuple[int, str]]:
-    """The first sitting's ``(minutes, activity)`` rows, summing to 90 (see :func:`ninety_minute_plans`)."""
-    return ninety_minute_plans(notebook)[0].rows
-
-
 # --------------------------------------------------------------------------------------------- misconceptions
 
 def _load_catalogue():
