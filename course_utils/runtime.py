@@ -38,10 +38,9 @@ def pick_device(prefer_gpu: bool = True) -> torch.device:
 
 
 def set_threads(n_threads: int = 1) -> None:
-    """Set PyTorch's intra-op CPU threads.
-
-    Small models on a laptop are often *faster* with one thread per process, because thread start-up costs more
-    than the tiny matrix products save; measure on your machine (``notebooks/00_setup.ipynb`` shows how).
+    """Set how many CPU threads one PyTorch operation may use (``torch.set_num_threads``); every lesson calls
+    ``set_threads(1)`` at its top (lesson 00). Larger models of your own may run faster with more: time one training
+    step with each setting on your machine.
     """
     check_positive_int("n_threads", n_threads)
     torch.set_num_threads(n_threads)
