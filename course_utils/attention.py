@@ -1,10 +1,18 @@
-"""Scaled dot-product attention and multi-head attention.
+"""Scaled dot-product attention and multi-head attention (lesson 03).
+
+:class:`MultiHeadAttention` is the block lesson 03 builds, whole: project, split into heads, attend, merge, project
+out. The later lessons extend it where they teach: the KV cache and cross-attention's reuse of the memory in
+:class:`~course_utils.kv_cache.CachedMultiHeadAttention` (lesson 07, the block the models use), grouped-query heads
+and RoPE in :class:`~course_utils.modern.GroupedQueryAttention` (lesson 09). :func:`fused_attention` is the same
+attention through PyTorch's fused kernel (``F.scaled_dot_product_attention``), the measured fast option
+(``benchmarks/bench_throughput.py``).
 
 Masks follow :mod:`course_utils.masks`: boolean, ``True`` = may attend, 4-D ``(batch | 1, heads | 1, q_len | 1,
 k_len)`` — one dimension per score dimension, each of size 1 or the scores' size (:func:`check_mask`).
 """
 from __future__ import annotations
 
+import inspect
 import math
 from contextlib import contextmanager
 from typing import Iterator
@@ -13,25 +21,21 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .config import check_heads, check_kv_heads
+from .config import check_heads
 from .errors import CourseTypeError, CourseValueError
-from .kv_cache import LayerCache
-from .modern import _rotary_tables, _rotate, repeat_kv, rope_frequencies
 from .validation import (
     check_bool,
     check_float_input,
     check_non_empty,
-    check_positive_int,
     check_probability,
     check_rank,
     check_real,
     check_same_batch,
     check_tensor,
     checked_by,
-    describe,
 )
 
-__all__ = ["MultiHeadAttention", "capture_attention", "check_attention_inputs", "check_mask",
+__all__ = ["MultiHeadAttention", "capture_attention", "check_attention_inputs", "check_mask", "fused_attention",
            "scaled_dot_product_attention"]
 
 _SCORE_DIMS = ("batch", "heads", "q_len", "k_len")
@@ -161,174 +165,156 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
     return output.to(query.dtype), weights.to(query.dtype)
 
 
+def check_fused_inputs(query: object, key: object, value: object, mask: torch.Tensor | None = None,
+                       dropout_p: float = 0.0, scale: float | None = None) -> None:
+    """:func:`check_attention_inputs`, except that key and value may have fewer heads (dimension -3) than query, a
+    divisor of its count: each K/V head then serves a group of query heads (grouped-query attention, lesson 09)."""
+    if (all(isinstance(x, torch.Tensor) and x.dim() >= 3 for x in (query, key, value))
+            and key.shape[:-2] == value.shape[:-2] and key.shape[:-3] == query.shape[:-3]
+            and 0 < key.size(-3) < query.size(-3) and query.size(-3) % key.size(-3) == 0):
+        # check them as the repeated heads they stand for (a view: nothing is copied)
+        key, value = (x.narrow(-3, 0, 1).expand(*query.shape[:-2], *x.shape[-2:]) for x in (key, value))
+    check_attention_inputs(query, key, value, mask, dropout_p, scale)
+
+
+@checked_by(check_fused_inputs)
+def fused_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None = None,
+                    dropout_p: float = 0.0, scale: float | None = None) -> torch.Tensor:
+    """:func:`scaled_dot_product_attention`'s output through the fused kernel (``F.scaled_dot_product_attention``),
+    which never forms the weights: faster, less memory, same guarantees (a query that may see no key gets a zero
+    output, a key no query may see contributes nothing). Key and value may have fewer heads than the query (grouped-
+    query attention). Dropout draws its own random numbers, so in training the two functions differ."""
+    if mask is not None:
+        key, value = _hide_unseen_keys(mask, key, value)
+    out = F.scaled_dot_product_attention(query, key, value, attn_mask=mask, dropout_p=dropout_p, scale=scale,
+                                         enable_gqa=key.dim() > 2 and key.size(-3) != query.size(-3))
+    if mask is not None:  # the fused kernels may leave NaN where a query can see no key: make it 0
+        out = out.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+    return out
+
+
+# ---------------------------------------------------------------------------- the block's checks, at its door
+def check_attention_settings(block: nn.Module, d_model: int, n_heads: int, dropout: float = 0.0,
+                             bias: bool = True) -> None:
+    """Raise a course error unless the arguments fit :class:`MultiHeadAttention`."""
+    check_heads(d_model, n_heads)
+    check_probability("dropout", dropout)
+    check_bool("bias", bias)
+
+
+def check_head_input(block: nn.Module, x: object, rank: int, shape_doc: str, size: int) -> None:
+    """Raise a course error unless ``x`` is a non-empty tensor of the block's dtype, of ``rank`` dimensions with
+    ``size`` features in the last one."""
+    check_rank(x, rank, "x", shape_doc)
+    if x.size(-1) != size:
+        raise CourseValueError(f"x must have shape {shape_doc} with {size} in the last dimension, got "
+                               f"{tuple(x.shape)}")
+    check_float_input(x, block, "x")
+    check_non_empty("x", x)
+
+
+def check_split_input(block: nn.Module, x: object) -> None:
+    """Raise a course error unless ``x`` fits :meth:`MultiHeadAttention.split_heads`."""
+    check_head_input(block, x, 3, "(batch, seq, heads · d_head)", block.n_heads * block.d_head)
+
+
+def check_merge_input(block: nn.Module, x: object) -> None:
+    """Raise a course error unless ``x`` fits :meth:`MultiHeadAttention.merge_heads`."""
+    check_head_input(block, x, 4, "(batch, heads, seq, d_head)", block.d_head)
+    if x.size(1) != block.n_heads:
+        raise CourseValueError(f"x must have shape (batch, heads={block.n_heads}, seq, d_head), got "
+                               f"{tuple(x.shape)}; merge the output of split_heads")
+
+
+def check_qkv(block: nn.Module, query: object, key: object, value: object,
+              features: tuple[tuple[str, int], ...] | None = None) -> None:
+    """Raise a course error unless ``query``, ``key`` and ``value`` are non-empty ``(batch, seq, features)`` float
+    tensors of the block's dtype, with one batch and one value per key. ``features`` names and sizes their last
+    dimensions, ``(("d_model", block.d_model),) * 3`` unless given."""
+    features = features or (("d_model", block.d_model),) * 3
+    for (name, x), (feature, size) in zip((("query", query), ("key", key), ("value", value)), features):
+        check_rank(x, 3, name, f"(batch, seq, {feature}={size})")
+        if x.size(-1) != size:
+            raise CourseValueError(f"{name} must have shape (batch, seq, {feature}={size}), got "
+                                   f"{tuple(x.shape)}; project it to {size} features first")
+        check_float_input(x, block, name)
+        check_non_empty(name, x)
+    check_same_batch(("query", query), ("key", key), ("value", value))
+    if key.size(1) != value.size(1):
+        raise CourseValueError(f"key and value need the same length, got {key.size(1)} and {value.size(1)}; "
+                               "pass one value per key")
+
+
+def check_block_inputs(block: nn.Module, query: object, key: object, value: object,
+                       mask: torch.Tensor | None = None) -> None:
+    """Raise a course error unless the arguments fit :meth:`MultiHeadAttention.forward`."""
+    check_qkv(block, query, key, value)
+    if mask is not None:
+        check_mask(mask, torch.Size((query.size(0), block.n_heads, query.size(1), key.size(1))))
+
+
+# ---------------------------------------------------------------------------- the block
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention for self-attention (query = key = value) and cross-attention (lesson 03).
+    """Multi-head attention (lesson 03): ``n_heads`` attentions side by side, each on its own ``d_head``-wide slice
+    of the projected queries, keys and values; their outputs concatenated and projected back to ``d_model``.
 
-    ``use_fast_path=True`` computes the same result through ``F.scaled_dot_product_attention`` (fused kernels)
-    whenever the weights are not requested. ``kdim``/``vdim`` (default ``d_model``) are the feature sizes of the
-    keys and values when they differ from the queries', as in ``nn.MultiheadAttention``.
-
-    Lesson 09's switches: ``n_kv_heads`` (default ``n_heads``) key/value heads shared by groups of query heads
-    (grouped-query attention; 1 = multi-query), and ``rope_base`` (default ``None``): rotate queries and keys by
-    their positions (RoPE, self-attention only; with a cache the new tokens continue after the cached ones).
+    Self-attention passes one tensor as query, key and value; cross-attention takes key and value from elsewhere.
+    The arguments are checked when you call it (see the ``check_*`` functions above), not in the formula.
     """
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True,
-                 use_fast_path: bool = True, kdim: int | None = None, vdim: int | None = None,
-                 n_kv_heads: int | None = None, rope_base: float | None = None) -> None:
+    @checked_by(check_attention_settings)
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True) -> None:
         super().__init__()
-        check_heads(d_model, n_heads)
-        self.d_model = d_model
-        self.n_heads = n_heads
-        self.d_head = d_model // n_heads
-        self.n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
-        check_kv_heads(n_heads, self.n_kv_heads)
-        self.kdim = d_model if kdim is None else check_positive_int("kdim", kdim)
-        self.vdim = d_model if vdim is None else check_positive_int("vdim", vdim)
-        self.scale = 1.0 / math.sqrt(self.d_head)
-        self.dropout = check_probability("dropout", dropout)
-        self.use_fast_path = check_bool("use_fast_path", use_fast_path)
-        self.rope_base = None if rope_base is None else check_real("rope_base", rope_base, 1.0, low_inclusive=False)
-        if self.rope_base is not None:
-            rope_frequencies(self.d_head, self.rope_base)  # refuses an odd d_head now, not at the first forward
-        check_bool("bias", bias)
-        kv_features = self.n_kv_heads * self.d_head
-        self.w_q = nn.Linear(d_model, d_model, bias=bias)
-        self.w_k = nn.Linear(self.kdim, kv_features, bias=bias)
-        self.w_v = nn.Linear(self.vdim, kv_features, bias=bias)
+        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        self.dropout = dropout                              # on the attention weights, in training only
+        self.w_q = nn.Linear(d_model, d_model, bias=bias)   # all heads at once: head i owns the outputs
+        self.w_k = nn.Linear(d_model, d_model, bias=bias)   # i·d_head … (i + 1)·d_head − 1
+        self.w_v = nn.Linear(d_model, d_model, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
-        self.capture = False  # set by capture_attention()
-        self.captured_weights: torch.Tensor | None = None
-
-    def check_split_input(self, x: torch.Tensor, n_heads: int | None = None) -> None:
-        """Raise a course error unless ``x`` fits :meth:`split_heads`."""
-        heads = self.n_heads if n_heads is None else check_positive_int("n_heads", n_heads)
-        self._check_head_input(x, 3, "(batch, seq, heads · d_head)", -1, heads * self.d_head)
 
     @checked_by(check_split_input)
-    def split_heads(self, x: torch.Tensor, n_heads: int | None = None) -> torch.Tensor:
-        """``(batch, seq, heads · d_head)`` → ``(batch, heads, seq, d_head)``; ``heads`` is ``n_heads`` unless given
-        (the keys and values of grouped-query attention have ``n_kv_heads``)."""
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """``(B, T, d_model)`` → ``(B, h, T, d_head)``: cut the features into ``h`` slices, move heads forward."""
         batch, seq, _ = x.shape
-        return x.view(batch, seq, self.n_heads if n_heads is None else n_heads, self.d_head).transpose(1, 2)
-
-    def check_merge_input(self, x: torch.Tensor) -> None:
-        """Raise a course error unless ``x`` fits :meth:`merge_heads`."""
-        self._check_head_input(x, 4, "(batch, heads, seq, d_head)", -1, self.d_head)
-        if x.size(1) != self.n_heads:
-            raise CourseValueError(f"x must have shape (batch, heads={self.n_heads}, seq, d_head), got "
-                                   f"{tuple(x.shape)}; merge the output of split_heads")
+        return x.view(batch, seq, self.n_heads, self.d_head).transpose(1, 2)
 
     @checked_by(check_merge_input)
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """``(batch, heads, seq, d_head)`` → ``(batch, seq, d_model)``."""
+        """``(B, h, T, d_head)`` → ``(B, T, d_model)``: the inverse of :meth:`split_heads`."""
         batch, _, seq, _ = x.shape
         return x.transpose(1, 2).contiguous().view(batch, seq, self.d_model)
 
-    def _check_head_input(self, x: torch.Tensor, rank: int, shape_doc: str, dim: int, size: int) -> None:
-        """Raise a course error unless ``x`` is a non-empty tensor of this block's dtype, of ``rank`` dimensions and
-        ``size`` features in dimension ``dim``."""
-        check_rank(x, rank, "x", shape_doc)
-        if x.size(dim) != size:
-            raise CourseValueError(f"x must have shape {shape_doc} with {size} in the last dimension, got "
-                                   f"{tuple(x.shape)}")
-        check_float_input(x, self, "x")
-        check_non_empty("x", x)
+    check_inputs = check_block_inputs  # the door of forward; a layer calls it to check the input it hands on
 
-    def check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                     mask: torch.Tensor | None = None, need_weights: bool = False, cache: LayerCache | None = None,
-                     static_kv: bool = False) -> None:
-        """Raise a course error unless the arguments fit this block; see :meth:`forward`."""
-        for name, x, features in (("query", query, "d_model"), ("key", key, "kdim"), ("value", value, "vdim")):
-            size = getattr(self, features)
-            check_rank(x, 3, name, f"(batch, seq, {features}={size})")
-            if x.size(-1) != size:
-                raise CourseValueError(f"{name} must have shape (batch, seq, {features}={size}), got "
-                                       f"{tuple(x.shape)}; project it to {size} features first")
-            check_float_input(x, self, name)
-            check_non_empty(name, x)
-        check_same_batch(("query", query), ("key", key), ("value", value))
-        if key.size(1) != value.size(1):
-            raise CourseValueError(f"key and value need the same length, got {key.size(1)} and {value.size(1)}; "
-                                   "pass one value per key")
-        check_bool("need_weights", need_weights)
-        check_bool("static_kv", static_kv)
-        if self.rope_base is not None and (static_kv or query.size(1) != key.size(1)):
-            raise CourseValueError("RoPE rotates queries and keys of the same tokens: this block (rope_base="
-                                   f"{self.rope_base}) does self-attention only, got query {tuple(query.shape)} and "
-                                   f"key {tuple(key.shape)}{' with static_kv=True' if static_kv else ''}")
-        past = 0
-        if cache is not None:
-            if not isinstance(cache, LayerCache):
-                raise CourseTypeError(f"cache must be a LayerCache (one entry of model.new_cache()), got "
-                                      f"{describe(cache)}; build the model's cache with model.new_cache() and let "
-                                      "the model hand each layer its entry")
-            if cache.batch_size is not None and cache.batch_size != query.size(0):
-                raise CourseValueError(f"the cache holds keys for {cache.batch_size} rows but the query has "
-                                       f"{query.size(0)}; start a new cache for a new batch")
-            past = cache.length
-        if mask is not None:  # one check for both paths: the same bad mask gives the same error
-            k_len = past if static_kv and past else past + key.size(1)
-            check_mask(mask, torch.Size((query.size(0), self.n_heads, query.size(1), k_len)))
-
-    @checked_by(check_inputs)
+    @checked_by(check_block_inputs)
     def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                mask: torch.Tensor | None = None, need_weights: bool = False,
-                cache: LayerCache | None = None,
-                static_kv: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Attend from ``query`` to ``key``/``value``.
+                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Attend from ``query (B, T_q, d_model)`` to ``key``, ``value (B, T_k, d_model)``.
 
-        Args:
-            query: ``(batch, q_len, d_model)``; key: ``(batch, k_len, kdim)``; value: ``(batch, k_len, vdim)``.
-            mask: bool, ``True`` = may attend, 4-D, each dimension 1 or the size of ``(batch, heads, q_len,
-                k_len)``: ``padding_mask(ids)`` (batch, 1, 1, k_len), ``causal_mask(n)`` (1, 1, n, n), or both
-                combined. Anything else — a ``(batch, seq)`` mask, a mask for a bigger batch — raises.
-            need_weights: also return the per-head attention weights.
-            cache: the :class:`~course_utils.kv_cache.LayerCache` this layer owns during incremental decoding.
-                Self-attention (``static_kv=False``) appends the new keys/values to the cached ones;
-                cross-attention (``static_kv=True``) projects the memory once, at the first step, and reuses it.
-
-        Returns:
-            ``(output (batch, q_len, d_model), weights (batch, heads, q_len, k_len) or None)``.
+        ``mask``: bool, True = may attend, 4-D, each dimension 1 or the size of ``(B, h, T_q, T_k)``:
+        ``padding_mask(ids)``, ``causal_mask(n)``, or both combined. Returns ``(output (B, T_q, d_model),
+        weights (B, h, T_q, T_k))``; in training, the weights after dropout.
         """
-        q = self.split_heads(self.w_q(query))                              # (batch, heads, q_len, d_head)
-        if cache is not None and static_kv and cache.length:
-            k, v = cache.keys, cache.values
-        else:
-            k = self.split_heads(self.w_k(key), self.n_kv_heads)           # (batch, kv_heads, k_len, d_head)
-            v = self.split_heads(self.w_v(value), self.n_kv_heads)
-            if self.rope_base is not None:                                 # lesson 09: rotate by position
-                q, k = self._rotate_by_position(q, k, past=0 if cache is None else cache.length)
-            if cache is not None:
-                k, v = cache.append(k, v)
+        q = self.split_heads(self.w_q(query))                   # (B, h, T_q, d_head)
+        k = self.split_heads(self.w_k(key))                     # (B, h, T_k, d_head)
+        v = self.split_heads(self.w_v(value))                   # (B, h, T_k, d_head)
         dropout_p = self.dropout if self.training else 0.0
-        need_weights = need_weights or self.capture
-        if need_weights or not self.use_fast_path:
-            groups = self.n_heads // self.n_kv_heads
-            out, weights = scaled_dot_product_attention(q, repeat_kv(k, groups), repeat_kv(v, groups), mask,
-                                                        dropout_p, self.scale)
-        else:
-            if mask is not None:
-                k, v = _hide_unseen_keys(mask, k, v)
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=self.scale,
-                                                 enable_gqa=self.n_kv_heads != self.n_heads)
-            if mask is not None:  # the fused kernels may leave NaN where a query can see no key: make it 0
-                out = out.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
-            weights = None
-        if self.capture:
-            self.captured_weights = weights.detach()
-        return self.w_o(self.merge_heads(out)), (weights if need_weights else None)
+        out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)   # (B, h, T_q, d_head), (B, h, T_q, T_k)
+        return self.w_o(self.merge_heads(out)), weights         # (B, T_q, d_model)
 
-    def _rotate_by_position(self, q: torch.Tensor, k: torch.Tensor, past: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """RoPE on ``q``/``k`` ``(batch, heads, seq, d_head)`` of the tokens at positions ``past .. past + seq - 1``."""
-        positions = torch.arange(past, past + q.size(2), device=q.device)
-        cos, sin = _rotary_tables(positions, rope_frequencies(self.d_head, self.rope_base))
-        return _rotate(q, cos, sin), _rotate(k, cos, sin)
+
+# ---------------------------------------------------------------------------- looking inside: heatmaps
+def _weights_requested(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A forward pre-hook: call ``module`` with ``need_weights=True`` (the fused kernel forms no weights)."""
+    position = list(inspect.signature(module.forward).parameters).index("need_weights")
+    if len(args) > position:
+        return args[:position] + (True,) + args[position + 1:], kwargs
+    return args, {**kwargs, "need_weights": True}
 
 
 @contextmanager
 def capture_attention(model: nn.Module) -> Iterator[dict[str, torch.Tensor]]:
-    """Record the attention weights of every :class:`MultiHeadAttention` inside ``model``.
+    """Record the attention weights of every :class:`MultiHeadAttention` (subclasses included) inside ``model``.
 
     Example::
 
@@ -336,19 +322,26 @@ def capture_attention(model: nn.Module) -> Iterator[dict[str, torch.Tensor]]:
             model(ids)
         maps["encoder.layers.0.self_attn"]   # (batch, heads, q_len, k_len)
 
-    With a KV cache, each entry holds the last call's weights.
+    A block that can skip its weights (``need_weights=False``, the fused kernel) computes them while capturing.
+    With a KV cache, each entry holds the last call's weights. The hooks are removed on leaving the ``with``.
     """
     if not isinstance(model, nn.Module):
         raise CourseTypeError(f"capture_attention expects the model (an nn.Module), got {type(model).__name__}")
-    modules = {name: m for name, m in model.named_modules() if isinstance(m, MultiHeadAttention)}
     maps: dict[str, torch.Tensor] = {}
-    for m in modules.values():
-        m.capture, m.captured_weights = True, None
+
+    def keep(name: str):
+        def hook(module: nn.Module, args: tuple, output: tuple) -> None:
+            maps[name] = output[1].detach()
+        return hook
+
+    handles = []
+    for name, module in model.named_modules():
+        if isinstance(module, MultiHeadAttention):
+            if "need_weights" in inspect.signature(module.forward).parameters:
+                handles.append(module.register_forward_pre_hook(_weights_requested, with_kwargs=True))
+            handles.append(module.register_forward_hook(keep(name)))
     try:
         yield maps
     finally:
-        for name, m in modules.items():
-            m.capture = False
-            if m.captured_weights is not None:
-                maps[name] = m.captured_weights
-            m.captured_weights = None
+        for handle in handles:
+            handle.remove()

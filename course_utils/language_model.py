@@ -2,7 +2,7 @@
 
 Built in lesson 08. The pieces are the course's own: :class:`~course_utils.models.InputEmbedding`, the
 :class:`~course_utils.layers.ResidualSublayer` and :class:`~course_utils.layers.PositionwiseFeedForward` of
-lesson 04, :class:`~course_utils.attention.MultiHeadAttention` with its KV cache (lesson 07), and the
+lesson 04, :class:`~course_utils.kv_cache.CachedMultiHeadAttention` (lesson 07), and the
 :func:`~course_utils.masks.causal_mask` convention (True = may attend).
 
 Lesson 09's modern block is the same block with switches (RoPE, RMSNorm, SwiGLU, grouped-query attention): see
@@ -20,12 +20,12 @@ from dataclasses import replace
 import torch
 import torch.nn as nn
 
-from .attention import MultiHeadAttention
 from .config import TransformerConfig
 from .kv_cache import KVCache, LayerCache
 from .layers import ResidualSublayer, make_feed_forward
 from .masks import causal_mask, padding_mask
 from .models import check_cache, check_config, init_weights, make_final_norm, make_input_embedding
+from .modern import make_attention
 from .validation import check_bool, check_context, check_positive_int, check_token_ids, check_vectors, checked_by
 
 
@@ -46,8 +46,7 @@ class DecoderOnlyBlock(nn.Module):
         super().__init__()
         self.with_residual = check_bool("with_residual", with_residual)
         check_bool("with_feed_forward", with_feed_forward)
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, bias=bias, n_kv_heads=n_kv_heads,
-                                            rope_base=rope_base)
+        self.self_attn = make_attention(d_model, n_heads, dropout, bias, n_kv_heads, rope_base)
         self.feed_forward = make_feed_forward(d_model, d_ff, dropout, activation, bias) if with_feed_forward else None
         if with_residual:
             self.attn_block = ResidualSublayer(d_model, dropout, norm, bias, normalization, norm_eps)
@@ -66,7 +65,7 @@ class DecoderOnlyBlock(nn.Module):
         """``x (batch, seq, d_model)`` → same shape; ``mask`` 4-D bool (causal, maybe AND padding);
         ``cache``: this block's entry of a :class:`~course_utils.kv_cache.KVCache` (new keys/values are appended)."""
         def attend(h: torch.Tensor) -> torch.Tensor:
-            return self.self_attn(h, h, h, mask, cache=cache)[0]
+            return self.self_attn(h, h, h, mask, need_weights=False, cache=cache)[0]
 
         if not self.with_residual:
             x = self.dropout(attend(x))

@@ -2,7 +2,10 @@
 
 Every layer takes lesson 09's switches as keyword arguments (``normalization``, ``n_kv_heads``, ``rope_base``;
 ``activation="swiglu"``): :meth:`~course_utils.config.TransformerConfig.layer_options` hands a config's settings
-to them, so one config builds every layer of a model the same way.
+to them, so one config builds every layer of a model the same way. Their attention is lesson 07's
+:class:`~course_utils.kv_cache.CachedMultiHeadAttention` (lesson 03's block, with a cache and the fused kernel), or
+lesson 09's :class:`~course_utils.modern.GroupedQueryAttention` when the switches ask for it
+(:func:`~course_utils.modern.make_attention`).
 """
 from __future__ import annotations
 
@@ -10,11 +13,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .attention import MultiHeadAttention
 from .config import ACTIVATIONS, NORM_PLACEMENTS, check_choice
 from .errors import CourseTypeError
 from .kv_cache import LayerCache
-from .modern import SwiGLUFeedForward, make_norm
+from .modern import SwiGLUFeedForward, make_attention, make_norm
 from .validation import (
     check_bool,
     check_features,
@@ -123,8 +125,7 @@ class EncoderLayer(nn.Module):
                  normalization: str = "layernorm", n_kv_heads: int | None = None,
                  rope_base: float | None = None, norm_eps: float | None = None) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, bias=bias, n_kv_heads=n_kv_heads,
-                                            rope_base=rope_base)
+        self.self_attn = make_attention(d_model, n_heads, dropout, bias, n_kv_heads, rope_base)
         self.feed_forward = make_feed_forward(d_model, d_ff, dropout, activation, bias)
         self.attn_block = ResidualSublayer(d_model, dropout, norm, bias, normalization, norm_eps)
         self.ff_block = ResidualSublayer(d_model, dropout, norm, bias, normalization, norm_eps)
@@ -137,7 +138,7 @@ class EncoderLayer(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """``x (batch, seq, d_model)`` → same shape; ``mask`` 4-D bool, e.g. ``padding_mask(ids)``
         (batch, 1, 1, seq)."""
-        x = self.attn_block(x, lambda h: self.self_attn(h, h, h, mask)[0])
+        x = self.attn_block(x, lambda h: self.self_attn(h, h, h, mask, need_weights=False)[0])
         return self.ff_block(x, self.feed_forward)
 
 
@@ -154,9 +155,8 @@ class DecoderLayer(nn.Module):
                  normalization: str = "layernorm", n_kv_heads: int | None = None,
                  rope_base: float | None = None, norm_eps: float | None = None) -> None:
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout, bias=bias, n_kv_heads=n_kv_heads,
-                                            rope_base=rope_base)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout, bias=bias, n_kv_heads=n_kv_heads)
+        self.self_attn = make_attention(d_model, n_heads, dropout, bias, n_kv_heads, rope_base)
+        self.cross_attn = make_attention(d_model, n_heads, dropout, bias, n_kv_heads)
         self.feed_forward = make_feed_forward(d_model, d_ff, dropout, activation, bias)
         self.self_attn_block = ResidualSublayer(d_model, dropout, norm, bias, normalization, norm_eps)
         self.cross_attn_block = ResidualSublayer(d_model, dropout, norm, bias, normalization, norm_eps)
@@ -189,7 +189,9 @@ class DecoderLayer(nn.Module):
         Returns:
             ``(batch, tgt_len, d_model)``.
         """
-        y = self.self_attn_block(y, lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0])
+        y = self.self_attn_block(y, lambda h: self.self_attn(h, h, h, tgt_mask, need_weights=False,
+                                                                 cache=self_cache)[0])
         y = self.cross_attn_block(
-            y, lambda h: self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache, static_kv=True)[0])
+            y, lambda h: self.cross_attn(h, memory, memory, memory_mask, need_weights=False, cache=cross_cache,
+                                         static_kv=True)[0])
         return self.ff_block(y, self.feed_forward)

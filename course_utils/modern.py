@@ -12,26 +12,29 @@ switch               baseline (GPT-2-like)       modern (Llama-like)
 ``n_kv_heads``       ``n_heads`` (multi-head)    fewer: grouped-query; 1: multi-query
 ===================  ==========================  ====================================
 
-:func:`modern_config` turns all four on. Attention rotates with :func:`apply_rotary` and repeats K/V heads with
-:func:`repeat_kv` (:class:`~course_utils.attention.MultiHeadAttention`); the layers pick :func:`make_norm` and
+:func:`modern_config` turns all four on. :class:`GroupedQueryAttention` is lesson 07's attention
+(:class:`~course_utils.kv_cache.CachedMultiHeadAttention`) with fewer K/V heads (:func:`repeat_kv`) and RoPE
+(:func:`apply_rotary`); the layers pick it with :func:`make_attention`, and :func:`make_norm` and
 :class:`SwiGLUFeedForward`. The equal-budget ablation is :mod:`course_utils.ablation`.
 """
 from __future__ import annotations
 
-__all__ = ["MODERN_SWITCHES", "RMSNorm", "SwiGLUFeedForward", "apply_rotary", "check_positions", "kv_cache_bytes",
-           "make_norm", "modern_config", "repeat_kv", "rope_frequencies", "rotary_embedding", "rotate_half",
-           "swiglu_hidden_size"]
+__all__ = ["GroupedQueryAttention", "MODERN_SWITCHES", "RMSNorm", "SwiGLUFeedForward", "apply_rotary",
+           "check_positions", "kv_cache_bytes", "make_attention", "make_norm", "modern_config", "repeat_kv",
+           "rope_frequencies", "rotary_embedding", "rotate_half", "swiglu_hidden_size"]
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .config import NORMALIZATIONS, TransformerConfig
+from .config import NORMALIZATIONS, TransformerConfig, check_kv_heads
 from .errors import CourseTypeError, CourseValueError
+from .kv_cache import CachedMultiHeadAttention, LayerCache, check_cached_inputs, check_cached_settings
 from .validation import (
     check_bool,
     check_choice,
     check_features,
+    check_float_input,
     check_non_empty,
     check_positive_int,
     check_probability,
@@ -227,6 +230,98 @@ def repeat_kv(x: torch.Tensor, n_repeats: int) -> torch.Tensor:
     check_rank(x, 4, "x", "(batch, kv_heads, seq, d_head)")
     check_positive_int("n_repeats", n_repeats)
     return x if n_repeats == 1 else x.repeat_interleave(n_repeats, dim=1)
+
+
+def check_grouped_settings(block: nn.Module, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True,
+                           use_fast_path: bool = True, n_kv_heads: int | None = None,
+                           rope_base: float | None = None) -> None:
+    """Raise a course error unless the arguments fit :class:`GroupedQueryAttention`."""
+    check_cached_settings(block, d_model, n_heads, dropout, bias, use_fast_path)
+    if n_kv_heads is not None:
+        check_kv_heads(n_heads, n_kv_heads)
+    if rope_base is not None:
+        check_real("rope_base", rope_base, 1.0, low_inclusive=False)
+        rope_frequencies(d_model // n_heads, rope_base)  # refuses an odd d_head now, not at the first forward
+
+
+def check_grouped_inputs(block: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                         mask: torch.Tensor | None = None, need_weights: bool = True,
+                         cache: LayerCache | None = None, static_kv: bool = False) -> None:
+    """Raise a course error unless the arguments fit :meth:`GroupedQueryAttention.forward`."""
+    check_cached_inputs(block, query, key, value, mask, need_weights, cache, static_kv)
+    if block.rope_base is not None and (static_kv or query.size(1) != key.size(1)):
+        raise CourseValueError("RoPE rotates queries and keys of the same tokens: this block (rope_base="
+                               f"{block.rope_base}) does self-attention only, got query {tuple(query.shape)} and "
+                               f"key {tuple(key.shape)}{' with static_kv=True' if static_kv else ''}")
+
+
+def check_kv_split_input(block: nn.Module, x: torch.Tensor) -> None:
+    """Raise a course error unless ``x`` fits :meth:`GroupedQueryAttention.split_kv_heads`."""
+    check_rank(x, 3, "x", "(batch, seq, kv_heads · d_head)")
+    if x.size(-1) != block.n_kv_heads * block.d_head:
+        raise CourseValueError(f"x must have shape (batch, seq, kv_heads · d_head) with "
+                               f"{block.n_kv_heads * block.d_head} in the last dimension, got {tuple(x.shape)}")
+    check_float_input(x, block, "x")
+    check_non_empty("x", x)
+
+
+class GroupedQueryAttention(CachedMultiHeadAttention):
+    """Lesson 07's attention with lesson 09's two changes: ``n_kv_heads`` key/value heads (default ``n_heads``),
+    each shared by a group of ``n_heads // n_kv_heads`` query heads (grouped-query attention; 1 = multi-query),
+    and ``rope_base`` (default ``None``: no rotation): queries and keys rotated by their positions (RoPE,
+    self-attention only; with a cache the new tokens continue after the cached ones).
+    """
+
+    @checked_by(check_grouped_settings)
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True,
+                 use_fast_path: bool = True, n_kv_heads: int | None = None, rope_base: float | None = None) -> None:
+        nn.Module.__init__(self)  # the projections of lesson 03, with narrower W_k and W_v: built here, in order
+        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        self.n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        self.dropout, self.use_fast_path, self.rope_base = dropout, use_fast_path, rope_base
+        self.kdim = self.vdim = d_model
+        self.w_q = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, self.n_kv_heads * self.d_head, bias=bias)   # (B, T, h_kv · d_head)
+        self.w_v = nn.Linear(d_model, self.n_kv_heads * self.d_head, bias=bias)
+        self.w_o = nn.Linear(d_model, d_model, bias=bias)
+
+    @checked_by(check_kv_split_input)
+    def split_kv_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """``(B, T, h_kv · d_head)`` → ``(B, h_kv, T, d_head)``."""
+        batch, seq, _ = x.shape
+        return x.view(batch, seq, self.n_kv_heads, self.d_head).transpose(1, 2)
+
+    def _rotate_by_position(self, q: torch.Tensor, k: torch.Tensor, past: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """RoPE on ``q (B, h, T, d_head)`` and ``k (B, h_kv, T, d_head)`` at positions ``past … past + T − 1``."""
+        if self.rope_base is None:
+            return q, k
+        positions = torch.arange(past, past + q.size(2), device=q.device)
+        cos, sin = _rotary_tables(positions, rope_frequencies(self.d_head, self.rope_base))
+        return _rotate(q, cos, sin), _rotate(k, cos, sin)
+
+    def _repeat_kv_heads(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each K/V head repeated for the ``n_heads // n_kv_heads`` query heads of its group."""
+        groups = self.n_heads // self.n_kv_heads
+        return repeat_kv(k, groups), repeat_kv(v, groups)
+
+    check_inputs = check_grouped_inputs
+
+    @checked_by(check_grouped_inputs)
+    def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None = None,
+                need_weights: bool = True, cache: LayerCache | None = None,
+                static_kv: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """As :meth:`CachedMultiHeadAttention.forward` (the cache holds ``n_kv_heads`` heads)."""
+        return super().forward(query, key, value, mask, need_weights, cache, static_kv)
+
+
+def make_attention(d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True,
+                   n_kv_heads: int | None = None, rope_base: float | None = None) -> CachedMultiHeadAttention:
+    """The attention a layer of the course's models uses: lesson 07's
+    :class:`~course_utils.kv_cache.CachedMultiHeadAttention`, or :class:`GroupedQueryAttention` when lesson 09's
+    switches ask for fewer K/V heads or RoPE."""
+    if n_kv_heads in (None, n_heads) and rope_base is None:
+        return CachedMultiHeadAttention(d_model, n_heads, dropout, bias)
+    return GroupedQueryAttention(d_model, n_heads, dropout, bias, n_kv_heads=n_kv_heads, rope_base=rope_base)
 
 
 def kv_cache_bytes(batch: int, seq: int, n_layers: int, n_kv_heads: int, d_head: int, bytes_per_value: int = 4) -> int:

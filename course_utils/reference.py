@@ -59,7 +59,8 @@ def _copy_linear_or_norm(ours: nn.Linear | nn.LayerNorm, theirs: nn.Linear | nn.
 def copy_attention(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
     """Load ``nn.MultiheadAttention`` weights into :class:`MultiHeadAttention`.
 
-    Works for ``bias=False`` and for ``kdim``/``vdim`` (build ours with the same ``bias``, ``kdim``, ``vdim``);
+    Works for ``bias=False`` and for ``kdim``/``vdim`` (build ours with the same ``bias``; for ``kdim``/``vdim``, a
+    :class:`~course_utils.kv_cache.CachedMultiHeadAttention` with the same sizes);
     refuses ``add_bias_kv`` and ``add_zero_attn``, which the course's block does not have.
     """
     _check_type("ours", ours, MultiHeadAttention)
@@ -67,8 +68,9 @@ def copy_attention(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> N
     _check_same("d_model (embed_dim)", ours.d_model, theirs.embed_dim, "build both with the same d_model")
     _check_same("the number of heads", ours.n_heads, theirs.num_heads,
                "build both with the same n_heads (the same weights split into other heads are another function)")
-    _check_same("kdim", ours.kdim, theirs.kdim, "pass the same kdim to MultiHeadAttention")
-    _check_same("vdim", ours.vdim, theirs.vdim, "pass the same vdim to MultiHeadAttention")
+    kdim, vdim = getattr(ours, "kdim", ours.d_model), getattr(ours, "vdim", ours.d_model)  # lesson 07's block has both
+    _check_same("kdim", kdim, theirs.kdim, "pass the same kdim to CachedMultiHeadAttention")
+    _check_same("vdim", vdim, theirs.vdim, "pass the same vdim to CachedMultiHeadAttention")
     _check_same("add_bias_kv", False, theirs.bias_k is not None, "build nn.MultiheadAttention with add_bias_kv=False")
     _check_same("add_zero_attn", False, theirs.add_zero_attn, "build nn.MultiheadAttention with add_zero_attn=False")
     if theirs.in_proj_weight is not None:  # kdim == vdim == embed_dim: one packed matrix

@@ -4,8 +4,8 @@ import pathlib
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "course_utils"
 FLOORS = [
-    ("ground", {"errors", "validation", "masks", "kv_cache", "config", "runtime"}),
-    ("blocks", {"embedding", "positional", "modern", "attention", "layers", "memory"}),
+    ("ground", {"errors", "validation", "masks", "config", "runtime", "lesson_times", "small_loop"}),
+    ("blocks", {"embedding", "positional", "attention", "kv_cache", "modern", "layers", "memory"}),
     ("models", {"models", "language_model", "reference", "interop"}),
     ("text and data", {"tokenization", "data"}),
     ("the loop", {"losses", "training", "decoding", "mlm", "ngram", "distributed", "mlm_transfer"}),

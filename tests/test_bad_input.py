@@ -60,7 +60,7 @@ def test_attention_rejects_wrong_mask_shape_and_dtype():
     with pytest.raises(ValueError, match=r"\(batch, 1, 1, seq\).*padding_mask"):
         attention(x, x, x, torch.ones(2, 5, dtype=torch.bool))
     with pytest.raises(ValueError, match=r"\(batch, 1, 1, seq\)"):
-        attention(x, x, x, torch.ones(2, 1, 1, 4, dtype=torch.bool), need_weights=True)
+        attention(x, x, x, torch.ones(2, 1, 1, 4, dtype=torch.bool))
     with pytest.raises(TypeError, match="must be bool"):
         attention(x, x, x, torch.zeros(2, 1, 1, 5))
 

@@ -509,23 +509,44 @@ def build_registry() -> dict[str, Case | None]:
             value=lambda: vectors()[:, None], mask=padding, dropout_p=0.0, scale=None)
     r["attention:check_mask"] = case(attention.check_mask, {"mask": "mask"}, mask=padding,
                                      scores_shape=torch.Size((2, 2, 5, 5)))
+    r["attention:fused_attention"] = case(attention.fused_attention, {
+        "query": "any_float", "key": "any_float", "value": "any_width_float", "mask": "mask", "dropout_p": "prob",
+        "scale": "optional_positive_real"}, query=lambda: vectors()[:, None], key=lambda: vectors()[:, None],
+        value=lambda: vectors()[:, None], mask=padding, dropout_p=0.0, scale=None)
     r["attention:MultiHeadAttention"] = case(attention.MultiHeadAttention, {
+        "d_model": "size", "n_heads": "size", "dropout": "prob", "bias": "bool"}, d_model=8, n_heads=2, dropout=0.0,
+        bias=True)
+    r["kv_cache:CachedMultiHeadAttention"] = case(kv_cache.CachedMultiHeadAttention, {
         "d_model": "size", "n_heads": "size", "dropout": "prob", "bias": "bool", "use_fast_path": "bool",
-        "kdim": "optional_size", "vdim": "optional_size", "n_kv_heads": "optional_size", "rope_base": "optional_base"},
-        d_model=8, n_heads=2, dropout=0.0, bias=True, use_fast_path=True, kdim=None, vdim=None, n_kv_heads=None,
-        rope_base=None)
+        "kdim": "optional_size", "vdim": "optional_size"},
+        d_model=8, n_heads=2, dropout=0.0, bias=True, use_fast_path=True, kdim=None, vdim=None)
+    r["modern:GroupedQueryAttention"] = case(modern.GroupedQueryAttention, {
+        "d_model": "size", "n_heads": "size", "dropout": "prob", "bias": "bool", "use_fast_path": "bool",
+        "n_kv_heads": "optional_size", "rope_base": "optional_base"},
+        d_model=8, n_heads=2, dropout=0.0, bias=True, use_fast_path=True, n_kv_heads=None, rope_base=None)
+    r["modern:make_attention"] = case(modern.make_attention, {
+        "d_model": "size", "n_heads": "size", "dropout": "prob", "bias": "bool", "n_kv_heads": "optional_size",
+        "rope_base": "optional_base"}, d_model=8, n_heads=2, dropout=0.0, bias=True, n_kv_heads=1, rope_base=100.0)
     mha = lambda: attention.MultiHeadAttention(8, 2).eval()  # noqa: E731
-    rope_mha = lambda: attention.MultiHeadAttention(8, 2, n_kv_heads=1, rope_base=10000.0).eval()  # noqa: E731
-    for name, suffix, make in (("forward", "", mha), ("check_inputs", "", mha), ("forward", "[gqa_rope]", rope_mha)):
-        r[f"attention:MultiHeadAttention.{name}{suffix}"] = case(method(make, name), {
-            "query": "vectors", "key": "vectors", "value": "vectors", "mask": "mask", "need_weights": "bool",
-            "cache": "attention_cache", "static_kv": "bool"},
-            query=vectors, key=vectors, value=vectors, mask=padding, need_weights=False, cache=None, static_kv=False)
-    for name in ("split_heads", "check_split_input"):
+    cached = lambda: kv_cache.CachedMultiHeadAttention(8, 2).eval()  # noqa: E731
+    rope_gqa = lambda: modern.GroupedQueryAttention(8, 2, n_kv_heads=1, rope_base=10000.0).eval()  # noqa: E731
+    for name in ("forward", "check_inputs"):
         r[f"attention:MultiHeadAttention.{name}"] = case(method(mha, name), {
-            "x": "vectors", "n_heads": "optional_size"}, x=vectors, n_heads=None)
-    for name in ("merge_heads", "check_merge_input"):
-        r[f"attention:MultiHeadAttention.{name}"] = case(method(mha, name), {"x": "any_float"}, x=head_vectors)
+            "query": "vectors", "key": "vectors", "value": "vectors", "mask": "mask"},
+            query=vectors, key=vectors, value=vectors, mask=padding)
+        for key, make in (("kv_cache:CachedMultiHeadAttention", cached), ("modern:GroupedQueryAttention", rope_gqa)):
+            r[f"{key}.{name}"] = case(method(make, name), {
+                "query": "vectors", "key": "vectors", "value": "vectors", "mask": "mask", "need_weights": "bool",
+                "cache": "attention_cache", "static_kv": "bool"},
+                query=vectors, key=vectors, value=vectors, mask=padding, need_weights=False, cache=None,
+                static_kv=False)
+    r["attention:MultiHeadAttention.split_heads"] = case(method(mha, "split_heads"), {"x": "vectors"}, x=vectors)
+    r["attention:MultiHeadAttention.merge_heads"] = case(method(mha, "merge_heads"), {"x": "any_float"},
+                                                         x=head_vectors)
+    for key, make, width in (("kv_cache:CachedMultiHeadAttention", cached, 8), ("modern:GroupedQueryAttention",
+                                                                               rope_gqa, 4)):
+        r[f"{key}.split_kv_heads"] = case(method(make, "split_kv_heads"), {"x": "vectors"},
+                                          x=lambda width=width: vectors(d_model=width))
     r["attention:capture_attention"] = case(capture_and_release, {"model": "module"}, model=seq2seq)
     # masks (mask helper)
     r["masks:padding_mask"] = case(masks.padding_mask, {"ids": "any_ids", "pad_id": "count"}, ids=ids, pad_id=0)

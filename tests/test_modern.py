@@ -23,17 +23,19 @@ from course_utils.attention import MultiHeadAttention
 from course_utils.config import TransformerConfig, check_kv_heads, count_parameters
 from course_utils.data.lm_data import LMData
 from course_utils.errors import CourseTypeError, CourseValueError
-from course_utils.kv_cache import KVCache
+from course_utils.kv_cache import CachedMultiHeadAttention, KVCache
 from course_utils.language_model import DecoderOnlyLM
 from course_utils.layers import DecoderLayer, PositionwiseFeedForward
 from course_utils.masks import causal_mask
 from course_utils.modern import (
     MODERN_SWITCHES,
+    GroupedQueryAttention,
     RMSNorm,
     SwiGLUFeedForward,
     apply_rotary,
     check_positions,
     kv_cache_bytes,
+    make_attention,
     make_norm,
     modern_config,
     repeat_kv,
@@ -166,22 +168,38 @@ def test_swiglu_matches_the_bias_free_relu_ffn_parameter_count_and_formula():
 # ---------------------------------------------------------------------------- grouped-query attention
 def test_n_kv_heads_equal_to_n_heads_is_the_plain_multi_head_attention():
     plain = MultiHeadAttention(16, 4).eval()
-    grouped = MultiHeadAttention(16, 4, n_kv_heads=4).eval()
+    grouped = GroupedQueryAttention(16, 4, n_kv_heads=4).eval()
     assert {k: v.shape for k, v in plain.state_dict().items()} == {k: v.shape for k, v in grouped.state_dict().items()}
     grouped.load_state_dict(plain.state_dict())
     x = torch.randn(2, 6, 16)
     for mask in (None, causal_mask(6)):
         torch.testing.assert_close(grouped(x, x, x, mask)[0], plain(x, x, x, mask)[0])
+        torch.testing.assert_close(grouped(x, x, x, mask)[1], plain(x, x, x, mask)[1])
+
+
+def test_grouped_query_attention_is_built_in_the_order_of_lesson_03s_block():
+    """Same random draws as before the blocks were split by lesson: a seeded model keeps its initial weights."""
+    for kwargs in ({}, {"n_kv_heads": 4}, {"rope_base": 100.0}):
+        torch.manual_seed(0)
+        grouped = GroupedQueryAttention(16, 4, **kwargs)
+        torch.manual_seed(0)
+        plain = MultiHeadAttention(16, 4)
+        for name, tensor in plain.state_dict().items():
+            torch.testing.assert_close(grouped.state_dict()[name], tensor, rtol=0, atol=0)
+    assert type(make_attention(16, 4)) is CachedMultiHeadAttention
+    assert type(make_attention(16, 4, n_kv_heads=4)) is CachedMultiHeadAttention
+    assert type(make_attention(16, 4, n_kv_heads=2)) is GroupedQueryAttention
+    assert type(make_attention(16, 4, rope_base=10000.0)) is GroupedQueryAttention
 
 
 @pytest.mark.parametrize("n_kv_heads", [4, 2, 1])
 def test_gqa_fast_path_math_path_sdpa_enable_gqa_and_repeated_heads_agree(n_kv_heads):
-    attention = MultiHeadAttention(32, 4, bias=False, n_kv_heads=n_kv_heads).eval()
+    attention = GroupedQueryAttention(32, 4, bias=False, n_kv_heads=n_kv_heads).eval()
     assert attention.w_k.out_features == attention.w_v.out_features == n_kv_heads * 8
     x = torch.randn(2, 7, 32)
     q = attention.split_heads(attention.w_q(x))
-    k = attention.split_heads(attention.w_k(x), n_kv_heads)
-    v = attention.split_heads(attention.w_v(x), n_kv_heads)
+    k = attention.split_kv_heads(attention.w_k(x))
+    v = attention.split_kv_heads(attention.w_v(x))
     assert q.shape == (2, 4, 7, 8) and k.shape == v.shape == (2, n_kv_heads, 7, 8)
     mask = causal_mask(7)
     fused = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
@@ -190,8 +208,8 @@ def test_gqa_fast_path_math_path_sdpa_enable_gqa_and_repeated_heads_agree(n_kv_h
     torch.testing.assert_close(fused, repeated)
     expected = attention.w_o(fused.transpose(1, 2).reshape(2, 7, 32))
     with torch.no_grad():
-        fast, no_weights = attention(x, x, x, mask)
-        math_out, weights = attention(x, x, x, mask, need_weights=True)
+        fast, no_weights = attention(x, x, x, mask, need_weights=False)
+        math_out, weights = attention(x, x, x, mask)
         attention.use_fast_path = False
         slow, _ = attention(x, x, x, mask)
     assert no_weights is None and weights.shape == (2, 4, 7, 7)
@@ -205,7 +223,7 @@ def test_repeat_kv_order():
 
 
 def test_rope_attention_rotates_queries_and_keys_with_its_base():
-    attention = MultiHeadAttention(16, 2, bias=False, rope_base=500.0).eval()
+    attention = GroupedQueryAttention(16, 2, bias=False, rope_base=500.0).eval()
     x = torch.randn(2, 6, 16)
     q = attention.split_heads(attention.w_q(x))
     k = attention.split_heads(attention.w_k(x))
@@ -219,14 +237,16 @@ def test_rope_attention_rotates_queries_and_keys_with_its_base():
 
 def test_gqa_bad_input():
     with pytest.raises(CourseValueError, match="does not divide"):
-        MultiHeadAttention(32, 4, n_kv_heads=3)
+        GroupedQueryAttention(32, 4, n_kv_heads=3)
     with pytest.raises(CourseValueError):
-        MultiHeadAttention(32, 4, n_kv_heads=0)
+        GroupedQueryAttention(32, 4, n_kv_heads=0)
     with pytest.raises(CourseValueError, match="does not divide"):
         check_kv_heads(4, 3)
     with pytest.raises(CourseValueError, match="even"):
-        MultiHeadAttention(12, 4, rope_base=10000.0)
-    attention = MultiHeadAttention(16, 4, n_kv_heads=2)
+        GroupedQueryAttention(12, 4, rope_base=10000.0)
+    with pytest.raises(CourseValueError, match="rope_base"):
+        GroupedQueryAttention(16, 4, rope_base=0.5)
+    attention = GroupedQueryAttention(16, 4, n_kv_heads=2)
     x = torch.randn(2, 5, 16)
     with pytest.raises(CourseValueError, match="d_model=16"):
         attention(torch.randn(2, 5, 12), x, x)
@@ -236,10 +256,12 @@ def test_gqa_bad_input():
         attention(x[:1], x[:1], x[:1], torch.ones(3, 1, 1, 5, dtype=torch.bool))
     with pytest.raises(CourseTypeError, match="bool"):
         attention(x[:1], x[:1], x[:1], torch.ones(1, 1, 5, 5))
+    with pytest.raises(CourseValueError, match="with 8 in the last dimension"):
+        attention.split_kv_heads(x)
 
 
 def test_rope_attention_refuses_cross_attention():
-    attention = MultiHeadAttention(16, 4, rope_base=10000.0)
+    attention = GroupedQueryAttention(16, 4, rope_base=10000.0)
     query, memory = torch.randn(2, 3, 16), torch.randn(2, 5, 16)
     with pytest.raises(CourseValueError, match="self-attention only"):
         attention(query, memory, memory)
@@ -250,7 +272,7 @@ def test_rope_attention_refuses_cross_attention():
 def test_decoder_layer_rotates_its_self_attention_only():
     layer = DecoderLayer(16, 4, 32, dropout=0.0, rope_base=500.0).eval()
     assert layer.self_attn.rope_base == 500.0
-    assert layer.cross_attn.rope_base is None
+    assert type(layer.cross_attn) is CachedMultiHeadAttention                    # no RoPE, no grouped heads
     y, memory = torch.randn(2, 3, 16), torch.randn(2, 5, 16)     # different lengths: cross-attention must not rotate
     assert layer(y, memory, causal_mask(3)).shape == (2, 3, 16)
 
@@ -337,7 +359,7 @@ def test_config_switches_build_the_expected_modules():
     assert isinstance(base.norm, nn.LayerNorm)
     assert isinstance(block.feed_forward, PositionwiseFeedForward)
     assert base.embedding.positions is not None
-    assert block.self_attn.rope_base is None and block.self_attn.n_kv_heads == 4
+    assert type(block.self_attn) is CachedMultiHeadAttention                     # no RoPE, every head its K/V
 
     rms = DecoderOnlyLM(TransformerConfig(10, **sizes, normalization="rmsnorm"))
     assert all(isinstance(b.attn_block.norm, RMSNorm) and isinstance(b.ff_block.norm, RMSNorm) for b in rms.blocks)
@@ -370,7 +392,7 @@ def test_modern_config_turns_every_switch_on_and_lets_any_field_be_overridden():
     assert modern_config(10, n_kv_heads=1).n_kv_heads == 1
     assert modern_config(10, normalization="layernorm").normalization == "layernorm"
     plain = TransformerConfig(10, d_model=16)                  # n_kv_heads None: as many K/V heads as heads
-    assert DecoderOnlyLM(plain).blocks[0].self_attn.n_kv_heads == plain.n_heads
+    assert type(DecoderOnlyLM(plain).blocks[0].self_attn) is CachedMultiHeadAttention
     model = DecoderOnlyLM(modern_config(10, d_model=16, max_len=8))
     assert isinstance(model.blocks[0].attn_block.norm, RMSNorm)
     assert isinstance(model.blocks[0].feed_forward, SwiGLUFeedForward)
@@ -398,7 +420,7 @@ def test_config_rope_base_reaches_every_block_and_changes_the_output():
     # without RoPE the base is not handed to the attention at all
     learned = DecoderOnlyLM(TransformerConfig(30, d_model=16, n_heads=4, norm="pre", positional="learned",
                                               rope_base=50.0))
-    assert all(b.self_attn.rope_base is None for b in learned.blocks)
+    assert not any(isinstance(b.self_attn, GroupedQueryAttention) for b in learned.blocks)
 
 
 def test_right_padding_never_changes_the_real_positions():
@@ -535,7 +557,7 @@ def test_eval_mode_switches_attention_dropout_off_on_both_paths(n_kv_heads):
     with torch.no_grad():
         for fast in (True, False):
             for module in (*model.modules(), *plain.modules()):
-                if isinstance(module, MultiHeadAttention):
+                if isinstance(module, CachedMultiHeadAttention):
                     module.use_fast_path = fast
             torch.testing.assert_close(model(ids), plain(ids))
             torch.testing.assert_close(model(ids), model(ids))
