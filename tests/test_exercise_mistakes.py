@@ -46,6 +46,17 @@ def test_rejections_do_not_depend_on_the_drawn_inputs(seed, monkeypatch):
     assert not accepted and not rejected, (accepted, rejected)
 
 
+def test_no_declared_mistake_is_written_twice():
+    """A bug an exercise declares in its table is tested through the declared variant (tests/mistakes/__init__.py,
+    declared_mistakes), never written again as code in the catalogue: no catalogue entry of an exercise carries the
+    name of one of its declared mistakes. (Other wrong answers of the same class may stay, to show the class is
+    caught beyond the variant.)"""
+    declared = {(m.lesson, m.exercise, m.name.lower()) for m in MISTAKES if "_exercise.planted(" in m.code}
+    twice = [f"{m.lesson}.{m.exercise}:{m.name}" for m in MISTAKES if "_exercise.planted(" not in m.code
+             and (m.lesson, m.exercise, m.name.lower()) in declared]
+    assert not twice, twice
+
+
 def test_catalogue_names_are_unique():
     keys = [(m.lesson, m.exercise, m.name) for m in MISTAKES]
     assert len(keys) == len(set(keys))

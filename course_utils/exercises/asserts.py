@@ -17,7 +17,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from .core import ExerciseFailure
+from .core import PLANTED, ExerciseFailure, Mismatch, raised_by_the_learner
 
 PACKAGE = "course_utils"
 
@@ -40,17 +40,6 @@ def learner_function(ns, name: str):
     return function
 
 
-def call_with_copies(function, name: str, *args):
-    """Call the learner's ``function`` on *copies* of its list arguments and report if it changed them."""
-    copies = [list(a) if isinstance(a, list) else a for a in args]
-    result = function(*copies)
-    for original, copy in zip(args, copies):
-        if isinstance(original, list) and copy != original:
-            raise ExerciseFailure(f"`{name}` changed the list it was given ({original} became {copy}); build and "
-                                  "return a new list instead of editing the input in place.")
-    return result
-
-
 def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
     """Same shape and equal up to float noise (NaN never equals anything)."""
     return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), atol=atol, rtol=rtol))
@@ -61,7 +50,11 @@ def max_difference(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def from_package(obj: Any) -> bool:
-    """Whether ``obj`` (a class or function) is the course package's own, or a class built on one."""
+    """Whether ``obj`` (a class or function) is the course package's own, or a class built on one (a declared
+    mistake's variant is the learner's answer in the tests, not the package's)."""
+    own = vars(obj).values() if isinstance(obj, type) else [obj]
+    if any(getattr(f, "__code__", None) in PLANTED for f in own):
+        return False
     classes = obj.__mro__ if isinstance(obj, type) else (obj,)
     return any((getattr(c, "__module__", "") or "").split(".")[0] == PACKAGE for c in classes
                if c not in (object,))
@@ -267,9 +260,9 @@ def call_block(module: nn.Module, name: str, case: str, *args, error_hint=None) 
     """
     try:
         result = module(*args)
-    except NotImplementedError:
-        raise
     except Exception as error:  # noqa: BLE001 - the learner's code may raise anything
+        if isinstance(error, NotImplementedError) and raised_by_the_learner(error):
+            raise
         message = (str(error).splitlines() or [""])[0]
         hint = error_hint(message) if error_hint else None
         if hint:
@@ -350,12 +343,18 @@ def check_seed() -> int:
 class Draw:
     """The random inputs of one check, all from one seed: sizes (with no two equal where asked) and tensors."""
 
-    def __init__(self, seed: int | None = None) -> None:
+    def __init__(self, seed: int | None = None, values: int | None = None) -> None:
         self.seed = check_seed() if seed is None else seed
-        self.rng = random.Random(self.seed)
+        self.rng = random.Random(self.seed)                       # sizes, choices, positions
+        self.values_seed = self.seed + 1 if values is None else values
+        self.values = random.Random(self.values_seed)             # tensor contents
+
+    def twin(self) -> "Draw":
+        """A draw of the same sizes and choices with other tensor values (a second input of the same shape)."""
+        return Draw(self.seed, self.values_seed + 7919)
 
     def generator(self) -> torch.Generator:
-        return torch.Generator().manual_seed(self.rng.randrange(2 ** 31))
+        return torch.Generator().manual_seed(self.values.randrange(2 ** 31))
 
     def integer(self, low: int, high: int) -> int:
         """One int in ``[low, high]``."""
@@ -375,6 +374,21 @@ class Draw:
     def randint(self, low: int, high: int, shape: tuple[int, ...]) -> torch.Tensor:
         """Integers in ``[low, high)``, as ``torch.long``."""
         return torch.randint(low, high, shape, generator=self.generator())
+
+
+class Planted:
+    """``obj`` with some methods replaced, to plant a bug around the package's reference in a declared variant:
+    ``Planted(optimizer, zero_grad=lambda original, *args, **kwargs: None)``; each replacement receives the original
+    bound method first. Every other attribute is ``obj``'s."""
+
+    def __init__(self, obj: Any, **replacements: Callable) -> None:
+        self._obj, self._replacements = obj, replacements
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._replacements:
+            original = getattr(self._obj, name)
+            return lambda *args, **kwargs: self._replacements[name](original, *args, **kwargs)
+        return getattr(self._obj, name)
 
 
 @dataclass
@@ -429,8 +443,10 @@ class OwnWork:
         if self.used is not None:
             return
         if event == "call":
-            self.used = self.codes.get(frame.f_code)
-        elif event == "c_call":
+            caller = frame.f_back
+            if caller is None or caller.f_code not in PLANTED:   # a declared variant may use the reference
+                self.used = self.codes.get(frame.f_code)
+        elif event == "c_call" and frame.f_code not in PLANTED:
             self.used = self.builtins.get(id(arg))
 
     def __enter__(self) -> "OwnWork":
@@ -454,11 +470,11 @@ def call_learner(function: Callable, name: str, case: str, *args, forbidden: dic
     try:
         with guard:
             result = function(*args, **kwargs)
-    except NotImplementedError:
-        raise
     except ExerciseFailure:
         raise
     except Exception as error:  # noqa: BLE001 - the learner's code may raise anything
+        if isinstance(error, NotImplementedError) and raised_by_the_learner(error):
+            raise   # a stub: "not attempted"
         refuse_borrowed_work(guard, name)  # a forbidden call that then crashed is still a forbidden call
         message = (str(error).strip().splitlines() or [""])[0]
         hint = error_hint(error) if error_hint else None
@@ -623,25 +639,107 @@ def difference(got: Any, expected: Any, what: str = "the result", atol: float = 
     return None if got == expected else f"{what} should be {show(expected)}, got {show(got)}"
 
 
+@dataclass(frozen=True)
+class Raised:
+    """What an answer raised instead of returning, compared by type and first line (a crash is an output too: a
+    declared variant that crashes the same way names the mistake)."""
+
+    kind: str
+    message: str
+    error: BaseException = field(compare=False, repr=False)
+
+
+def outcome(function: Callable, name: str, case: Case, forbidden: dict[str, Any] | None = None) -> Any:
+    """``function(*case.args, **case.kwargs)`` on copies of the inputs (see :func:`attempt`)."""
+    return attempt(function, name, snapshot(case.args), snapshot(case.kwargs), forbidden)
+
+
+def attempt(function: Callable, name: str, args: tuple, kwargs: dict, forbidden: dict[str, Any] | None = None) -> Any:
+    """``function(*args, **kwargs)`` with any call into ``forbidden`` refused; a crash comes back as
+    :class:`Raised` (a ``raise NotImplementedError`` of the learner's own is re-raised: "not attempted")."""
+    guard = OwnWork(forbidden)
+    try:
+        with guard:
+            result = function(*args, **kwargs)
+    except ExerciseFailure:
+        raise
+    except Exception as error:  # noqa: BLE001 - the learner's code may raise anything
+        refuse_borrowed_work(guard, name)
+        if isinstance(error, NotImplementedError) and raised_by_the_learner(error):
+            raise
+        return Raised(type(error).__name__, (str(error).strip().splitlines() or [""])[0], error)
+    refuse_borrowed_work(guard, name)
+    return result
+
+
 def check_function(function: Callable, reference: Callable, cases: list[Case], name: str, *,
                    forbidden: dict[str, Any] | None = None, diagnose: Callable[..., str | None] | None = None,
-                   error_hint: Callable[[BaseException], str | None] | None = None,
+                   error_hint: Callable[[BaseException], str | None] | None = None, twins: list[Case] = (),
+                   prepare: Callable[[Callable], Callable] = lambda answer: answer, probes: list[Case] = (),
                    atol: float = 1e-5, rtol: float = 1e-4) -> None:
     """The learner's ``function`` against the ``reference`` on every case: same contract (:func:`difference`), no
-    input changed, no call into ``forbidden``. ``diagnose(case, got)`` may name the mistake behind a difference."""
+    input changed, no call into ``forbidden``, and no state kept across calls (``twins``: the same cases with other
+    values, e.g. ``make_cases(draw.twin())``, each run right after its case). A difference or a crash raises
+    :class:`~.core.Mismatch`, from which the exercise names a declared mistake (a variant must also agree with the
+    learner's answer on ``probes``).
+    ``prepare(answer)`` adapts an answer (the learner's or a variant) before it runs; ``diagnose(case, got)`` and
+    ``error_hint(error)`` are the older, per-lesson way of naming a mistake."""
     try:
         names = list(inspect.signature(reference).parameters)
     except (TypeError, ValueError):
         names = []
-    for case in cases:
+    probes = tuple(probes)
+    ordered = [c for pair in zip(cases, twins) for c in pair] + list(cases)[len(twins):] if twins else list(cases)
+
+    def run(answer, case):
+        return outcome(prepare(answer), name, case, forbidden)
+
+    def same(a, b) -> bool:
+        return same_output(a, b, atol, rtol)
+
+    previous: dict[tuple, tuple] = {}
+    for case in ordered:
         expected = reference(*snapshot(case.args), **snapshot(case.kwargs))
         args, kwargs = snapshot(case.args), snapshot(case.kwargs)
         labels = [names[i] if i < len(names) else f"argument {i + 1}" for i in range(len(args))]
         before = {**{label: snapshot(a) for label, a in zip(labels, args)}, **snapshot(kwargs)}
-        got = call_learner(function, name, case.description, *args, forbidden=forbidden, error_hint=error_hint,
-                           **kwargs)
+        got = attempt(prepare(function), name, args, kwargs, forbidden)
+        if isinstance(got, Raised):
+            hint = error_hint(got.error) if error_hint else None
+            raise Mismatch(f"on {case.description}: your `{name}` raised {got.kind}: {got.message}"
+                           + (f". {hint}" if hint else ""), case, got, function, run, same, probes)
         check_inputs_kept(before, {**dict(zip(labels, args)), **kwargs}, name, case.description)
         gap = difference(got, expected, f"the result of `{name}`", atol, rtol)
+        shapes = shape_key(case)
+        if gap and shapes in previous and same(got, previous[shapes][1]) and not same(expected, previous[shapes][0]):
+            raise ExerciseFailure(f"on {case.description}: your `{name}` returned what it returned for the previous "
+                                  "input of the same shape: something is kept across calls (a cache, a mask or random "
+                                  "numbers remembered per shape). Compute everything from this call's inputs.")
         if gap:
             specific = diagnose(case, got) if diagnose else None
-            raise ExerciseFailure(f"on {case.description}: {specific or gap}.")
+            if specific:
+                raise ExerciseFailure(f"on {case.description}: {specific}.")
+            raise Mismatch(f"on {case.description}: {gap}.", case, got, function, run, same, probes)
+        previous[shapes] = (expected, snapshot(got))
+
+
+def same_output(a: Any, b: Any, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
+    """Whether two answers gave the same output (NaN where the other has NaN too; a crash equals the same crash)."""
+    if isinstance(a, Raised) or isinstance(b, Raised):
+        return a == b
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_floating_point() and b.is_floating_point():
+        if a.shape != b.shape or not torch.equal(torch.isnan(a), torch.isnan(b)):
+            return False
+        a, b = a.detach().nan_to_num(0.0), b.detach().nan_to_num(0.0)
+    return difference(a, b, "", atol, rtol) is None and difference(b, a, "", atol, rtol) is None
+
+
+def shape_key(case: Case) -> tuple:
+    """The shapes (and non-tensor values) of a case's inputs: two cases with one key differ only in values."""
+    def key(value):
+        if isinstance(value, torch.Tensor):
+            return ("tensor", tuple(value.shape), value.dtype)
+        if isinstance(value, (list, tuple)):
+            return tuple(key(v) for v in value)
+        return repr(value)
+    return key(tuple(case.args)), key(tuple(sorted(case.kwargs.items())))

@@ -1,26 +1,59 @@
 """Self-checking exercises: an object bound to the learner's namespace with ``check()``, ``hint()``, ``solution()``.
 
-A lesson module defines exercises once::
+An exercise is three things, declared once in ``course_utils/exercises/lessonNN.py``:
+
+1. **the contract check** on random inputs: the checker compares the learner's answer with the package's reference
+   (the package *is* the solution) through the shared helpers of :mod:`.asserts` (type, dtype, shape, values, inputs
+   left unchanged, gradients, state across calls, modes, stability on large inputs …). Where the answer breaks the
+   contract on an input, the helper raises :class:`Mismatch`, which carries that input and the learner's output;
+2. **the reference**: a function or block of the package; ``solutions/lessonNN.py`` holds the code ``solution()``
+   prints (see :func:`solution_of`);
+3. **one table of typical mistakes** (:class:`Mistake`): a name, a *variant* — a callable or class with the
+   learner's signature, built from the package's reference with the bug planted (never a readable full solution) —
+   optionally a predicate ``shows(case, got, answer)`` that recognises the bug from the learner's output, and the
+   message that names the bug. On a :class:`Mismatch` the exercise consults its table: the first mistake whose
+   ``shows`` holds, or else whose variant gives the learner's output on the failing input and on the check's probe
+   inputs, names the bug; without one, the contract's own message (what differs, where) is reported.
+
+The tests read the same table: each variant, plugged in as the learner's answer, must be rejected with its own
+message (``tests/test_exercise_mistakes.py``) — no bug is written twice. Right answers written differently
+(``Alternative``) and wrong answers that only exercise the generic contract stay in ``tests/mistakes/lessonNN.py``.
+A short example::
+
+    from .asserts import check_function, Draw, Case
+    from ..attention import softmax_weights                 # the package's reference
+
+    def check_weights(ns):                                  # the contract: reference vs learner on random inputs
+        check_function(ns["weights"], softmax_weights, [Case("scores (2, 5)", (Draw().randn(2, 5),))], "weights")
 
     q1 = Exercise(
-        name="Scaled scores",
-        variables=("scaled_scores",),           # what the learner must define in the notebook
-        checker=check_scaled_scores,            # raises ExerciseFailure("what is wrong and how to fix it")
-        hints=("What makes the softmax saturate as d_k grows?",          # hint(): a nudge, no code
-               "scores = Q Kᵀ; divide by the square root of d_k; …"),   # hint(2): the steps in pseudo-code
-        solution=solution_of("lesson03", "scaled_scores"),
+        name="Attention weights",
+        variables=("weights",),                             # what the learner defines in the notebook
+        checker=check_weights,
+        hints=("Which axis must sum to one?",               # hint(): a nudge, no code
+               "exponentiate the scores; divide by their sum over the key axis"),   # hint(2): pseudo-code
+        solution=solution_of("lesson03", "weights"),
+        mistakes=(
+            Mistake("softmax over the wrong axis", "each *query's* weights sum to 1: softmax over the last axis",
+                    variant=lambda scores: softmax_weights(scores.transpose(-2, -1)).transpose(-2, -1)),
+            Mistake("scores returned", "these are the raw scores; the weights are their softmax",
+                    variant=lambda scores: scores, shows=lambda case, got, answer: not close(got.sum(-1), 1)),
+        ),
     )
 
-and the notebook binds it: ``q1 = lesson03.q1.bind(globals())``, then ``q1.check()``. Reference solutions are real
-code in ``course_utils/exercises/solutions/lessonNN.py`` (linted and tested like the package); :func:`solution_of`
-turns the named definitions into self-contained code (their imports included) that ``solution()`` prints and the
-tests run. A *capstone* (the learner writes a whole block) also has a ``task`` (markdown) and a ``starter`` skeleton
-for the notebook; its checker compares the learner's block with the package's, weights copied across, on random
-configurations (see :mod:`.asserts`).
+and the notebook binds it: ``q1 = lesson03.q1.bind(globals())``, then ``q1.check()``. A *capstone* (the learner
+writes a whole block) also has a ``task`` (markdown) and a ``starter`` skeleton for the notebook; its checker
+compares the learner's block with the package's, weights copied across, on random configurations. A variant may call
+the package's reference even where the learner may not (``forbidden`` in :mod:`.asserts`): calls made from a declared
+variant are not the learner's borrowing.
+
+Only a ``raise NotImplementedError`` in the learner's own code means "not attempted"; a NotImplementedError raised
+inside PyTorch (or the course) while the learner's code runs is an error in the answer.
 """
 from __future__ import annotations
 
 import ast
+import dis
 import functools
 import importlib
 import inspect
@@ -37,6 +70,84 @@ WITHHELD = "Withheld in the student edition: work it out with .hint() and .check
 
 class ExerciseFailure(AssertionError):
     """Raised by a checker; its message tells the learner what is wrong and how to fix it."""
+
+
+class Mismatch(ExerciseFailure):
+    """The learner's ``answer`` broke the contract on ``case`` (an :class:`~.asserts.Case`, or any object with a
+    ``description``), giving ``got``. ``run(answer, case)`` reruns an answer (the learner's, or a mistake's variant)
+    the way the check ran it; ``same(a, b)`` says whether two outputs agree; ``probes`` are further inputs on which a
+    variant must agree with the learner's answer too before it names the mistake."""
+
+    def __init__(self, message: str, case: Any, got: Any, answer: Any, run: Callable[[Any, Any], Any],
+                 same: Callable[[Any, Any], bool], probes: tuple = ()) -> None:
+        super().__init__(message)
+        self.case, self.got, self.answer, self.run, self.same, self.probes = case, got, answer, run, same, probes
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A typical wrong answer, declared once beside its exercise (see the module docstring).
+
+    ``variant``: the learner's answer with the bug planted — a function or class with the learner's signature, built
+    from the package's reference (the tests plug it in as the answer). ``shows(case, got, answer)``: optional; the
+    bug recognised from the learner's output on the failing ``case`` (for a class of answers wider than the variant's
+    output). ``message``: what the learner reads, naming the bug and the fix.
+    """
+
+    name: str
+    message: str
+    variant: Any
+    shows: Callable[[Any, Any, Any], bool] | None = None
+
+    def __post_init__(self) -> None:
+        PLANTED.update(_codes(self.variant))
+
+    def names(self, failure: Mismatch) -> bool:
+        """Whether this mistake explains ``failure``: ``shows`` holds, or the variant gives the learner's output on
+        the failing input and on every probe input (any error while trying means no)."""
+        try:
+            if self.shows is not None:
+                return bool(self.shows(failure.case, failure.got, failure.answer))
+            if not failure.same(failure.got, failure.run(self.variant, failure.case)):
+                return False
+            return all(failure.same(failure.run(failure.answer, probe), failure.run(self.variant, probe))
+                       for probe in failure.probes)
+        except Exception:  # noqa: BLE001 - a variant that cannot run on this input does not name the mistake
+            return False
+
+
+PLANTED: set = set()
+"""Code objects of every declared variant: a call they make into the package's reference is not the learner's."""
+
+
+def _codes(obj: Any) -> list:
+    """The code objects of a function (its nested functions too) or of every method of a class."""
+    functions = ([m for klass in obj.__mro__ for m in vars(klass).values()] if isinstance(obj, type) else [obj])
+    here = str(Path(__file__).resolve().parent)
+    codes = []
+    for function in functions:
+        code = getattr(inspect.unwrap(function) if callable(function) else function, "__code__", None)
+        stack = [code] if code is not None else []
+        while stack:
+            code = stack.pop()
+            if str(Path(code.co_filename).resolve()).startswith(here):   # declared in the exercise modules only
+                codes.append(code)
+            stack.extend(c for c in code.co_consts if inspect.iscode(c))
+    return codes
+
+
+def raised_by_the_learner(error: BaseException) -> bool:
+    """Whether ``error`` was raised by a ``raise`` statement of the learner's own code (the innermost frame is the
+    learner's and stands on a raise) — not by PyTorch or the course while the learner's code ran."""
+    traceback = error.__traceback__
+    if traceback is None:
+        return False
+    while traceback.tb_next is not None:
+        traceback = traceback.tb_next
+    code = traceback.tb_frame.f_code
+    if not _written_by_the_learner(code.co_filename):
+        return False
+    return any(i.offset == traceback.tb_lasti and i.opname == "RAISE_VARARGS" for i in dis.get_instructions(code))
 
 
 @functools.lru_cache(maxsize=None)
@@ -132,6 +243,25 @@ class Exercise:
     success: str = "Correct!"
     task: str = ""      # capstones: the task as notebook markdown (what to build, names, formula, how it is checked)
     starter: str = ""   # capstones: the skeleton the notebook shows, left unsolved ("not attempted" until filled in)
+    mistakes: tuple[Mistake, ...] = ()   # the typical mistakes, consulted in order when the contract check fails
+
+    def mistake(self, name: str) -> Mistake:
+        """The declared mistake called ``name``."""
+        found = [m for m in self.mistakes if m.name == name]
+        if not found:
+            raise LookupError(f"{self.name!r} declares no mistake {name!r}")
+        return found[0]
+
+    def planted(self, name: str) -> Any:
+        """The variant of the declared mistake ``name``: the answer with that bug (the tests plug it in)."""
+        return self.mistake(name).variant
+
+    def diagnose(self, failure: Mismatch) -> str:
+        """The message of the first declared mistake that explains ``failure``, else the contract's own."""
+        for mistake in self.mistakes:
+            if mistake.names(failure):
+                return f"on {failure.case.description}: {mistake.message}."
+        return str(failure)
 
     def evaluate(self, namespace: Mapping[str, Any]) -> Result:
         """Check the learner's ``namespace`` without printing (used by ``check()`` and by the tests)."""
@@ -141,10 +271,16 @@ class Exercise:
                                          "in the cell above, run it, then run this check again.")
         try:
             self.checker(namespace)
+        except Mismatch as failure:
+            return Result(INCORRECT, self.diagnose(failure))
         except ExerciseFailure as failure:
             return Result(INCORRECT, str(failure))
-        except NotImplementedError:
-            return Result(NOT_ATTEMPTED, "Not attempted yet: replace `raise NotImplementedError` with your code.")
+        except NotImplementedError as error:
+            if raised_by_the_learner(error):
+                return Result(NOT_ATTEMPTED, "Not attempted yet: replace `raise NotImplementedError` with your code.")
+            return Result(INCORRECT, f"Your code raised NotImplementedError ({error or 'no message'}) from inside "
+                                     "PyTorch or the course: an operation your code calls does not support these "
+                                     "arguments — this is an error in the answer, not a missing one.")
         except Exception as error:  # never crash the notebook
             if learner_frames(error, (getattr(self.checker, "__code__", None),)):
                 return Result(INCORRECT, f"Your code raised {type(error).__name__}: {error}")

@@ -1,9 +1,8 @@
 """Exercises of notebook 05 (a classifier): the token-99 base rate, masked mean pooling, a confusion matrix, and the
 capstone training loop.
 
-Every check draws fresh random inputs (:class:`~.asserts.Draw`; ``COURSE_CHECK_SEED`` fixes them) and compares the
-learner's answer with the package's behaviour on each, edge cases first (a single position, batch 1, a row that is
-all padding but one token, classes absent from the batch, one training batch).
+Each exercise: the contract check on fresh random inputs (:class:`~.asserts.Draw`; ``COURSE_CHECK_SEED`` fixes them),
+edge cases first; the package's reference; and its table of typical mistakes (see :mod:`.core`).
 """
 from __future__ import annotations
 
@@ -19,8 +18,10 @@ import torch.nn.functional as F
 from .asserts import (
     Case,
     Draw,
+    Planted,
+    Raised,
+    attempt,
     call_learner,
-    call_own,
     check_function,
     check_inputs_kept,
     close,
@@ -29,7 +30,7 @@ from .asserts import (
     own_function,
     snapshot,
 )
-from .core import Exercise, ExerciseFailure, solution_of
+from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 
 # ---------------------------------------------------------------------------- q1: P(token present)
 
@@ -56,101 +57,57 @@ def presence_cases(draw: Draw) -> list[Case]:
             for vocab, length, note in sizes]
 
 
-PRESENCE_PROBES = ((10, 3), (7, 20), (1000, 32), (3, 1))
-
-
-def presence_mistakes(vocab_size: int, seq_len: int, got: float) -> list[tuple[object, str]]:
-    """``(formula, diagnosis)`` of the typical wrong answers, for the case ``(vocab_size, seq_len)``."""
-    note = ", more than 1" if got > 1 else ""
-    return [
-        (lambda v, n: n / v,
-         f"seq_len / vocab_size is the *expected number* of occurrences, not the probability of at least one; for "
-         f"vocab_size {vocab_size}, seq_len {seq_len} it is {got:.4g}{note}. Use the complement: 1 − P(no position "
-         "holds the token)"),
-        (lambda v, n: (1 - 1 / v) ** n,
-         "that is the probability that the token is *absent* from every position; the question asks for present "
-         "at least once: 1 − that"),
-        (lambda v, n: (1 / v) ** n,
-         "that is the chance of the token at every position at once; present at least once is the complement of "
-         "absent everywhere"),
-        (lambda v, n: 1 / v,
-         "that is the chance of the token at one given position; with more positions the chance of seeing it "
-         "somewhere grows"),
-        (lambda v, n: 100 * presence_probability(v, n),
-         "that is a percentage; return the probability itself, a number between 0 and 1"),
-        (lambda v, n: 1 - math.exp(-n / v),
-         "1 − exp(−seq_len/vocab_size) is only the large-vocabulary approximation; compute the exact probability "
-         "from the chance that one position misses the token"),
-        (lambda v, n: 1 - (1 - 1 / v) ** (n - 1),
-         "the exponent is off by one: each of the seq_len positions contributes one factor"),
-        (lambda v, n: 1 - (1 - 1 / v) ** (n + 1),
-         "the exponent is off by one: each of the seq_len positions contributes one factor"),
-    ]
 
 
 def as_number(value) -> float | None:
-    """``value`` as a float if it is a number (or a one-element tensor), else ``None``."""
-    if isinstance(value, torch.Tensor):
-        return float(value.detach().reshape(-1)[0]) if value.numel() == 1 else None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
+    """``value`` as a Python number, or ``None`` (a tensor is not one: the task asks for a float)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def presence_behaviour(function, case: Case, value: float) -> str | None:
-    """What the learner's function does wrong on ``case``, judged from its answers to other inputs: an argument it
-    ignores, rounding, or precision lost only on huge inputs."""
-    vocab_size, seq_len = case.args
-    expected = presence_probability(vocab_size, seq_len)
-    try:
-        answers = {(v, n): as_number(function(v, n)) for v, n in ((10, 3), (10, 20), (1000, 3), (3, 1))}
-        right_on_probes = all(a is not None and math.isclose(a, presence_probability(v, n), rel_tol=1e-4)
-                              for (v, n), a in answers.items())
-    except Exception:  # noqa: BLE001 - a diagnosis is a bonus
-        return None
-    if answers[(10, 3)] is not None and answers[(10, 3)] == answers[(1000, 3)]:
-        return "your result does not change with vocab_size: use the argument, not a fixed vocabulary size"
-    if answers[(10, 3)] is not None and answers[(10, 3)] == answers[(10, 20)]:
-        return "your result does not change with seq_len: use the argument, not a fixed length"
-    probe = answers[(1000, 3)]
-    if any(math.isclose(value, round(expected, digits), abs_tol=1e-15) and probe is not None
-           and math.isclose(probe, round(presence_probability(1000, 3), digits), abs_tol=1e-15)
-           for digits in range(1, 7)):
-        return f"the exact probability is {expected:.6g}, yours {value:.6g} looks rounded: return it unrounded"
-    if right_on_probes and vocab_size > 100:
-        return (f"right on small inputs, but here the exact probability is {expected:.6g} and yours {value:.6g}: "
-                "precision is lost in float32 (torch.tensor's default dtype, or np.float32), where 1 − 1/vocab_size "
-                "is rounded; compute with Python floats (float64)")
-    if value > 1 or value < 0:
-        return f"a probability lies in [0, 1], got {value:.6g}"
-    return None
+P = presence_probability
+PRESENCE_PROBES = [Case(f"vocab_size {v}, seq_len {n}", (v, n)) for v, n in ((10, 3), (7, 20), (1000, 32), (3, 1))]
 
 
 def check_p_token_present(ns) -> None:
-    function = ns["p_token_present"]
+    check_function(ns["p_token_present"], presence_probability, presence_cases(Draw()), "p_token_present",
+                   probes=PRESENCE_PROBES, atol=1e-12, rtol=1e-6)
 
-    def diagnose(case: Case, got) -> str | None:
-        value = as_number(got)
-        if value is None or isinstance(got, torch.Tensor):
-            return None
-        vocab_size, seq_len = case.args
-        for formula, message in presence_mistakes(vocab_size, seq_len, value):
-            try:
-                if not math.isclose(value, formula(vocab_size, seq_len), rel_tol=1e-6, abs_tol=1e-12):
-                    continue
-                probes = [as_number(function(v, n)) for v, n in PRESENCE_PROBES]
-            except Exception:  # noqa: BLE001 - a diagnosis is a bonus: the plain difference is reported instead
-                continue
-            if all(p is not None and math.isclose(p, formula(v, n), rel_tol=1e-6, abs_tol=1e-12)
-                   for p, (v, n) in zip(probes, PRESENCE_PROBES)):
-                return message
-        return presence_behaviour(function, case, value)
 
-    check_function(function, presence_probability, presence_cases(Draw()), "p_token_present", diagnose=diagnose,
-                   atol=1e-12, rtol=1e-6)
+PRESENCE_MISTAKES = (
+    Mistake("expected count", "seq_len / vocab_size is the *expected number* of occurrences, not the probability of "
+            "at least one (it exceeds 1 for long sequences). Use the complement: 1 − P(no position holds the token)",
+            variant=lambda v, n: n / v),
+    Mistake("absent", "that is the probability that the token is *absent* from every position; the question asks "
+            "for present at least once: 1 − that", variant=lambda v, n: 1 - P(v, n)),
+    Mistake("every position", "that is the chance of the token at every position at once; present at least once is "
+            "the complement of absent everywhere", variant=lambda v, n: (1 / v) ** n),
+    Mistake("one position", "that is the chance of the token at one given position; with more positions the chance "
+            "of seeing it somewhere grows", variant=lambda v, n: 1 / v),
+    Mistake("percentage", "that is a percentage; return the probability itself, a number between 0 and 1",
+            variant=lambda v, n: 100 * P(v, n)),
+    Mistake("Poisson approximation", "1 − exp(−seq_len/vocab_size) is only the large-vocabulary approximation; "
+            "compute the exact probability from the chance that one position misses the token",
+            variant=lambda v, n: -math.expm1(-n / v)),
+    Mistake("off by one", "the exponent is off by one: each of the seq_len positions contributes one factor",
+            variant=lambda v, n: P(v, n - 1),
+            shows=lambda case, got, _: as_number(got) is not None and any(
+                math.isclose(got, P(case.args[0], case.args[1] + k), rel_tol=1e-6, abs_tol=1e-12) for k in (-1, 1))),
+    Mistake("vocabulary size hard-coded", "your result does not change with vocab_size: use the argument, not a fixed "
+            "vocabulary size", variant=lambda v, n: P(1000, n),
+            shows=lambda case, got, answer: as_number(answer(10, 3)) == as_number(answer(1000, 3)) is not None),
+    Mistake("length hard-coded", "your result does not change with seq_len: use the argument, not a fixed length",
+            variant=lambda v, n: P(v, 10),
+            shows=lambda case, got, answer: as_number(answer(10, 3)) == as_number(answer(10, 20)) is not None),
+    Mistake("float32 arithmetic", "right on small inputs, but on a huge vocabulary precision is lost in float32 "
+            "(torch.tensor's default dtype, or np.float32), where 1 − 1/vocab_size is rounded; compute with Python "
+            "floats (float64)", variant=lambda v, n: float(1 - (1 - 1 / torch.tensor(float(v))) ** n),
+            shows=lambda case, got, answer: as_number(got) is not None and case.args[0] > 100 and all(
+                math.isclose(answer(*probe.args), P(*probe.args), rel_tol=1e-5) for probe in PRESENCE_PROBES[:2])),
+    Mistake("rounded", "your probability looks rounded: return it unrounded",
+            variant=lambda v, n: round(P(v, n), 3),
+            shows=lambda case, got, _: as_number(got) is not None and any(
+                math.isclose(got, round(P(*case.args), d), abs_tol=1e-15) for d in range(1, 7))),
+)
 
 
 # ---------------------------------------------------------------------------- q2: masked mean pooling
@@ -217,57 +174,6 @@ def pool_cases(draw: Draw) -> list[Case]:
     ]
 
 
-def pool_diagnosis(case: Case, got) -> str | None:
-    """Name the mistake behind a wrong pooled tensor on ``case``."""
-    hidden, ids = case.args
-    pad_id = case.kwargs["pad_id"]
-    batch, _, d_model = hidden.shape
-    if not isinstance(got, torch.Tensor):
-        return None
-    if tuple(got.shape) != (batch, d_model):
-        return (f"pooling turns hidden (batch, seq, d_model) = {tuple(hidden.shape)} into (batch, d_model) = "
-                f"{(batch, d_model)}, got {tuple(got.shape)}" +
-                (" (.squeeze() also drops the batch axis when batch is 1: index or sum over dim 1 instead)"
-                 if got.dim() == 1 and batch == 1 else ""))
-    if not got.is_floating_point():
-        return None
-    got = got.detach().to(hidden.dtype)
-    real = (ids != pad_id).to(hidden.dtype)
-
-    def masked_mean(weights: torch.Tensor) -> torch.Tensor:
-        return (hidden * weights[..., None]).sum(1) / weights.sum(1, keepdim=True).clamp(min=1)
-
-    if pad_id != 0 and close(got, masked_mean((ids != 0).to(hidden.dtype))):
-        return (f"with pad_id={pad_id} you still treated id 0 as padding: use the pad_id argument, never a "
-                "hard-coded 0")
-    if close(got, hidden.mean(1)):
-        return ("a plain mean over the sequence averages the padding vectors in too. Weight by the mask of real "
-                "tokens and divide by the number of real tokens")
-    if close(got, hidden.sum(1) / real.sum(1, keepdim=True).clamp(min=1)):
-        return ("you divide by the number of real tokens, but the sum still includes the padding vectors: zero them "
-                "(multiply by the mask) before summing")
-    if close(got, (hidden * real[..., None]).sum(1) / ids.size(1)):
-        return ("padding is zeroed, but you divided by the full length; divide by the number of real tokens in "
-                "each row")
-    if close(got, hidden[:, 0]):
-        return "that is [CLS] pooling (position 0); this exercise asks for the mean of the real tokens"
-    no_first = real.clone()
-    no_first[:, 0] = 0
-    if close(got, masked_mean(no_first)):
-        return ("you left out position 0 ([CLS]); it is a real token, and the package's mean pooling averages every "
-                "non-padding position, [CLS] counts too")
-    if close(got, masked_mean(1 - real)):
-        return "you averaged the padding and skipped the real tokens: real tokens are ids != pad_id"
-    return None
-
-
-def pool_error_hint(error: BaseException) -> str | None:
-    if "must match the size" in str(error):
-        return ("The count of real tokens per row has shape (batch,): keep it as a (batch, 1) column "
-                "(keepdim=True) so that it divides each row of the (batch, d_model) sum")
-    return None
-
-
 def check_pool_gradient(pool, case: Case) -> None:
     """The pooled vectors must carry the gradient back to ``hidden``, as the package's pooling does."""
     hidden, ids = case.args
@@ -288,15 +194,55 @@ def check_pool_gradient(pool, case: Case) -> None:
                               f"wrong ({gap}): a detached or in-place step in between.")
 
 
+
+
 def check_masked_mean_pool(ns) -> None:
     pool = ns["masked_mean_pool"]
-    cases = pool_cases(Draw())
-    check_function(pool, package_mean_pool, cases, "masked_mean_pool", diagnose=pool_diagnosis,
-                   error_hint=pool_error_hint)
+    draw = Draw()
+    cases = pool_cases(draw)
+    check_function(pool, package_mean_pool, cases, "masked_mean_pool", twins=pool_cases(draw.twin()))
     for case in cases[2:4]:
         check_pool_gradient(pool, case)
 
 
+def real_count(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
+    return (ids != pad_id).sum(1, keepdim=True)
+
+
+POOL = package_mean_pool
+POOL_MISTAKES = (
+    Mistake(".squeeze() drops the batch axis", "pooling turns hidden (batch, seq, d_model) into (batch, d_model); "
+            ".squeeze() also drops the batch axis when batch is 1: index or sum over dim 1 instead",
+            variant=lambda hidden, ids, pad_id=0: POOL(hidden, ids, pad_id).squeeze(),
+            shows=lambda case, got, _: isinstance(got, torch.Tensor) and got.dim() == 1),
+    Mistake("sequence axis kept", "pooling turns hidden (batch, seq, d_model) into (batch, d_model): sum over the "
+            "sequence axis", variant=lambda hidden, ids, pad_id=0: hidden * (ids != pad_id)[..., None],
+            shows=lambda case, got, _: isinstance(got, torch.Tensor) and got.shape == case.args[0].shape),
+    Mistake("pad_id ignored (hard-coded 0)", "you treated id 0 as padding although pad_id is another id: use the "
+            "pad_id argument, never a hard-coded 0",
+            variant=lambda hidden, ids, pad_id=0: POOL(hidden, ids, 0)),
+    Mistake("plain mean", "a plain mean over the sequence averages the padding vectors in too. Weight by the mask of "
+            "real tokens and divide by the number of real tokens",
+            variant=lambda hidden, ids, pad_id=0: hidden.mean(1)),
+    Mistake("padding summed", "you divide by the number of real tokens, but the sum still includes the padding "
+            "vectors: zero them (multiply by the mask) before summing",
+            variant=lambda hidden, ids, pad_id=0: hidden.sum(1) / real_count(ids, pad_id)),
+    Mistake("divided by full length", "padding is zeroed, but you divided by the full length; divide by the number "
+            "of real tokens in each row",
+            variant=lambda hidden, ids, pad_id=0: POOL(hidden, ids, pad_id) * real_count(ids, pad_id) / ids.size(1)),
+    Mistake("cls", "that is [CLS] pooling (position 0); this exercise asks for the mean of the real tokens",
+            variant=lambda hidden, ids, pad_id=0: hidden[:, 0]),
+    Mistake("[CLS] excluded from the mean", "you left out position 0 ([CLS]); it is a real token: the package's mean "
+            "pooling averages every non-padding position, [CLS] counts too",
+            variant=lambda hidden, ids, pad_id=0: POOL(hidden[:, 1:], ids[:, 1:], pad_id)),
+    Mistake("inverted mask", "you averaged the padding and skipped the real tokens: real tokens are ids != pad_id",
+            variant=lambda hidden, ids, pad_id=0: POOL(hidden, torch.where(ids == pad_id, pad_id + 1, pad_id), pad_id)),
+    Mistake("count without keepdim", "the count of real tokens per row has shape (batch,): keep it as a (batch, 1) "
+            "column (keepdim=True) so that it divides each row of the (batch, d_model) sum",
+            variant=lambda hidden, ids, pad_id=0: POOL(hidden, ids, pad_id) * real_count(ids, pad_id)
+            / real_count(ids, pad_id)[:, 0],
+            shows=lambda case, got, _: isinstance(got, Raised) and "must match the size" in got.message),
+)
 # ---------------------------------------------------------------------------- q3: confusion matrix
 
 def reference_confusion(predictions: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
@@ -355,54 +301,53 @@ def integer_counts(function):
     return run
 
 
-def confusion_diagnosis(case: Case, got) -> str | None:
-    predictions, labels, n_classes = case.args
-    expected = reference_confusion(predictions, labels, n_classes)
-    if not isinstance(got, torch.Tensor):
-        return None
-    if tuple(got.shape) != (n_classes, n_classes):
-        from_data = int(max(labels.max(), predictions.max())) + 1
-        if got.dim() == 2 and got.shape[0] == got.shape[1] == from_data:
-            return (f"the matrix is {tuple(got.shape)}: sized from the largest class in the data, but n_classes is "
-                    f"{n_classes} — classes can be absent from a batch; use the n_classes argument for the size")
-        return (f"the matrix is (n_classes, n_classes) = {(n_classes, n_classes)}, got {tuple(got.shape)}" +
-                (" — reshape the flat counts to (n_classes, n_classes)" if got.dim() == 1 else ""))
-    if got.is_floating_point():
-        counts = expected.double()
-        rates = [counts / counts.sum(1, keepdim=True).clamp(min=1), counts / counts.sum(0, keepdim=True).clamp(min=1),
-                 counts / counts.sum()]
-        if torch.equal(got.detach().round(), got.detach()):
-            return (f"return an integer tensor of counts (torch.long), got {got.dtype}: float counts are not what "
-                    "was asked (start from zeros with dtype=torch.long)")
-        if any(close(got.detach().double().nan_to_num(0.0), r) for r in rates):
-            return "return counts (integers); normalise later, when you plot or report rates"
-        return None
-    if torch.equal(got, expected.T):
-        return "rows and columns are swapped: row = true class, column = predicted class"
-    if torch.equal(got, expected % 256) or torch.equal(got, (expected + 128) % 256 - 128):
-        return "a count above 255 wrapped around: an 8-bit dtype is too small, count in torch.long"
-    if int(got.sum()) != len(labels):
-        if torch.equal(got, torch.diag(torch.diag(expected))):
-            return (f"only the correct predictions are counted: the entries should add up to the number of examples "
-                    f"({len(labels)}), got {int(got.sum())}")
-        return f"the entries should add up to the number of examples ({len(labels)}), got {int(got.sum())}"
-    return None
 
 
 def check_confusion_matrix(ns) -> None:
-    function = ns["confusion_matrix"]
-    check_function(integer_counts(function), reference_confusion, confusion_cases(Draw()), "confusion_matrix",
-                   diagnose=confusion_diagnosis, error_hint=confusion_error_hint)
+    draw = Draw()
+    check_function(ns["confusion_matrix"], reference_confusion, confusion_cases(draw), "confusion_matrix",
+                   twins=confusion_cases(draw.twin()), prepare=integer_counts)
 
 
-def confusion_error_hint(error: BaseException) -> str | None:
-    message = str(error)
-    if "is invalid for input of size" in message:
-        return ("torch.bincount only counts up to the largest value present; when the last classes are absent "
-                "from the batch, pass minlength=n_classes * n_classes")
-    if "out of bounds" in message or "out of range" in message:
-        return "the matrix must be (n_classes, n_classes), sized from the n_classes argument"
-    return None
+def from_data(predictions: torch.Tensor, labels: torch.Tensor) -> int:
+    return int(max(labels.max(), predictions.max())) + 1
+
+
+def floats(got) -> bool:
+    return isinstance(got, torch.Tensor) and got.is_floating_point()
+
+
+CONFUSION = reference_confusion
+CONFUSION_MISTAKES = (
+    Mistake("size from the data", "the matrix is sized from the largest class in the data, but classes can be absent "
+            "from a batch: use the n_classes argument for the size",
+            variant=lambda predictions, labels, n: CONFUSION(predictions, labels, from_data(predictions, labels)),
+            shows=lambda case, got, _: isinstance(got, torch.Tensor) and got.dim() == 2 and got.shape[0] == got.shape[
+                1] == from_data(*case.args[:2]) != case.args[2]),
+    Mistake("flat counts", "the matrix is (n_classes, n_classes): reshape the flat counts to (n_classes, n_classes)",
+            variant=lambda predictions, labels, n: CONFUSION(predictions, labels, n).flatten(),
+            shows=lambda case, got, _: isinstance(got, torch.Tensor) and got.dim() == 1),
+    Mistake("bincount without minlength", "torch.bincount only counts up to the largest value present; when the last "
+            "classes are absent from the batch, pass minlength=n_classes * n_classes",
+            variant=lambda predictions, labels, n: CONFUSION(predictions, labels, n).flatten()[
+                :int((labels * n + predictions).max()) + 1].reshape(n, n),
+            shows=lambda case, got, _: isinstance(got, Raised) and "is invalid for input of size" in got.message),
+    Mistake("row-normalised", "return counts (integers); normalise later, when you plot or report rates",
+            variant=lambda predictions, labels, n: CONFUSION(predictions, labels, n)
+            / CONFUSION(predictions, labels, n).sum(1, keepdim=True)),
+    Mistake("float counts", "return an integer tensor of counts (torch.long): float counts are not what was asked "
+            "(start from zeros with dtype=torch.long)",
+            variant=lambda predictions, labels, n: CONFUSION(predictions, labels, n).float(),
+            shows=lambda case, got, _: floats(got) and torch.equal(got.detach().round(), got.detach())),
+    Mistake("transposed", "rows and columns are swapped: row = true class, column = predicted class",
+            variant=lambda predictions, labels, n: CONFUSION(predictions, labels, n).T),
+    Mistake("8-bit counts overflow", "a count above 255 wrapped around: an 8-bit dtype is too small, count in "
+            "torch.long",
+            variant=lambda predictions, labels, n: CONFUSION(predictions, labels, n).to(torch.uint8)),
+    Mistake("only correct ones", "only the correct predictions are counted: the entries should add up to the number "
+            "of examples",
+            variant=lambda predictions, labels, n: torch.diag(torch.diag(CONFUSION(predictions, labels, n)))),
+)
 
 
 q1 = Exercise(
@@ -414,6 +359,7 @@ q1 = Exercise(
            "miss = 1 minus the chance of the token at one position; absent = miss to the power seq_len; the answer "
            "is 1 minus absent — returned as a Python float (checked on huge vocabularies too, so no float32)."),
     solution=solution_of("lesson05", "p_token_present"),
+    mistakes=PRESENCE_MISTAKES,
 )
 
 q2 = Exercise(
@@ -426,6 +372,7 @@ q2 = Exercise(
            "trailing axis added, sum over the sequence axis; 3) divide by the number of real tokens per row, kept "
            "as a (batch, 1) column. Use the pad_id argument, keep the graph (no .item()), change no input."),
     solution=solution_of("lesson05", "masked_mean_pool"),
+    mistakes=POOL_MISTAKES,
 )
 
 q3 = Exercise(
@@ -438,6 +385,7 @@ q3 = Exercise(
            "example (a loop, index_put_ with accumulate, or a bincount of true·n_classes + predicted reshaped). "
            "Return integer counts, not rates."),
     solution=solution_of("lesson05", "confusion_matrix"),
+    mistakes=CONFUSION_MISTAKES,
 )
 
 
@@ -546,7 +494,7 @@ class TrainingRecorder:
     def loss_fn(self, model, batch):
         ids, labels = batch
         self.events.append("loss")
-        self.training_flags.append(model.training)
+        self.training_flags.append(all(m.training for m in model.modules()))   # every submodule
         loss = self.loss_scale * F.cross_entropy(model(ids), labels)   # scaled: the gradients exceed clip_norm
         return _BackwardProbe.apply(loss, self._at_backward)
 
@@ -567,6 +515,8 @@ class TrainingRecorder:
         self.snapshots.append([p.detach().clone() for p in self.parameters])
 
 
+
+
 def forbidden_loops() -> dict[str, object]:
     from ..training import fit, train_one_epoch
 
@@ -574,114 +524,80 @@ def forbidden_loops() -> dict[str, object]:
             "the package's course_utils.training.fit": fit}
 
 
-def training_error_hint(case: TrainingCase):
-    def hint(error: BaseException) -> str | None:
-        if case.clip == (None,) and "NoneType" in str(error):
-            return "clip_norm=None means no clipping: clip only when clip_norm is not None"
-        return None
-    return hint
+def train(loop, case: TrainingCase, forbidden: bool = True) -> TrainingRecorder:
+    """Train a copy of ``case.model`` (handed over in eval mode, as after an evaluation) with ``loop``; the recorder
+    holds what happened, ``returned`` what the loop returned (or :class:`Raised`)."""
+    recorder = TrainingRecorder(copy.deepcopy(case.model).eval(), case)
+    batches = list(case.batches)
+    before = snapshot(batches)
+    with warnings.catch_warnings():  # PyTorch's own warnings about step order: the feedback names them
+        warnings.simplefilter("ignore")
+        recorder.returned = attempt(loop, "train_one_epoch", (recorder.model, batches, recorder.loss_fn,
+                                    recorder.optimizer, recorder.scheduler, *case.clip), {},
+                                    forbidden_loops() if forbidden else None)
+    check_inputs_kept({"batches": before}, {"batches": batches}, "train_one_epoch", case.description)
+    return recorder
+
+
+def same_run(a: TrainingRecorder, b: TrainingRecorder) -> bool:
+    def near(x, y, rel):
+        return len(x) == len(y) and all(math.isclose(u, v, rel_tol=rel, abs_tol=1e-6) for u, v in zip(x, y))
+    returned = (a.returned == b.returned if isinstance(a.returned, Raised) or isinstance(b.returned, Raised)
+                else difference(a.returned, b.returned) is None)
+    return (a.events == b.events and a.training_flags == b.training_flags and a.stale_gradients == b.stale_gradients
+            and near(a.gradient_norms, b.gradient_norms, 1e-3) and near(a.learning_rates, b.learning_rates, 1e-6)
+            and all(close(x, y) for s, t in zip(a.snapshots, b.snapshots) for x, y in zip(s, t)) and returned)
 
 
 def check_training_case(learner_loop, case: TrainingCase) -> None:
     """Train two copies of ``case.model`` — the package's loop and the learner's — and compare step by step."""
-    from ..training import lr_multiplier
     from ..training import train_one_epoch as package_loop
 
-    where = f"on {case.description}"
-    n = len(case.batches)
-    reference, learner = TrainingRecorder(copy.deepcopy(case.model), case), TrainingRecorder(copy.deepcopy(case.model),
-                                                                                              case)
-    reference.model.eval()
-    expected_losses = package_loop(reference.model, list(case.batches), reference.loss_fn, reference.optimizer,
-                                   reference.scheduler, *case.clip)
-    learner.model.eval()  # a loop must switch the model to training mode itself
-    batches = list(case.batches)
-    before = snapshot(batches)
-    with warnings.catch_warnings():  # PyTorch's own warnings about step order: the feedback below names them
-        warnings.simplefilter("ignore")
-        losses = call_own(learner_loop, "train_one_epoch", case.description, learner.model, batches,
-                          learner.loss_fn, learner.optimizer, learner.scheduler, *case.clip,
-                          forbidden=forbidden_loops(), error_hint=training_error_hint(case))
-    check_inputs_kept({"batches": before}, {"batches": batches}, "train_one_epoch", case.description)
-    n_losses, n_steps = learner.events.count("loss"), learner.events.count("step")
-    if n_losses != n:
-        raise ExerciseFailure(f"{where}: loss_fn was called {n_losses} times for {n} batches: call "
-                              "loss_fn(model, batch) once for every batch (and keep that loss for the list).")
-    if not all(learner.training_flags):
-        raise ExerciseFailure(f"{where}: the model was in eval mode while you trained it (the checker hands it over "
-                              "in eval mode, as after an evaluation): call model.train() at the start of the epoch.")
-    if n_steps == 0:
-        raise ExerciseFailure(f"{where}: optimizer.step() is never called, so the parameters never change: after "
-                              "loss.backward() (and clipping), call optimizer.step().")
-    if n_steps != n:
-        raise ExerciseFailure(f"{where}: optimizer.step() ran {n_steps} times for {n} batches: once per batch.")
-    if any(learner.stale_gradients):
-        step = learner.stale_gradients.index(True)
-        raise ExerciseFailure(f"{where}: at step {step} loss.backward() added to the gradients left from the "
-                              "previous step: zero_grad is forgotten (or skipped), so gradients accumulate across "
-                              "batches. Call "
-                              "optimizer.zero_grad() before loss.backward() in every iteration.")
-    if len(learner.stale_gradients) != n or any(norm == 0.0 for norm in learner.gradient_norms):
-        raise ExerciseFailure(f"{where}: optimizer.step() found no gradients: call loss.backward() before it, and "
-                              "optimizer.zero_grad() before backward — not between backward and step.")
-    schedule_steps = learner.events.count("schedule")
-    if schedule_steps == 0:
-        raise ExerciseFailure(f"{where}: scheduler.step() is never called, so the learning rate stays at its first "
-                              "warmup value. Call it after every optimizer.step().")
-    if schedule_steps != n:
-        raise ExerciseFailure(f"{where}: scheduler.step() ran {schedule_steps} time(s) in an epoch of {n} steps"
-                              + (" — stepped per epoch instead of per step" if schedule_steps < n else "") +
-                              ": the warmup and decay count optimizer steps, so call scheduler.step() right after "
-                              "every optimizer.step(), once.")
-    clip = case.clip[0] if case.clip else DEFAULT_CLIP
+    reference, got, n = train(package_loop, case, forbidden=False), train(learner_loop, case), len(case.batches)
+
+    def fail(message: str) -> None:
+        raise Mismatch(f"on {case.description}: {message}", case, got, learner_loop, train, same_run)
+
+    if isinstance(got.returned, Raised):
+        fail(f"your `train_one_epoch` raised {got.returned.kind}: {got.returned.message}")
+    counts = {event: got.events.count(event) for event in ("loss", "step", "schedule")}
+    if counts["loss"] != n:
+        fail(f"loss_fn was called {counts['loss']} times for {n} batches: call loss_fn(model, batch) once for every "
+             "batch (and keep that loss for the list).")
+    if not all(got.training_flags):
+        fail("the model (or one of its submodules) was in eval mode while you trained it (the checker hands it over "
+             "in eval mode, as after an evaluation): call model.train() at the start of the epoch — assigning "
+             "model.training = True switches the top module only.")
+    if counts["step"] != n:
+        fail(f"optimizer.step() ran {counts['step']} times for {n} batches: once per batch"
+             + (" — it is never called, so the parameters never change" if counts["step"] == 0 else "") + ".")
+    if counts["schedule"] != n:
+        fail(f"scheduler.step() ran {counts['schedule']} time(s) in an epoch of {n} steps: the warmup and decay count "
+             "optimizer steps, so call it right after every optimizer.step(), once"
+             + (" — it is never called" if counts["schedule"] == 0 else "") + ".")
     for step in range(n):
-        got_norm, norm = learner.gradient_norms[step], reference.gradient_norms[step]
-        if not math.isclose(got_norm, norm, rel_tol=1e-3, abs_tol=1e-6):
-            clipped_to = learner.gradient_norms
-            if clip is not None and all(norm <= clip * 1.001 for norm in learner.parameter_norms[step]) and \
-                    sum(norm > clip * 0.999 for norm in learner.parameter_norms[step]) > 1:
-                detail = ("each parameter's gradient was clipped to clip_norm on its own: clip the global norm of "
-                          "all gradients together, clip_grad_norm_(model.parameters(), clip_norm)")
-            elif clip is not None and math.isclose(learner.largest_entries[step], clip, rel_tol=1e-4):
-                detail = ("every gradient entry was clipped to ±clip_norm (clip_grad_value_): clip the global norm "
-                          "of all gradients together, clip_grad_norm_(model.parameters(), clip_norm)")
-            elif clip is not None and len(clipped_to) > 1 and max(clipped_to) - min(clipped_to) < 1e-4 * got_norm:
-                detail = (f"every step's gradients were clipped to {got_norm:.4g} instead of clip_norm={clip}: clip "
-                          "to the clip_norm argument, not a fixed number")
-            elif clip is not None and got_norm > clip * 1.001:
-                detail = ("clip between backward and step, torch.nn.utils.clip_grad_norm_(model.parameters(), "
-                          "clip_norm)" + (" — clip_norm defaults to 1.0" if not case.clip else ""))
-            elif clip is None:
-                detail = "clip_norm=None means no clipping at all: clip only when clip_norm is given"
-            else:
-                detail = ("clip the global norm of all gradients together to clip_norm (not each parameter or "
-                          "each value separately), between backward and step")
-            raise ExerciseFailure(f"{where}: at step {step} the gradients reach optimizer.step() with a norm of "
-                                  f"{got_norm:.4g}, the package's loop {norm:.4g}: {detail}.")
-        if not math.isclose(learner.learning_rates[step], reference.learning_rates[step], rel_tol=1e-6):
-            following = case.peak_lr * lr_multiplier(step + 1, case.warmup, case.total_steps, "cosine")
-            if math.isclose(learner.learning_rates[step], following, rel_tol=1e-6):
-                raise ExerciseFailure(f"{where}: scheduler.step() runs before optimizer.step(), so every step uses "
-                                      "the next step's learning rate (the first warmup value is skipped): step the "
-                                      "optimizer first, then the scheduler.")
-            raise ExerciseFailure(f"{where}: the learning rates of your steps are "
-                                  f"{[f'{lr:.3g}' for lr in learner.learning_rates]}, the package's "
-                                  f"{[f'{lr:.3g}' for lr in reference.learning_rates]}: one scheduler.step() after "
-                                  "each optimizer.step().")
-        error = max(float((g - e).abs().max()) for g, e in zip(learner.snapshots[step], reference.snapshots[step]))
+        norm, expected = got.gradient_norms[step], reference.gradient_norms[step]
+        if any(got.stale_gradients[step:step + 1]) or not math.isclose(norm, expected, rel_tol=1e-3, abs_tol=1e-6):
+            fail(f"at step {step} the gradients reach optimizer.step() with a norm of {norm:.4g}, the package's loop "
+                 f"{expected:.4g}: per batch, zero_grad → loss → backward → clip the global norm of all gradients to "
+                 "clip_norm → optimizer.step → scheduler.step.")
+        if not math.isclose(got.learning_rates[step], reference.learning_rates[step], rel_tol=1e-6):
+            fail(f"the learning rates of your steps are {[f'{lr:.3g}' for lr in got.learning_rates]}, the package's "
+                 f"{[f'{lr:.3g}' for lr in reference.learning_rates]}: one scheduler.step() after each "
+                 "optimizer.step().")
+        error = max(max_difference(a, b) for a, b in zip(got.snapshots[step], reference.snapshots[step]))
         if error > 1e-5:
-            raise ExerciseFailure(f"{where}: after step {step} your parameters differ from the package's loop by up "
-                                  f"to {error:.3g}: per batch, zero_grad → loss → backward → clip → optimizer.step → "
-                                  "scheduler.step.")
+            fail(f"after step {step} your parameters differ from the package's loop by up to {error:.3g}: per batch, "
+                 "zero_grad → loss → backward → clip → optimizer.step → scheduler.step.")
+    losses = got.returned
     if losses is None:
-        raise ExerciseFailure(f"{where}: your loop returned None: return the list of the {n} per-step losses.")
+        fail(f"your loop returned None: return the list of the {n} per-step losses.")
     if isinstance(losses, (list, tuple)) and any(isinstance(loss, torch.Tensor) for loss in losses):
-        raise ExerciseFailure(f"{where}: return the losses as Python floats (loss.item()): a list of loss tensors "
-                              "keeps every step's graph alive in memory.")
-    gap = difference(losses, expected_losses, "the returned list of per-step losses", atol=1e-6, rtol=1e-5)
+        fail("return the losses as Python floats (loss.item()): a list of loss tensors keeps every step's graph "
+             "alive in memory.")
+    gap = difference(losses, reference.returned, "the returned list of per-step losses", atol=1e-6, rtol=1e-5)
     if gap:
-        raise ExerciseFailure(f"{where}: {gap} — return the list of the {n} per-step losses, loss.item() appended "
-                              "once per batch.")
+        fail(f"{gap} — return the list of the {n} per-step losses, loss.item() appended once per batch.")
 
 
 def check_train_one_epoch(ns) -> None:
@@ -690,6 +606,72 @@ def check_train_one_epoch(ns) -> None:
         check_training_case(learner_loop, case)
 
 
+def planted_loop(optimizer=None, scheduler=None, clip=lambda clip_norm: clip_norm, loss=None, after=None):
+    """The package's loop with a bug planted around it: ``optimizer(model, optimizer, scheduler, clip_norm)`` and
+    ``scheduler(...)`` return method replacements (see :class:`~.asserts.Planted`), ``clip(clip_norm)`` the clip_norm
+    the package's loop gets, ``loss(loss_fn)`` the loss function, ``after(scheduler)`` runs after the epoch."""
+    def loop(model, batches, loss_fn, opt, sched, clip_norm=1.0):
+        from ..training import train_one_epoch
+
+        planted_opt = Planted(opt, **optimizer(model, opt, sched, clip_norm)) if optimizer else opt
+        planted_sched = Planted(sched, **scheduler(model, opt, sched, clip_norm)) if scheduler else sched
+        losses = train_one_epoch(model, batches, loss(loss_fn) if loss else loss_fn, planted_opt, planted_sched,
+                                 clip(clip_norm))
+        if after:
+            after(sched)
+        return losses
+    return loop
+
+
+def skip(original, *args, **kwargs):
+    return None
+
+
+def clip_each(clip):
+    def planted(model, opt, sched, clip_norm):
+        def step(original, *args, **kwargs):
+            if clip_norm is not None:
+                for p in model.parameters():
+                    clip(p, clip_norm)
+            return original(*args, **kwargs)
+        return {"step": step}
+    return planted
+
+
+NO_GRADIENTS = ("optimizer.step() found no gradients: call loss.backward() before it, and optimizer.zero_grad() "
+                "before backward — not between backward and step")
+LOOP_MISTAKES = (
+    Mistake("zero_grad forgotten", "loss.backward() added to the gradients left from the previous step: zero_grad is "
+            "forgotten (or skipped), so gradients accumulate across batches. Call optimizer.zero_grad() before "
+            "loss.backward() in every iteration",
+            variant=planted_loop(optimizer=lambda *_: {"zero_grad": skip}),
+            shows=lambda case, got, _: any(got.stale_gradients)),
+    Mistake("zero_grad between backward and step", NO_GRADIENTS,
+            variant=planted_loop(optimizer=lambda m, opt, *_: {"step": lambda step: (opt.zero_grad(), step())[1]}),
+            shows=lambda case, got, _: len(got.gradient_norms) > 0 and max(got.gradient_norms) == 0),
+    Mistake("backward forgotten", NO_GRADIENTS,
+            variant=planted_loop(loss=lambda loss_fn: lambda m, b: loss_fn(m, b).detach().requires_grad_())),
+    Mistake("scheduler stepped per epoch", "scheduler.step() is stepped per epoch instead of per step: the warmup and "
+            "decay count optimizer steps, so call it right after every optimizer.step()",
+            variant=planted_loop(scheduler=lambda *_: {"step": skip}, after=lambda sched: sched.step())),
+    Mistake("scheduler before the optimizer", "scheduler.step() runs before optimizer.step(), so every step uses the "
+            "next step's learning rate (the first warmup value is skipped): step the optimizer first, then the "
+            "scheduler", variant=planted_loop(optimizer=lambda m, opt, sched, c: {"step": lambda step: (
+                sched.step(), step())[1]}, scheduler=lambda *_: {"step": skip})),
+    Mistake("no clipping", "the gradients are not clipped: clip between backward and step, "
+            "torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)", variant=planted_loop(clip=lambda c: None)),
+    Mistake("clip_norm hard-coded to 1.0", "every step's gradients were clipped to 1.0 instead of clip_norm: clip to "
+            "the clip_norm argument, not a fixed number",
+            variant=planted_loop(clip=lambda c: None if c is None else 1.0)),
+    Mistake("clipped although clip_norm is None", "clip_norm=None means no clipping: clip only when clip_norm is not "
+            "None", variant=planted_loop(clip=lambda c: c or 1.0)),
+    Mistake("each parameter clipped on its own", "each parameter's gradient was clipped to clip_norm on its own: clip "
+            "the global norm of all gradients together, clip_grad_norm_(model.parameters(), clip_norm)",
+            variant=planted_loop(optimizer=clip_each(torch.nn.utils.clip_grad_norm_), clip=lambda c: None)),
+    Mistake("gradients clipped by value", "every gradient entry was clipped to ±clip_norm (clip_grad_value_): clip the "
+            "global norm of all gradients together, clip_grad_norm_(model.parameters(), clip_norm)",
+            variant=planted_loop(optimizer=clip_each(torch.nn.utils.clip_grad_value_), clip=lambda c: None)),
+)
 q4 = Exercise(
     name="Capstone: your own training loop",
     variables=("train_one_epoch",),
@@ -701,6 +683,7 @@ q4 = Exercise(
            "backpropagate → if clip_norm is not None, clip the global gradient norm to clip_norm → optimizer step → "
            "scheduler step → append the loss as a Python float (.item()). Return the list."),
     solution=solution_of("lesson05", "train_one_epoch"),
+    mistakes=LOOP_MISTAKES,
     success="Correct! Step for step, your gradients, learning rates and parameters match the package's loop.",
     task=(
         "**Capstone — your own training loop.** Write `train_one_epoch(model, batches, loss_fn, optimizer, "

@@ -1,10 +1,12 @@
-"""Mistake catalogues: the typical wrong answers of every exercise, declared once per lesson.
+"""Mistake catalogues: the typical wrong answers of every exercise, and right answers written differently.
 
-``tests/mistakes/lessonNN.py`` holds ``MISTAKES: list[Mistake]`` and ``ALTERNATIVES: list[Alternative]`` (right
-answers written differently, which must be accepted) for the exercises of ``course_utils.exercises
-.lessonNN``. One parametrised test (tests/test_exercise_mistakes.py) proves that every mistake is rejected with a
-message that contains ``message``; the classroom grader's tests build synthetic submissions from the same data.
-They live under ``tests/`` so that a student edition never ships them.
+The typical mistakes an exercise diagnoses are declared once, in its table (``Exercise.mistakes``, see
+``course_utils/exercises/core.py``); :func:`all_mistakes` turns each into an entry whose code plugs the declared
+variant in as the learner's answer. ``tests/mistakes/lessonNN.py`` adds what no table holds: ``ALTERNATIVES`` (right
+answers written differently, which must be accepted) and ``MISTAKES`` that only exercise the generic contract
+(a wrong type, an input changed in place, the package's block borrowed) — never a second copy of a declared mistake.
+One parametrised test (tests/test_exercise_mistakes.py) proves that every mistake is rejected with a message that
+contains ``message``; the classroom grader's tests build synthetic submissions from the same data.
 """
 from __future__ import annotations
 
@@ -41,9 +43,22 @@ def _lesson_modules():
             yield importlib.import_module(f"{__name__}.{module.name}")
 
 
+def declared_mistakes(lesson: str) -> list[Mistake]:
+    """The mistakes declared in the tables of ``course_utils.exercises.<lesson>``, each answered by its variant."""
+    from course_utils.exercises.core import Exercise
+
+    module = importlib.import_module(f"course_utils.exercises.{lesson}")
+    return [Mistake(lesson, name, mistake.name,
+                    f"from course_utils.exercises.{lesson} import {name} as _exercise\n\n"
+                    f"{exercise.variables[0]} = _exercise.planted({mistake.name!r})\n", mistake.message)
+            for name, exercise in vars(module).items() if isinstance(exercise, Exercise)
+            for mistake in exercise.mistakes]
+
+
 def all_mistakes() -> list[Mistake]:
-    """Every lesson's catalogue, in lesson order."""
-    return [mistake for module in _lesson_modules() for mistake in module.MISTAKES]
+    """Every lesson's mistakes (its catalogue, then its declared tables), in lesson order."""
+    return [mistake for module in _lesson_modules()
+            for mistake in [*module.MISTAKES, *declared_mistakes(module.__name__.rsplit(".", 1)[-1])]]
 
 
 def all_alternatives() -> list[Alternative]:

@@ -1,9 +1,13 @@
-"""Typical wrong answers to the exercises of lesson05, each with the phrase its feedback must contain."""
+"""Wrong answers to lesson05's exercises that only exercise the generic contract (a wrong type, an input changed in
+place, a step skipped or repeated, the package's loop borrowed), and right answers written differently. The typical
+mistakes each exercise diagnoses are declared in its table (course_utils/exercises/lesson05.py).
+"""
 from course_utils.exercises import lesson05
 
 from . import Alternative, Mistake, plant
 
 PRELUDE = 'import torch\n'
+LOOP = lesson05.q4.solution
 
 
 def q(exercise: str, name: str, code: str, message: str) -> Mistake:
@@ -11,110 +15,19 @@ def q(exercise: str, name: str, code: str, message: str) -> Mistake:
 
 
 MISTAKES = [
-    q('q1', 'expected count',
-      'def p_token_present(vocab_size, seq_len):\n'
-      '    return seq_len / vocab_size\n',
-      'expected number'),
-    q('q1', 'absent',
-      'def p_token_present(vocab_size, seq_len):\n'
-      '    return (1 - 1 / vocab_size) ** seq_len\n',
-      'absent'),
-    q('q1', 'every position',
-      'def p_token_present(vocab_size, seq_len):\n'
-      '    return (1 / vocab_size) ** seq_len\n',
-      'every position'),
-    q('q1', 'one position',
-      'def p_token_present(vocab_size, seq_len):\n'
-      '    return 1 / vocab_size\n',
-      'one given position'),
-    q('q1', 'off by one',
-      'def p_token_present(vocab_size, seq_len):\n'
-      '    return 1 - (1 - 1 / vocab_size) ** (seq_len - 1)\n',
-      'off by one'),
     q('q1', 'string',
       'def p_token_present(vocab_size, seq_len):\n'
       "    return 'about 3 %'\n",
       'should be a number'),
-    q('q2', 'plain mean',
-      'def masked_mean_pool(hidden, ids, pad_id=0):\n'
-      '    return hidden.mean(1)\n',
-      'plain mean'),
-    q('q2', 'divided by full length',
-      'def masked_mean_pool(hidden, ids, pad_id=0):\n'
-      '    return (hidden * (ids != 0).float()[..., None]).sum(1) / ids.size(1)\n',
-      'full length'),
-    q('q2', 'cls',
-      'def masked_mean_pool(hidden, ids, pad_id=0):\n'
-      '    return hidden[:, 0]\n',
-      '[CLS] pooling'),
-    q('q2', 'inverted mask',
-      'def masked_mean_pool(hidden, ids, pad_id=0):\n'
-      '    m = (ids == 0).float()\n'
-      '    return (hidden * m[..., None]).sum(1) / m.sum(1, keepdim=True).clamp(min=1)\n',
-      'skipped the real tokens'),
-    q('q2', 'kept sequence axis',
-      'def masked_mean_pool(hidden, ids, pad_id=0):\n'
-      '    return hidden * (ids != 0).float()[..., None]\n',
-      '(batch, d_model)'),
-    q('q3', 'transposed',
-      'def confusion_matrix(predictions, labels, n):\n'
-      '    m = torch.zeros(n, n, dtype=torch.long)\n'
-      '    for t, p in zip(labels, predictions):\n'
-      '        m[p, t] += 1\n'
-      '    return m\n',
-      'swapped'),
-    q('q3', 'row-normalised',
-      'def confusion_matrix(predictions, labels, n):\n'
-      '    m = torch.zeros(n, n)\n'
-      '    for t, p in zip(labels, predictions):\n'
-      '        m[t, p] += 1\n'
-      '    return m / m.sum(1, keepdim=True)\n',
-      'counts'),
-    q('q3', 'wrong shape',
-      'def confusion_matrix(predictions, labels, n):\n'
-      '    return torch.bincount(labels * n + predictions, minlength=n * n)\n',
-      '(n_classes, n_classes)'),
-    q('q3', 'only correct ones',
-      'def confusion_matrix(predictions, labels, n):\n'
-      '    m = torch.zeros(n, n, dtype=torch.long)\n'
-      '    for t, p in zip(labels, predictions):\n'
-      '        m[t, t] += int(t == p)\n'
-      '    return m\n',
-      'add up'),
-]
-
-LOOP = lesson05.q4.solution
-MISTAKES += [
-    q('q2', 'pad_id ignored (hard-coded 0)',
-      "def masked_mean_pool(hidden, ids, pad_id=0):\n    real = (ids != 0).float()\n"
-      "    return (hidden * real[..., None]).sum(1) / real.sum(1, keepdim=True)\n", 'pad_id'),
-    q('q2', '[CLS] excluded from the mean',
-      "def masked_mean_pool(hidden, ids, pad_id=0):\n    real = (ids != pad_id).float()\n    real[:, 0] = 0\n"
-      "    return (hidden * real[..., None]).sum(1) / real.sum(1, keepdim=True)\n", '[CLS] counts'),
-    # q4 (capstone): train_one_epoch — bugs planted in the solution
-    q('q4', "the package's loop imported", "from course_utils.training import train_one_epoch\n",
+    q('q4', "the package's loop imported",
+      'from course_utils.training import train_one_epoch\n',
       'use your own function'),
-    q('q4', 'zero_grad forgotten', plant(LOOP, "        optimizer.zero_grad()\n", ""), 'zero_grad is forgotten'),
-    q('q4', 'zero_grad between backward and step',
-      plant(plant(LOOP, "        optimizer.zero_grad()\n", ""), "        optimizer.step()\n",
-            "        optimizer.zero_grad()\n        optimizer.step()\n"), 'found no gradients'),
-    q('q4', 'backward forgotten', plant(LOOP, "        loss.backward()\n", ""), 'found no gradients'),
-    q('q4', 'optimizer step forgotten', plant(LOOP, "        optimizer.step()\n", ""), 'never called'),
-    q('q4', 'scheduler stepped per epoch',
-      plant(plant(LOOP, "        scheduler.step()          # once per optimizer step: warmup and decay count steps\n",
-                  ""),
-            "    return losses\n", "    scheduler.step()\n    return losses\n"),
-      'per epoch instead of per step'),
-    q('q4', 'scheduler never stepped', plant(LOOP, "        scheduler.step()          # once per optimizer step: "
-                                                   "warmup and decay count steps\n", ""), 'never called'),
-    q('q4', 'scheduler before the optimizer',
-      plant(plant(LOOP, "        scheduler.step()          # once per optimizer step: warmup and decay count steps\n",
-                  ""),
-            "        optimizer.step()\n",
-            "        scheduler.step()\n        optimizer.step()\n"),
-      'before optimizer.step()'),
-    q('q4', 'no clipping', plant(LOOP, "            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)\n",
-                                 "            pass\n"), 'clip between backward and step'),
+    q('q4', 'optimizer step forgotten',
+      plant(LOOP, "        optimizer.step()\n", ""),
+      'never called'),
+    q('q4', 'scheduler never stepped',
+      plant(LOOP, "        scheduler.step()          # once per optimizer step: warmup and decay count steps\n", ""),
+      'never called'),
     q('q4', 'clipped before backward',
       plant(plant(LOOP, "        if clip_norm is not None:\n"
                         "            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)\n", ""),
@@ -123,54 +36,28 @@ MISTAKES += [
             "            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)\n"
             "        loss.backward()\n"),
       'clip between backward and step'),
-    q('q4', 'model.train() forgotten', plant(LOOP, "    model.train()\n", ""), 'call model.train()'),
-    q('q4', 'loss tensors returned', plant(LOOP, "losses.append(loss.item())", "losses.append(loss)"), 'Python floats'),
-    q('q4', 'nothing returned', plant(LOOP, "    return losses\n", ""), 'return the list'),
-    q('q4', 'loss computed twice', plant(LOOP, "        losses.append(loss.item())\n",
-                                         "        losses.append(loss_fn(model, batch).item())\n"),
+    q('q4', 'model.train() forgotten',
+      plant(LOOP, "    model.train()\n", ""),
+      'call model.train()'),
+    q('q4', 'loss tensors returned',
+      plant(LOOP, "losses.append(loss.item())", "losses.append(loss)"),
+      'Python floats'),
+    q('q4', 'nothing returned',
+      plant(LOOP, "    return losses\n", ""),
+      'return the list'),
+    q('q4', 'loss computed twice',
+      plant(LOOP, "        losses.append(loss.item())\n", "        losses.append(loss_fn(model, batch).item())\n"),
       'once for every batch'),
-]
-MISTAKES += [
     q('q4', "a wrapper around the package's loop",
-      "from course_utils.training import train_one_epoch as package_loop\n\n"
-      "def train_one_epoch(*args, **kwargs):\n    return package_loop(*args, **kwargs)\n",
+      'from course_utils.training import train_one_epoch as package_loop\n'
+      '\n'
+      'def train_one_epoch(*args, **kwargs):\n'
+      '    return package_loop(*args, **kwargs)\n',
       'hands the work to the package'),
-]
-
-# Wrong answers of the kinds the adversarial review found passing: right only on one input, wrong type or dtype,
-# inputs changed in place, a cut graph, the package's loop under another path.
-MISTAKES += [
     q('q1', '0-d tensor instead of a float',
       'def p_token_present(vocab_size, seq_len):\n'
       '    return 1 - (1 - 1 / torch.tensor(vocab_size, dtype=torch.float64)) ** seq_len\n',
       'Python float'),
-    q('q1', 'float32 arithmetic',
-      'def p_token_present(vocab_size, seq_len):\n'
-      '    miss = 1 - 1 / torch.tensor(float(vocab_size))\n'
-      '    return float(1 - miss ** seq_len)\n',
-      'float32'),
-    q('q1', 'vocabulary size hard-coded',
-      'def p_token_present(vocab_size, seq_len):\n'
-      '    return 1 - (1 - 1 / 1000) ** seq_len\n',
-      'does not change with vocab_size'),
-    q('q1', 'rounded',
-      'def p_token_present(vocab_size, seq_len):\n'
-      '    return round(1 - (1 - 1 / vocab_size) ** seq_len, 3)\n',
-      'rounded'),
-    q('q1', 'Poisson approximation',
-      'import math\n\ndef p_token_present(vocab_size, seq_len):\n'
-      '    return 1 - math.exp(-seq_len / vocab_size)\n',
-      'approximation'),
-    q('q2', '.squeeze() drops the batch axis',
-      'def masked_mean_pool(hidden, ids, pad_id=0):\n'
-      '    real = (ids != pad_id).to(hidden.dtype)\n'
-      '    return ((hidden * real[..., None]).sum(1) / real.sum(1, keepdim=True)).squeeze()\n',
-      '.squeeze()'),
-    q('q2', 'count without keepdim',
-      'def masked_mean_pool(hidden, ids, pad_id=0):\n'
-      '    real = (ids != pad_id).to(hidden.dtype)\n'
-      '    return (hidden * real[..., None]).sum(1) / real.sum(1)\n',
-      'keepdim'),
     q('q2', 'padding zeroed in place',
       'def masked_mean_pool(hidden, ids, pad_id=0):\n'
       '    hidden[ids == pad_id] = 0\n'
@@ -191,76 +78,38 @@ MISTAKES += [
       '    real = (ids > 0).to(hidden.dtype)\n'
       '    return (hidden * real[..., None]).sum(1) / real.sum(1, keepdim=True)\n',
       'pad_id'),
-    q('q3', 'size from the data',
-      'def confusion_matrix(predictions, labels, n_classes):\n'
-      '    n = int(max(labels.max(), predictions.max())) + 1\n'
-      '    m = torch.zeros(n, n, dtype=torch.long)\n'
-      '    for t, p in zip(labels, predictions):\n'
-      '        m[t, p] += 1\n'
-      '    return m\n',
-      'classes can be absent'),
-    q('q3', 'bincount without minlength',
-      'def confusion_matrix(predictions, labels, n_classes):\n'
-      '    return torch.bincount(labels * n_classes + predictions).reshape(n_classes, n_classes)\n',
-      'minlength'),
-    q('q3', 'float counts',
-      'def confusion_matrix(predictions, labels, n_classes):\n'
-      '    m = torch.zeros(n_classes, n_classes)\n'
-      '    for t, p in zip(labels, predictions):\n'
-      '        m[t, p] += 1\n'
-      '    return m\n',
-      'integer tensor of counts'),
-    q('q3', '8-bit counts overflow',
-      'def confusion_matrix(predictions, labels, n_classes):\n'
-      '    m = torch.zeros(n_classes, n_classes, dtype=torch.uint8)\n'
-      '    m.index_put_((labels, predictions), torch.ones(len(labels), dtype=torch.uint8), accumulate=True)\n'
-      '    return m\n',
-      '8-bit'),
     q('q3', 'three classes hard-coded',
       'def confusion_matrix(predictions, labels, n_classes):\n'
       '    m = torch.zeros(3, 3, dtype=torch.long)\n'
       '    for t, p in zip(labels.tolist(), predictions.tolist()):\n'
       '        m[t, p] += 1\n'
       '    return m\n',
-      '(n_classes, n_classes)'),
+      'should have shape ('),
     q('q3', 'labels changed in place',
       'def confusion_matrix(predictions, labels, n_classes):\n'
       '    flat = labels.mul_(n_classes).add_(predictions)\n'
       '    return torch.bincount(flat, minlength=n_classes ** 2).reshape(n_classes, n_classes)\n',
       'changed its input `labels` in place'),
     q('q4', "the package's loop through a module alias",
-      'import course_utils.training as T\n\n'
-      'def train_one_epoch(*args, **kwargs):\n    return T.train_one_epoch(*args, **kwargs)\n',
+      'import course_utils.training as T\n'
+      '\n'
+      'def train_one_epoch(*args, **kwargs):\n'
+      '    return T.train_one_epoch(*args, **kwargs)\n',
       "calls the package's course_utils.training.train_one_epoch"),
     q('q4', "the package's loop through importlib and getattr",
-      'import importlib\n\n'
+      'import importlib\n'
+      '\n'
       'def train_one_epoch(model, batches, loss_fn, optimizer, scheduler, clip_norm=1.0):\n'
       '    loop = getattr(importlib.import_module("course_utils.training"), "train_" + "one_epoch")\n'
       '    return loop(model, batches, loss_fn, optimizer, scheduler, clip_norm)\n',
       "calls the package's course_utils.training.train_one_epoch"),
     q('q4', "the package's fit for one epoch",
-      'from course_utils import training\n\n'
+      'from course_utils import training\n'
+      '\n'
       'def train_one_epoch(model, batches, loss_fn, optimizer, scheduler, clip_norm=1.0):\n'
       '    history = training.fit(model, batches, loss_fn, epochs=1, clip_norm=clip_norm, progress=False)\n'
       '    return history.train_loss\n',
       "calls the package's course_utils.training.fit"),
-    q('q4', 'clip_norm hard-coded to 1.0',
-      plant(LOOP, "clip_grad_norm_(model.parameters(), clip_norm)", "clip_grad_norm_(model.parameters(), 1.0)"),
-      'instead of clip_norm'),
-    q('q4', 'clipped although clip_norm is None',
-      plant(LOOP, "        if clip_norm is not None:\n"
-                  "            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)\n",
-            "        torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm or 1.0)\n"),
-      'clip_norm=None means no clipping'),
-    q('q4', 'each parameter clipped on its own',
-      plant(LOOP, "            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)\n",
-            "            for p in model.parameters():\n"
-            "                torch.nn.utils.clip_grad_norm_(p, clip_norm)\n"),
-      'global norm'),
-    q('q4', 'gradients clipped by value',
-      plant(LOOP, "torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)",
-            "torch.nn.utils.clip_grad_value_(model.parameters(), clip_norm)"),
-      'global norm'),
     q('q4', 'zero_grad every other step (accumulation)',
       plant(plant(LOOP, "    for batch in batches:\n", "    for i, batch in enumerate(batches):\n"),
             "        optimizer.zero_grad()\n", "        if i % 2 == 0:\n            optimizer.zero_grad()\n"),
@@ -274,6 +123,8 @@ MISTAKES += [
     q('q4', 'a fixed number of steps',
       plant(LOOP, "    for batch in batches:\n", "    for batch in list(batches)[:3]:\n"),
       'once for every batch'),
+    q('q4', 'model.training = True instead of model.train()',
+      plant(LOOP, "    model.train()\n", "    model.training = True\n"), 'switches the top module only'),
 ]
 
 ALTERNATIVES = [

@@ -1,0 +1,75 @@
+"""The declared form of an exercise (course_utils/exercises/core.py): a contract check, the package's reference, and
+one table of typical mistakes that names the bug — shown on a toy exercise whose reference is a doubling."""
+import pytest
+import torch
+
+from course_utils.exercises.asserts import Case, check_function
+from course_utils.exercises.core import CORRECT, INCORRECT, NOT_ATTEMPTED, Exercise, Mistake
+
+
+def reference_double(x):
+    return x * 2
+
+
+CASES = [Case("a row of three", (torch.tensor([1.0, -2.0, 3.0]),)), Case("a column", (torch.randn(4, 1),))]
+
+
+def check_double(ns):
+    check_function(ns["double"], reference_double, CASES, "double", forbidden={"the reference": torch.mul})
+
+
+TOY = Exercise(
+    name="Double", variables=("double",), checker=check_double, hints=("a", "b"), solution="",
+    mistakes=(
+        Mistake("tripled", "you multiplied by 3, not 2", variant=lambda x: reference_double(x) * 1.5),
+        Mistake("sign lost", "the sign is lost: no abs()", variant=lambda x: reference_double(x).abs(),
+                shows=lambda case, got, answer: bool((got >= 0).all())),
+    ),
+)
+
+
+def test_a_declared_variant_is_rejected_with_its_message():
+    for mistake in TOY.mistakes:
+        result = TOY.evaluate({"double": mistake.variant})
+        assert result.status == INCORRECT and mistake.message in result.message, result.message
+    assert TOY.planted("tripled") is TOY.mistakes[0].variant
+
+
+def test_a_variant_declared_in_the_course_may_call_the_reference_the_learner_may_not():
+    from course_utils.exercises import lesson05
+
+    planted = lesson05.q4.evaluate({"train_one_epoch": lesson05.q4.planted("no clipping")})
+    assert "the gradients are not clipped" in planted.message, planted.message
+    wrapper = lesson05.q4.evaluate_code("from course_utils.training import train_one_epoch as loop\n\n"
+                                        "def train_one_epoch(*args):\n    return loop(*args[:5], None)\n")
+    assert "the package's course_utils.training.train_one_epoch" in wrapper.message, wrapper.message
+
+
+def test_a_learner_answer_with_the_bug_is_named_and_an_unknown_one_gets_the_contract_message():
+    assert "multiplied by 3" in TOY.evaluate_code("def double(x):\n    return x + x + x\n").message
+    assert "the sign is lost" in TOY.evaluate_code("def double(x):\n    return 2 * x.abs() + 1\n").message
+    unknown = TOY.evaluate_code("def double(x):\n    return x * 2 + 1\n")
+    assert unknown.status == INCORRECT and "differs" in unknown.message and "on a row of three" in unknown.message
+    borrowed = TOY.evaluate({"double": lambda x: torch.mul(x, 2)})
+    assert "calls the reference" in borrowed.message
+
+
+def test_a_crash_is_an_output_a_declared_mistake_can_name():
+    exercise = Exercise("Double", ("double",), check_double, ("a", "b"), "", mistakes=(
+        Mistake("a list", "tensors, not lists", variant=lambda x: reference_double(x.tolist()) + 1),))
+    result = exercise.evaluate_code("def double(x):\n    return [2 * v for v in x.tolist()] + 1\n")
+    assert result.status == INCORRECT and "tensors, not lists" in result.message
+
+
+def test_not_implemented_error_from_inside_pytorch_is_an_error_not_a_missing_answer():
+    stub = TOY.evaluate_code("def double(x):\n    raise NotImplementedError\n")
+    assert stub.status == NOT_ATTEMPTED
+    inside = TOY.evaluate_code("def double(x):\n    return torch.ones(2).to_sparse().view(-1) * 2\n",
+                               "import torch\n")
+    assert inside.status == INCORRECT and "NotImplementedError" in inside.message, inside.message
+
+
+def test_the_right_answer_passes_and_a_mistake_name_must_exist():
+    assert TOY.evaluate_code("def double(x):\n    return x + x\n").status == CORRECT
+    with pytest.raises(LookupError):
+        TOY.planted("no such mistake")
