@@ -1,22 +1,24 @@
 """course_utils — the finished building blocks of *Transformer from Scratch*.
 
-Read it like the course's table of contents: ``masks`` → ``embedding`` → ``positional`` → ``attention`` →
-``layers`` → ``models`` → ``losses`` → ``training`` → ``decoding`` → ``language_model`` (lesson 08) → ``modern``
-(lesson 09's switches) → ``interop`` (GPT-2, BERT and Llama weights in the course's blocks); plus ``kv_cache``,
-``tokenization``, ``data``, ``mlm``, ``ngram``, ``runtime`` (seeds, device, threads), ``plotting``, ``widgets``,
-``exercises`` and the commands (``train``, ``ablation``, ``classroom``).
+Read it like the course's table of contents, in the order the lessons build it: ``small_loop`` (lesson 00) →
+``tokenization``, ``embedding`` (01) → ``positional`` (02) → ``masks``, ``attention`` (03) → ``layers`` (04) →
+``models``, ``losses``, ``training`` (05) → ``mlm`` (06) → ``kv_cache``, ``decoding`` (07) → ``ngram``,
+``language_model`` (08) → ``modern``, ``interop`` (09) → ``distributed``, ``train`` (10); plus ``data``,
+``runtime`` (seeds, device, threads), the pictures (``plotting``, ``diagrams``, ``widgets``), ``exercises`` and
+the commands (``train``, ``ablation``, ``classroom``).
 
 Its floors, each importing only from the floors below: the ground (``errors``, ``validation``, ``masks``,
-``kv_cache``, ``config``, ``runtime``); blocks (``embedding``, ``positional``, ``modern``, ``attention``, ``layers``,
-``memory``); models (``models``, ``language_model``, ``reference``, ``interop``); text and data (``tokenization``,
-``data``); the loop (``losses``, ``training``, ``decoding``, ``mlm``, ``ngram``, ``distributed``, ``mlm_transfer``);
-recipes and commands (``tasks``, ``train``, ``ablation``, ``mlm_checkpoint``); pictures (``plotting``, ``diagrams``,
-``widgets``); teaching (``exercises``); the classroom (``classroom``).
+``config``, ``runtime``, ``small_loop``, ``lesson_times``); blocks (``embedding``, ``positional``, ``attention``,
+``kv_cache``, ``modern``, ``layers``, ``memory``); models (``models``, ``language_model``, ``reference``,
+``interop``); text and data (``tokenization``, ``data``); the loop (``losses``, ``training``, ``decoding``, ``mlm``,
+``ngram``, ``distributed``, ``mlm_transfer``); recipes and commands (``tasks``, ``train``, ``ablation``,
+``mlm_checkpoint``); pictures (``plotting``, ``diagrams``, ``widgets``); teaching (``exercises``); the classroom
+(``classroom``).
 """
 from .attention import MultiHeadAttention, capture_attention, scaled_dot_product_attention
 from .config import TransformerConfig, count_parameters
 from .data.pydoc_corpus import load_pydoc_corpus
-from .embedding import TokenEmbedding, check_token_ids
+from .embedding import TokenEmbedding
 from .layers import DecoderLayer, EncoderLayer, PositionwiseFeedForward
 from .masks import causal_mask, combine_masks, padding_mask, target_mask
 from .models import (
@@ -56,6 +58,7 @@ from .tokenization import (
     pad_batch,
 )
 from .training import fit, make_loader
+from .validation import check_token_ids
 
 __version__ = "0.1.0"
 

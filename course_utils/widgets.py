@@ -129,7 +129,7 @@ def attention_for_tokens(tokens: list[str], encode, attention, mask_kind: str = 
     mask = combine_masks(padding, causal)
     x = encode(tokens)
     with torch.no_grad():
-        _, weights = attention(x, x, x, mask, need_weights=True)
+        _, weights = attention(x, x, x, mask)
     return tokens, weights[0], (None if mask is None else mask.expand(1, 1, len(tokens), len(tokens))[0, 0])
 
 
