@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from course_utils.exercises.asserts import Case, check_function
-from course_utils.exercises.core import CORRECT, INCORRECT, NOT_ATTEMPTED, Exercise, Mistake
+from course_utils.exercises.core import CORRECT, INCORRECT, NOT_ATTEMPTED, Exercise, ExerciseFailure, Mistake
 
 
 def reference_double(x):
@@ -73,3 +73,101 @@ def test_the_right_answer_passes_and_a_mistake_name_must_exist():
     assert TOY.evaluate_code("def double(x):\n    return x + x\n").status == CORRECT
     with pytest.raises(LookupError):
         TOY.planted("no such mistake")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Classes of wrong answers closed in the shared contract check (asserts.py), each shown on a toy answer.
+# ------------------------------------------------------------------------------------------------------------------
+
+SCORES = [Case("scores (3, 5)", (torch.randn(3, 5, generator=torch.Generator().manual_seed(0)),))]
+
+
+def test_an_unstable_formula_is_rejected_on_large_inputs():
+    from course_utils.exercises.asserts import check_function
+
+    def naive_softmax(x):
+        return x.exp() / x.exp().sum(-1, keepdim=True)
+
+    check_function(lambda x: torch.softmax(x, -1), lambda x: torch.softmax(x, -1), SCORES, "softmax")
+    with pytest.raises(ExerciseFailure, match="×1000.*inf or NaN.*subtract the maximum"):
+        check_function(naive_softmax, lambda x: torch.softmax(x, -1), SCORES, "softmax")
+
+
+def test_state_kept_across_calls_of_one_shape_is_rejected():
+    from course_utils.exercises.asserts import Draw, check_function
+
+    def cases(draw):
+        return [Case("x (2, 3)", (draw.randn(2, 3),))]
+
+    remembered = {}
+
+    def cached_double(x):
+        return remembered.setdefault(tuple(x.shape), x * 2)
+
+    draw = Draw(1)
+    with pytest.raises(ExerciseFailure, match="previous input of the same shape: something is kept across calls"):
+        check_function(cached_double, reference_double, cases(draw), "double", twins=cases(draw.twin()))
+
+
+def test_constants_that_show_only_on_some_inputs_are_rejected():
+    import torch.nn.functional as F
+
+    def norm(eps):
+        return lambda x: (x - x.mean(-1, keepdim=True)) / (x.var(-1, keepdim=True, unbiased=False) + eps).sqrt()
+
+    with pytest.raises(ExerciseFailure, match="×0.001.*a constant that only matters here"):
+        check_function(norm(1e-12), norm(1e-5), SCORES, "layer_norm")
+    with pytest.raises(ExerciseFailure, match="×1000.*a constant that only matters here"):
+        check_function(F.relu6, F.relu, SCORES, "activation")
+
+
+class Switchy(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x)) if self.training else self.linear(x)
+
+
+def test_modes_of_every_submodule_and_a_step_active_in_one_mode_only_are_checked():
+    from course_utils.exercises.asserts import check_modes, check_same_in_both_modes
+
+    model = Switchy().eval()
+    model.training = True
+    with pytest.raises(ExerciseFailure, match="`linear`.*not in training mode.*switches the top module only"):
+        check_modes(model, True, "train", "a tiny model")
+    check_modes(model.train(), True, "train", "a tiny model")
+    x = torch.randn(4, 3)
+    check_same_in_both_modes(lambda block: block.linear(x), model, "Block", "x (4, 3)")
+    with pytest.raises(ExerciseFailure, match="differently in train mode and in eval mode"):
+        check_same_in_both_modes(lambda block: block(x), model, "Block", "x (4, 3)")
+
+
+def test_side_effects_on_the_model_are_rejected():
+    from course_utils.exercises.asserts import check_untouched, state_of
+
+    model = torch.nn.Sequential(torch.nn.Embedding(5, 3), torch.nn.Linear(3, 5))
+    before = state_of(model)
+    model[1].weight = model[0].weight                     # the task: tie the weights
+    check_untouched(before, model, {"1.weight"}, "tie_weights", "a tiny model")
+    with torch.no_grad():
+        model[1].bias.zero_()                              # beyond the task
+    with pytest.raises(ExerciseFailure, match="also changed `1.bias`"):
+        check_untouched(before, model, {"1.weight"}, "tie_weights", "a tiny model")
+
+
+def test_random_draws_over_the_wrong_support_and_an_id_chosen_apart_are_rejected():
+    from course_utils.exercises.asserts import check_rates, check_support
+
+    generator = torch.Generator().manual_seed(0)
+    check_support(torch.randint(5, 20, (2000,), generator=generator), 5, 20, "mask_tokens", "2000 draws")
+    with pytest.raises(ExerciseFailure, match=r"never drew \[19\]"):
+        check_support(torch.randint(5, 19, (2000,), generator=generator), 5, 20, "mask_tokens", "2000 draws")
+    with pytest.raises(ExerciseFailure, match=r"outside \[5, 20\)"):
+        check_support(torch.randint(5, 21, (2000,), generator=generator), 5, 20, "mask_tokens", "2000 draws")
+    ids = torch.randint(0, 6, (6000,), generator=generator)
+    chosen = torch.rand(6000, generator=generator) < 0.15
+    check_rates(chosen, ids, 0.15, "mask_tokens", "6000 tokens")
+    with pytest.raises(ExerciseFailure, match="chose id 3 100.0% of the time"):
+        check_rates(chosen | (ids == 3), ids, 0.15, "mask_tokens", "6000 tokens")

@@ -676,10 +676,12 @@ def check_function(function: Callable, reference: Callable, cases: list[Case], n
                    forbidden: dict[str, Any] | None = None, diagnose: Callable[..., str | None] | None = None,
                    error_hint: Callable[[BaseException], str | None] | None = None, twins: list[Case] = (),
                    prepare: Callable[[Callable], Callable] = lambda answer: answer, probes: list[Case] = (),
-                   atol: float = 1e-5, rtol: float = 1e-4) -> None:
+                   scales: tuple[float, ...] = (1e3, 1e-3), atol: float = 1e-5, rtol: float = 1e-4) -> None:
     """The learner's ``function`` against the ``reference`` on every case: same contract (:func:`difference`), no
-    input changed, no call into ``forbidden``, and no state kept across calls (``twins``: the same cases with other
-    values, e.g. ``make_cases(draw.twin())``, each run right after its case). A difference or a crash raises
+    input changed, no call into ``forbidden``, no state kept across calls (``twins``: the same cases with other
+    values, e.g. ``make_cases(draw.twin())``, each run right after its case), and the same answer where the floating
+    inputs are scaled by each of ``scales`` (large scores show an unstable formula, tiny variances a wrong eps, large
+    activations a clipped nonlinearity) wherever the reference stays finite. A difference or a crash raises
     :class:`~.core.Mismatch`, from which the exercise names a declared mistake (a variant must also agree with the
     learner's answer on ``probes``).
     ``prepare(answer)`` adapts an answer (the learner's or a variant) before it runs; ``diagnose(case, got)`` and
@@ -721,6 +723,54 @@ def check_function(function: Callable, reference: Callable, cases: list[Case], n
                 raise ExerciseFailure(f"on {case.description}: {specific}.")
             raise Mismatch(f"on {case.description}: {gap}.", case, got, function, run, same, probes)
         previous[shapes] = (expected, snapshot(got))
+    for case in cases:
+        for scale in scales:
+            scaled = scaled_case(case, scale)
+            if scaled is None:
+                continue
+            expected = reference(*snapshot(scaled.args), **snapshot(scaled.kwargs))
+            if not finite(expected):
+                continue
+            got = attempt(prepare(function), name, snapshot(scaled.args), snapshot(scaled.kwargs), forbidden)
+            if isinstance(got, Raised):
+                raise Mismatch(f"on {scaled.description}: your `{name}` raised {got.kind}: {got.message}", scaled, got,
+                               function, run, same, probes)
+            gap = difference(got, expected, f"the result of `{name}`", atol, rtol * 10)
+            if gap and not finite(got):
+                raise ExerciseFailure(f"on {scaled.description}: your `{name}` returns inf or NaN where the package's "
+                                      "result is finite: the formula overflows or divides by almost 0 on such inputs. "
+                                      "Use the numerically stable form (subtract the maximum before exp — "
+                                      "torch.softmax and torch.log_softmax do — and never take the log of a "
+                                      "probability that can round to 0).")
+            if gap:
+                raise Mismatch(f"on {scaled.description}: {gap} — right on ordinary inputs, wrong on these: a "
+                               "constant that only matters here (an eps, a clip such as ReLU6, a fixed offset) differs "
+                               "from the task's.", scaled, got, function, run, same, probes)
+
+
+def scaled_case(case: Case, scale: float) -> Case | None:
+    """``case`` with every floating tensor multiplied by ``scale`` (``None`` if it has none)."""
+    def scaled(value):
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            return value * scale
+        if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+            return type(value)(scaled(v) for v in value)
+        return value
+    args, kwargs = scaled(tuple(case.args)), {k: scaled(v) for k, v in case.kwargs.items()}
+    if same_content(snapshot(args), snapshot(tuple(case.args))) and same_content(kwargs, case.kwargs):
+        return None
+    return Case(f"{case.description}, with the floating inputs ×{scale:g}", args, kwargs)
+
+
+def finite(value: Any) -> bool:
+    """Whether every number in ``value`` (a tensor, a number, or a sequence of them) is finite."""
+    if isinstance(value, torch.Tensor):
+        return not value.is_floating_point() or bool(torch.isfinite(value).all())
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, (list, tuple)):
+        return all(finite(v) for v in value)
+    return True
 
 
 def same_output(a: Any, b: Any, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
@@ -743,3 +793,94 @@ def shape_key(case: Case) -> tuple:
             return tuple(key(v) for v in value)
         return repr(value)
     return key(tuple(case.args)), key(tuple(sorted(case.kwargs.items())))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Classes of wrong answers that no single input shows: the mode of every submodule, side effects on a model, the
+# support of random draws, rates per category.
+# ------------------------------------------------------------------------------------------------------------------
+
+def check_modes(module: nn.Module, training: bool, name: str, case: str) -> None:
+    """Every submodule of ``module`` is in train (``training=True``) or eval mode — not just the top one."""
+    wrong = [key or "the model itself" for key, m in module.named_modules() if m.training != training]
+    if wrong:
+        mode, call = ("training", "model.train()") if training else ("eval", "model.eval()")
+        raise ExerciseFailure(f"on {case}: {', '.join(f'`{w}`' for w in wrong[:3])}"
+                              f"{f' and {len(wrong) - 3} more' if len(wrong) > 3 else ''} of your `{name}`'s model "
+                              f"{'is' if len(wrong) == 1 else 'are'} not in {mode} mode: call {call} — assigning "
+                              "model.training switches the top module only, not its submodules.")
+
+
+def check_same_in_both_modes(run: Callable[[nn.Module], torch.Tensor], block: nn.Module, name: str,
+                             case: str) -> None:
+    """With dropout 0 a block computes the same in train and eval mode (as the package's does): a step active in
+    one mode only (a nonlinearity, a norm, a scale behind ``if self.training``) shows."""
+    modes = {}
+    for training in (True, False):
+        block.train(training)
+        with torch.no_grad():
+            modes[training] = run(block)
+    block.train()
+    train, evaluation = (m[0] if isinstance(m, tuple) else m for m in (modes[True], modes[False]))
+    if isinstance(train, torch.Tensor) and isinstance(evaluation, torch.Tensor) and not close(train, evaluation):
+        raise ExerciseFailure(f"on {case}: with dropout 0 your `{name}` computes differently in train mode and in eval "
+                              f"mode (by up to {max_difference(train, evaluation):.3g}): a step is active in one mode "
+                              "only. Only dropout may depend on self.training.")
+
+
+def state_of(module: nn.Module) -> dict[str, torch.Tensor]:
+    """A copy of every parameter and buffer of ``module``, by name (to compare after the learner's code ran)."""
+    return {key: value.detach().clone() for key, value in [*module.named_parameters(remove_duplicate=False),
+                                                            *module.named_buffers(remove_duplicate=False)]}
+
+
+def check_untouched(before: dict[str, torch.Tensor], module: nn.Module, allowed: set[str], name: str,
+                    case: str) -> None:
+    """Every parameter and buffer of ``module`` outside ``allowed`` still holds what it held (``before``): the
+    learner's code changed nothing beyond its task."""
+    after = state_of(module)
+    for key, value in before.items():
+        if key in allowed:
+            continue
+        if key not in after:
+            raise ExerciseFailure(f"on {case}: after your `{name}` the model has no `{key}` any more: change only "
+                                  "what the task asks.")
+        if after[key].shape != value.shape or not torch.equal(after[key], value):
+            raise ExerciseFailure(f"on {case}: your `{name}` also changed `{key}`, which the task leaves alone (a side "
+                                  "effect on the model): change only what the task asks.")
+
+
+def check_support(values: torch.Tensor, low: int, high: int, name: str, case: str, what: str = "ids") -> None:
+    """Random ``values`` drawn often enough to show every one of ``[low, high)`` must cover exactly that range."""
+    seen = set(values.reshape(-1).tolist())
+    outside = sorted(v for v in seen if not low <= v < high)
+    missing = sorted(set(range(low, high)) - seen)
+    if outside:
+        raise ExerciseFailure(f"on {case}: your `{name}` drew {what} {outside[:5]}, outside [{low}, {high}): draw from "
+                              f"{low} to {high - 1} only (torch.randint's upper bound is exclusive).")
+    if missing:
+        raise ExerciseFailure(f"on {case}: in {values.numel()} random {what} (each of [{low}, {high}) should appear "
+                              f"about {values.numel() // max(high - low, 1)} times) your `{name}` never drew "
+                              f"{missing[:5]}: the range of the draw is off (torch.randint's upper bound is "
+                              "exclusive; every id in the range must be possible).")
+
+
+def check_rates(chosen: torch.Tensor, categories: torch.Tensor, share: float, name: str, case: str,
+                what: str = "id") -> None:
+    """``chosen`` (bool) must hit each category (an id, a position) at the rate ``share``, within six standard
+    errors: an id or position chosen always, or never, shows even when the overall rate is right."""
+    for category in categories.unique().tolist():
+        here = chosen[categories == category]
+        n = here.numel()
+        if n < 30:
+            continue
+        rate = float(here.float().mean())
+        if abs(rate - share) > six_sigma(share, n):
+            raise ExerciseFailure(f"on {case}: your `{name}` chose {what} {category} {rate:.1%} of the time in {n} "
+                                  f"tries, expected about {share:.1%} like every other: something treats that {what} "
+                                  "apart (an extra id masked or excluded).")
+
+
+def six_sigma(share: float, n: int) -> float:
+    """Six standard errors of a share estimated from ``n`` independent draws (plus a little slack)."""
+    return 6 * math.sqrt(max(share * (1 - share), 1e-4) / n) + 1e-3
