@@ -60,3 +60,26 @@ def test_same_seed_same_draw_other_seed_other_draw():
 def test_sizes_that_cannot_work_are_refused(kwargs, error, message):
     with pytest.raises(error, match=message):
         which_comes_first(**kwargs)
+
+
+def test_the_order_model_without_positions_scores_exactly_one_half_and_with_them_learns_the_task():
+    """Lesson 02's experiment, as the package keeps it: exactly 50 % without positions (mirrored pairs), and the
+    sinusoidal table lets the same model learn the task."""
+    from course_utils.data.order import OrderModel, train_order_model
+    from course_utils.positional import SinusoidalPositionalEncoding
+
+    model, accuracy, losses = train_order_model(lambda: None, seed=3, steps=100)
+    assert isinstance(model, OrderModel) and model.positions is None and len(losses) == 100
+    assert accuracy == 0.5
+    _, accuracy, losses = train_order_model(lambda: SinusoidalPositionalEncoding(32, 16), seed=0)
+    assert accuracy > 0.95 and sum(losses[-50:]) / 50 < 0.1
+
+
+def test_train_order_model_is_deterministic_and_refuses_bad_arguments():
+    from course_utils.data.order import train_order_model
+
+    assert train_order_model(lambda: None, seed=1, steps=5)[2] == train_order_model(lambda: None, seed=1, steps=5)[2]
+    with pytest.raises(CourseTypeError, match="make_positions must be a function.*lambda: None"):
+        train_order_model(None, seed=0)
+    with pytest.raises(CourseValueError, match="steps must be an int >= 1"):
+        train_order_model(lambda: None, seed=0, steps=0)

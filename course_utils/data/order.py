@@ -6,15 +6,25 @@ and ``B`` swapped, so they hold the same tokens (as a multiset) with opposite la
 positions — self-attention without a positional encoding, then a mean over the tokens — gives both rows of a pair
 the same prediction, so it scores **exactly** 50 % on any set of pairs, not merely about 50 %. With positions the
 task is easy: compare where ``A`` and ``B`` are.
+
+Lesson 02 writes out :class:`OrderModel` (a set model: the same small MLP on every token, then a mean) and
+:func:`train_order_model` (lesson 00's loop on this task's data) and proves them equal to these copies, which its
+exercises and later lessons use.
 """
 from __future__ import annotations
 
-__all__ = ["MARKER_A", "MARKER_B", "FIRST_FILLER", "which_comes_first"]
+__all__ = ["MARKER_A", "MARKER_B", "FIRST_FILLER", "OrderModel", "train_order_model", "which_comes_first"]
+
+from typing import Callable
 
 import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
-from ..errors import CourseValueError
-from ..validation import check_int, check_positive_int
+from ..errors import CourseTypeError, CourseValueError
+from ..runtime import seed_everything
+from ..small_loop import train_steps
+from ..validation import check_int, check_positive_int, describe
 
 MARKER_A, MARKER_B = 1, 2  # id 0 stays free for [PAD], as everywhere in the course
 FIRST_FILLER = 3
@@ -58,3 +68,57 @@ def which_comes_first(n_examples: int, seq_len: int = 16, vocab_size: int = 16,
     ids = torch.stack([ids, mirrored], dim=1).reshape(n_examples, seq_len)         # rows 2j, 2j + 1: a pair
     labels = torch.stack([a_first, 1 - a_first], dim=1).reshape(n_examples)
     return ids, labels
+
+
+class OrderModel(nn.Module):
+    """Lesson 02's model for the order task: ids ``(batch, seq)`` → embedding (+ positions) → the same two-layer MLP
+    on every token → mean over the tokens → 2 scores ``(batch, 2)``.
+
+    Without ``positions`` it treats a sequence as a set of tokens, so it scores exactly 50 % on mirrored pairs.
+    """
+
+    def __init__(self, positions: nn.Module | None = None, vocab_size: int = 16, d_model: int = 32,
+                 hidden: int = 64) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        self.positions = positions
+        self.per_token = nn.Sequential(nn.Linear(d_model, hidden), nn.ReLU(), nn.Linear(hidden, hidden))
+        self.head = nn.Linear(hidden, 2)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.embedding(ids)                                  # (batch, seq, d_model)
+        if self.positions is not None:
+            x = self.positions(x)                                # + one vector per position
+        return self.head(self.per_token(x).mean(dim=1))          # (batch, 2)
+
+
+def train_order_model(make_positions: Callable[[], nn.Module | None], seed: int, steps: int = 600,
+                      batch_size: int = 64) -> tuple[OrderModel, float, list[float]]:
+    """Lesson 02's experiment: seed, build ``OrderModel(make_positions())``, train it with lesson 00's
+    :func:`~course_utils.small_loop.train_steps` (AdamW, lr 3e-3, cross-entropy, random batches of the 2000 training
+    sequences ``which_comes_first(2000, seed=1)``), and measure it on the 1000 test sequences
+    ``which_comes_first(1000, seed=2)``.
+
+    Returns ``(model, test accuracy as a fraction, the loss of each step)``.
+    """
+    if not callable(make_positions):
+        raise CourseTypeError(f"make_positions must be a function that builds the positional module (or returns "
+                              f"None), got {describe(make_positions)}; e.g. lambda: None")
+    check_int("seed", seed)
+    check_positive_int("steps", steps)
+    check_positive_int("batch_size", batch_size)
+    train_ids, train_labels = which_comes_first(2000, seq_len=16, vocab_size=16, seed=1)
+    test_ids, test_labels = which_comes_first(1000, seq_len=16, vocab_size=16, seed=2)
+    seed_everything(seed)
+    model = OrderModel(make_positions())
+
+    def next_batch() -> tuple[torch.Tensor, torch.Tensor]:
+        rows = torch.randint(0, len(train_ids), (batch_size,))
+        return train_ids[rows], train_labels[rows]
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    losses = train_steps(model, next_batch, F.cross_entropy, optimizer, steps)
+    model.eval()
+    with torch.no_grad():
+        accuracy = (model(test_ids).argmax(dim=-1) == test_labels).float().mean().item()
+    return model, accuracy, losses

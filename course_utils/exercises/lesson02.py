@@ -1,19 +1,49 @@
-"""Exercises of notebook 02 (positional encoding): the frequencies, the sin/cos table, the shift-as-rotation.
+"""Exercises of notebook 02 (positional encoding): predict-then-measure without positions, the other layout, the
+shift as a rotation matrix.
 
-Every check draws fresh sizes (``COURSE_CHECK_SEED`` fixes them) and compares the answer with the package's
-``course_utils.positional.sinusoidal_table`` on each, smallest first: one pair (d_model = 2), d_model not a multiple
-of 4, an odd number of positions, max_len smaller and larger than d_model, a large table. The answer must be a
-float32 tensor of the right shape.
+Each exercise declares its typical mistakes once, in a table beside it (``*_MISTAKES``: a name, how to recognise the
+mistake in an answer — usually a variant of the package's reference — and the message naming the bug); the checker
+names a mistake by walking that table. Checks draw fresh inputs (``COURSE_CHECK_SEED`` fixes them) and compare with
+the package: ``course_utils.positional.sinusoidal_table`` and ``course_utils.data.order.train_order_model``.
 """
 from __future__ import annotations
 
 import math
+import numbers
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import torch
 
-from ..positional import SinusoidalPositionalEncoding, sinusoidal_table
-from .asserts import Case, Draw, check_function
-from .core import Exercise, solution_of
+from ..positional import sinusoidal_table
+from .asserts import Case, Draw, call_learner, check_function, learner_function
+from .core import Exercise, ExerciseFailure, solution_of
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A typical wrong answer: ``matches(case, got)`` recognises it, ``message`` (text, or a function of the case and
+    the answer) names the bug."""
+    name: str
+    matches: Callable[[Case, Any], bool]
+    message: str | Callable[[Case, Any], str]
+
+    def says(self, case: Case, got: Any) -> str:
+        return self.message(case, got) if callable(self.message) else self.message
+
+
+def diagnosis(table: tuple[Mistake, ...]) -> Callable[[Case, Any], str | None]:
+    """The ``diagnose`` of :func:`~.asserts.check_function` that names the first mistake of ``table`` an answer
+    matches."""
+    def diagnose(case: Case, got: Any) -> str | None:
+        for mistake in table:
+            try:
+                if mistake.matches(case, got):
+                    return mistake.says(case, got)
+            except (RuntimeError, TypeError, ValueError, IndexError):
+                continue
+        return None
+    return diagnose
 
 
 def reference_table(max_len: int, d_model: int) -> torch.Tensor:
@@ -32,13 +62,6 @@ def frequencies_with(d_model: int, base: float = 10000.0, exponent: str = "2i") 
     return 1.0 / base ** (steps.double() / d_model)
 
 
-def table_from(frequencies: torch.Tensor, max_len: int, start: int = 0) -> torch.Tensor:
-    angles = torch.arange(start, start + max_len, dtype=torch.float64)[:, None] * frequencies
-    table = torch.zeros(max_len, 2 * len(frequencies), dtype=torch.float64)
-    table[:, 0::2], table[:, 1::2] = angles.sin(), angles.cos()
-    return table
-
-
 def rotation_blocks(angles: list[float]) -> torch.Tensor:
     """The block-diagonal matrix of 2×2 blocks [[cos a, sin a], [−sin a, cos a]], in float64."""
     return torch.block_diag(*[torch.tensor([[math.cos(a), math.sin(a)], [-math.sin(a), math.cos(a)]],
@@ -50,8 +73,8 @@ def reference_shift_matrix(k: int, d_model: int) -> torch.Tensor:
     return rotation_blocks([k * omega for omega in reference_frequencies(d_model).tolist()])
 
 
-def close(a: torch.Tensor, b: torch.Tensor, tol: float = 1e-4) -> bool:
-    return a.shape == b.shape and bool(torch.allclose(a, b, atol=tol, rtol=tol))
+def close(a: torch.Tensor | None, b: torch.Tensor, tol: float = 1e-4) -> bool:
+    return a is not None and a.shape == b.shape and bool(torch.allclose(a, b, atol=tol, rtol=tol))
 
 
 def as_float64(value) -> torch.Tensor | None:
@@ -61,152 +84,94 @@ def as_float64(value) -> torch.Tensor | None:
     return None
 
 
-def fitted_base(omega_1: float, d_model: int) -> float | None:
-    """The base b with ω_1 = b^(-2/d_model) (``None`` when ω_1 says nothing)."""
-    if not 0 < omega_1 < 1:
-        return None
-    return omega_1 ** (-d_model / 2)
+# ---------------------------------------------------------------------------- q1: predict, then measure
+def fraction(value: Any) -> float | None:
+    """A real number (Python or a one-element tensor) as a float; ``None`` for anything else."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_complex():
+        return float(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    return None
 
 
-def wrong_base_or_size(base: float, d_model: int) -> str:
-    """What frequencies of the form base^(-2i/d_model) with the wrong ``base`` most likely come from: a size written
-    as a number (10000^(-2i/D) with a fixed D), ln swapped for log10 (base e⁴), or another base."""
-    if any(abs(base - 10.0 ** n) < 1e-3 * base for n in (1, 2, 3, 5, 6)):
-        return f"your frequencies follow the base {base:.4g}; the formula's base is 10000"
-    size = d_model * math.log(10000.0) / math.log(base) if base > 1 else 0.0
-    if abs(size - round(size)) < 1e-3 and round(size) in (8, 16, 32, 64, 128, 256, 512, 768, 1024, 2048):
-        return (f"your frequencies divide by {round(size)} where d_model = {d_model} belongs: do not hard-code the "
-                "model size, use the d_model argument")
-    if abs(base - math.exp(4.0)) < 1e-3 * base:
-        return ("your frequencies use log10(10000) = 4 where the natural logarithm ln(10000) ≈ 9.21 belongs "
-                "(math.log, not math.log10)")
-    return f"your frequencies follow the base {base:.4g}; the formula's base is 10000"
+NO_POSITIONS_MISTAKES = (
+    Mistake("a percentage", lambda case, got: got == 50,
+            "return the accuracy as a fraction (0.5 for 50 %), as `train_order_model` gives it"),
+    Mistake("positions kept", lambda case, got: 0.9 < got <= 1,
+            lambda case, got: f"{case.description} returned {got:.1%}: that model still sees positions. Build it "
+                              "with no positional module — `OrderModel(None)`, i.e. `make_positions=lambda: None`"),
+    Mistake("not the whole test set", lambda case, got: 0.3 < got < 0.7,
+            lambda case, got: f"{case.description} returned {got}: measure on all 1000 test sequences, as "
+                              "`train_order_model` does (they come in mirrored pairs)"),
+)
 
 
-TABLE_FORBIDDEN = {"the package's course_utils.positional.sinusoidal_table": sinusoidal_table,
-                   "the package's SinusoidalPositionalEncoding": SinusoidalPositionalEncoding}
-
-
-# ---------------------------------------------------------------------------- q1: the frequencies
-def reference_pair_frequencies(d_model: int) -> torch.Tensor:
-    """ω_i of the package's table, float32 ``(d_model // 2,)``: the reference answer."""
-    return reference_frequencies(d_model).float()
-
-
-def frequency_cases(draw: Draw) -> list[Case]:
-    sizes = [2, draw.choice(range(6, 31, 4)), draw.choice(range(32, 129, 2)), draw.choice(range(256, 1025, 2))]
-    what = ["one (sin, cos) pair", "not a multiple of 4", "", "a large model"]
-    return [Case(f"d_model={d}" + (f" ({w})" if w else ""), (d,)) for d, w in zip(sizes, what)]
-
-
-def frequency_mistake(case: Case, got) -> str | None:
-    (d_model,) = case.args
-    got = as_float64(got)
+def check_no_positions(ns) -> None:
+    prediction = fraction(ns["my_prediction"])
+    if prediction is None or not 0 <= prediction <= 100:
+        raise ExerciseFailure("`my_prediction` should be a number: the test accuracy you expect, as a fraction "
+                              "(0.8 for 80 %), written down before you measure.")
+    if prediction > 1:
+        raise ExerciseFailure(f"`my_prediction` = {prediction}: write it as a fraction ({prediction / 100:g} for "
+                              f"{prediction:g} %).")
+    function = learner_function(ns, "accuracy_without_positions")
+    seed = Draw().integer(3, 99)
+    case = Case(f"accuracy_without_positions({seed})", (seed,))
+    got = fraction(call_learner(function, "accuracy_without_positions", case.description, seed))
     if got is None:
-        return None
-    expected = reference_frequencies(d_model)
-    if got.shape == (d_model,):
-        return (f"you returned {d_model} values; there is one frequency per (sin, cos) pair, so d_model // 2 = "
-                f"{d_model // 2}: take the even dimensions 0, 2, 4, …")
-    if got.shape != expected.shape or close(got, expected, 1e-5):
-        return None  # the shape or dtype is what differs: the contract's own message says it
-    if d_model > 2 and close(got, torch.ones_like(expected)):
-        return ("every frequency is 1: the exponent became 0. Integer division? Make the exponents floats "
-                "before dividing by d_model")
-    if d_model > 2 and close(got, 1.0 / expected):
-        return ("your frequencies grow from 1 to 10000; they must fall from 1 towards 1/10000. Put the minus sign "
-                "in the exponent: exp(-2i · ln(10000) / d_model)")
-    if d_model > 2 and close(got, frequencies_with(d_model, exponent="i")):
-        return ("the exponent is i / d_model; the formula has 2i / d_model. Count the even dimensions "
-                "0, 2, 4, … (not the pair index 0, 1, 2, …)")
-    base = fitted_base(float(got[1]), d_model) if d_model > 2 else None
-    if base is not None and abs(base - 10000) > 1 and close(got, frequencies_with(d_model, base), 1e-5):
-        return wrong_base_or_size(base, d_model) + (": ω_i = 1 / 10000^(2i / d_model) = exp(-2i · ln(10000) / "
-                                                    "d_model)")
-    return (f"expected {[round(v, 6) for v in expected[:3].tolist()]}…, got "
-            f"{[round(v, 6) for v in got[:3].tolist()]}…: ω_i = exp(-2i · ln(10000) / d_model) for the even "
-            "dimensions 2i = 0, 2, 4, …")
+        raise ExerciseFailure("`accuracy_without_positions(seed)` should return a number, the test accuracy as a "
+                              "fraction (train_order_model returns it second).")
+    if got != 0.5:
+        raise ExerciseFailure(diagnosis(NO_POSITIONS_MISTAKES)(case, got)
+                              or f"{case.description} returned {got}; train `OrderModel(None)` from that seed "
+                                 "with `train_order_model` and return its test accuracy")
 
 
-def check_pair_frequencies(ns) -> None:
-    check_function(ns["pair_frequencies"], reference_pair_frequencies, frequency_cases(Draw()), "pair_frequencies",
-                   forbidden=TABLE_FORBIDDEN, diagnose=frequency_mistake, atol=1e-8, rtol=1e-4)
+# ---------------------------------------------------------------------------- q2: the other layout
+def reference_to_halves(d_model: int) -> torch.Tensor:
+    """Column indices ``idx`` with ``sinusoidal_table(n, d_model)[:, idx]`` = sines | cosines, read off the package's
+    table (its sines sit where row 0 holds 0): int64 ``(d_model,)``."""
+    row_0 = sinusoidal_table(1, d_model)[0]
+    return torch.cat([torch.nonzero(row_0 == 0).flatten(), torch.nonzero(row_0 == 1).flatten()])
 
 
-# ---------------------------------------------------------------------------- q2: the table
-def reference_sinusoidal_pe(max_len: int, d_model: int) -> torch.Tensor:
-    """The package's ``sinusoidal_table``: the reference answer."""
-    return sinusoidal_table(max_len, d_model)
+def section_3_permutation(d_model: int) -> torch.Tensor:
+    """The lesson's permutation, the other way: ``halves[:, p]`` = the interleaved table."""
+    half = d_model // 2
+    return torch.stack([torch.arange(half), torch.arange(half) + half], dim=1).flatten()
 
 
-def table_cases(draw: Draw) -> list[Case]:
-    odd_len, small_d = draw.choice(range(5, 14, 2)), draw.choice([6, 10, 14])
-    short_len, wide_d = draw.integer(3, 9), draw.choice(range(16, 41, 2))
-    long_len, d_model = draw.choice(range(151, 302, 2)), draw.choice(range(64, 161, 2))
-    sizes = [(1, 2, "a single position, one pair"), (12, 8, ""), (odd_len, small_d, "an odd number of positions"),
-             (short_len, wide_d, "fewer positions than dimensions"), (long_len, d_model, "a large table")]
-    return [Case(f"sinusoidal_pe({n}, {d})" + (f" ({what})" if what else ""), (n, d)) for n, d, what in sizes]
+def same_indices(got: Any, expected: torch.Tensor) -> bool:
+    """Whether ``got`` is an int64 tensor holding the indices ``expected`` (other dtypes: the contract's message)."""
+    return (isinstance(got, torch.Tensor) and got.dtype == torch.int64 and got.shape == expected.shape
+            and bool((got == expected).all()))
 
 
-def table_mistake(case: Case, got) -> str | None:
-    max_len, d_model = case.args
-    expected = reference_table(max_len, d_model)
-    got = as_float64(got)
-    if got is None:
-        return None
-    if got.shape == (d_model, max_len) and got.shape != expected.shape:
-        return (f"your table has shape {tuple(got.shape)} = (d_model, max_len); it should be (max_len, d_model) "
-                f"= {tuple(expected.shape)}: one row per position")
-    if got.shape != expected.shape:
-        return (f"sinusoidal_pe({max_len}, {d_model}) should have shape (max_len, d_model) = "
-                f"{tuple(expected.shape)}, got {tuple(got.shape)}")
-    tol = 1e-5 + max_len * 2.5e-7  # float32 angles up to max_len rad carry rounding of that order
-    if close(got, expected, tol):
-        return None  # the dtype is what differs: the contract's own message says it
-    frequencies = reference_frequencies(d_model)
-    angles = torch.arange(max_len, dtype=torch.float64)[:, None] * frequencies
-    if close(got, torch.cat([angles.sin(), angles.cos()], dim=1), tol):
-        return ("you put all the sines in the first half and all the cosines in the second half. The paper "
-                "interleaves them: sin in the even columns, cos in the odd columns, so each (sin, cos) pair sits "
-                "side by side")
-    swapped = torch.zeros_like(expected)
-    swapped[:, 0::2], swapped[:, 1::2] = angles.cos(), angles.sin()
-    if close(got, swapped, tol):
-        return "sin and cos are swapped: even columns get sin, odd columns get cos (row 0 must read 0, 1, 0, 1, …)"
-    if close(got, table_from(frequencies, max_len, start=1), tol):
-        return "your positions start at 1; they start at 0, so row 0 is 0, 1, 0, 1, …"
-    # angles up to ~10⁴ · max_len rad: float32 keeps only ~3 decimals of them, hence the looser tolerance
-    if d_model > 2 and close(got, table_from(1.0 / frequencies, max_len), 1e-2):
-        return ("your frequencies grow with the pair index (the exponent's sign is flipped): pair i must turn "
-                "*slower* as i grows, ω_i = exp(-2i · ln(10000) / d_model) — mind the minus sign")
-    if d_model > 2 and close(got, table_from(frequencies_with(d_model, exponent="i"), max_len), tol):
-        return ("the exponent is i / d_model; the formula has 2i / d_model (pair i uses 10000^(2i/d_model)): "
-                "count the even dimensions 0, 2, 4, …")
-    if max_len > 1 and d_model > 2:
-        omega_1 = math.asin(max(-1.0, min(1.0, float(got[1, 2]))))
-        base = fitted_base(omega_1, d_model)
-        if base is not None and abs(base - 10000) > 1 and close(got, table_from(frequencies_with(d_model, base),
-                                                                                 max_len), tol):
-            return wrong_base_or_size(base, d_model).replace("your frequencies", "the frequencies of your table") + (
-                ": ω_i = 1 / 10000^(2i / d_model)")
-    own = 1.0 / 10000.0 ** (torch.arange(d_model, dtype=torch.float64) / d_model)
-    own_angles = torch.arange(max_len, dtype=torch.float64)[:, None] * own
-    columns = torch.where(torch.arange(d_model) % 2 == 0, own_angles.sin(), own_angles.cos())
-    if d_model > 2 and max_len > 1 and close(got, columns, tol):
-        return ("each column uses its own exponent (column / d_model), so the cos of a pair turns at another "
-                "frequency than its sin: both columns 2i and 2i+1 share one frequency, ω_i = 1 / 10000^(2i / d_model)")
-    row = int((got - expected).abs().amax(dim=1).argmax())
-    return (f"row {row} (position {row}) differs from the formula: expected "
-            f"{[round(v, 4) for v in expected[row, :4].tolist()]}…, got {[round(v, 4) for v in got[row, :4].tolist()]}…"
-            ": PE[pos, 2i] = sin(pos · ω_i), PE[pos, 2i+1] = cos(pos · ω_i), ω_i = exp(-2i · ln(10000) / d_model)")
+def halves_cases(draw: Draw) -> list[Case]:
+    sizes = [2, draw.choice([6, 10, 14]), draw.choice(range(16, 65, 2)), draw.choice(range(128, 513, 2))]
+    what = ["one pair", "", "", "a large model"]
+    return [Case(f"to_halves({d})" + (f" ({w})" if w else ""), (d,)) for d, w in zip(sizes, what)]
 
 
-def check_sinusoidal_pe(ns) -> None:
-    function = ns["sinusoidal_pe"]
-    for case in table_cases(Draw()):
-        max_len = case.args[0]
-        check_function(function, reference_sinusoidal_pe, [case], "sinusoidal_pe", forbidden=TABLE_FORBIDDEN,
-                       diagnose=table_mistake, atol=1e-5 + max_len * 2.5e-7, rtol=0.0)
+HALVES_MISTAKES = (
+    Mistake("a boolean mask", lambda case, got: isinstance(got, torch.Tensor) and got.dtype == torch.bool,
+            "return column indices (int64), not a boolean mask: a mask keeps the order of the columns"),
+    Mistake("section 3's permutation", lambda case, got: same_indices(got, section_3_permutation(*case.args)),
+            "that is section 3's permutation, which builds the interleaved table from the halves. You need the way "
+            "back: the halves start with every sine (the even columns of the course's table), then every cosine"),
+    Mistake("cosines first", lambda case, got: same_indices(got, reference_to_halves(*case.args).roll(
+        case.args[0] // 2)), "your halves start with the cosines; tensor2tensor puts the sines first"),
+    Mistake("the identity", lambda case, got: same_indices(got, torch.arange(case.args[0])),
+            "these indices leave the table as it is (interleaved); reorder the columns: sines first, then cosines"),
+    Mistake("only the sines", lambda case, got: same_indices(got, torch.arange(0, case.args[0], 2)),
+            lambda case, got: f"you return only the {case.args[0] // 2} sine columns; the halves layout keeps all "
+                              f"{case.args[0]}: every sine, then every cosine"),
+)
+
+
+def check_to_halves(ns) -> None:
+    check_function(learner_function(ns, "to_halves"), reference_to_halves, halves_cases(Draw()), "to_halves",
+                   diagnose=diagnosis(HALVES_MISTAKES), atol=0, rtol=0)
 
 
 # ---------------------------------------------------------------------------- q3: a shift is a rotation
@@ -227,62 +192,80 @@ def shift_cases(draw: Draw) -> list[Case]:
     return [Case(f"shift_matrix({k}, {d}) ({what})", (k, d)) for k, d, what in sizes]
 
 
-def shift_mistake(case: Case, got) -> str | None:
-    k, d_model = case.args
-    got = as_float64(got)
+def off_blocks(got: torch.Tensor | None) -> bool:
+    """Whether ``got`` has entries outside the 2×2 diagonal blocks."""
     if got is None:
-        return None
-    if got.shape != (d_model, d_model):
-        return f"shift_matrix({k}, {d_model}) should be a ({d_model}, {d_model}) matrix, got {tuple(got.shape)}"
-    expected = reference_shift_matrix(k, d_model)
-    if close(got, expected):
-        return None  # the dtype is what differs: the contract's own message says it
-    if close(got, expected.T):
-        return (f"your matrix moves positions backwards (M @ PE[pos] = PE[pos - {k}]): the sign of the sine terms "
-                "is flipped. From sin(a+b) = sin a cos b + cos a sin b and cos(a+b) = cos a cos b − sin a sin b, "
-                "each block is [[cos, sin], [−sin, cos]]")
-    if k != 1 and close(got, reference_shift_matrix(1, d_model)):
-        return f"shift_matrix({k}, …) equals the shift by 1: the angle of pair i is k · ω_i"
-    blocks = torch.block_diag(*[torch.ones(2, 2)] * (d_model // 2)).bool()
-    if (got.abs() > 1e-6).logical_and(~blocks).any():
-        return ("entries outside the 2×2 diagonal blocks must be 0: each (sin, cos) pair rotates on its own, by "
-                "its own frequency")
-    if d_model > 2 and close(got, rotation_blocks([k * w for w in frequencies_with(d_model, exponent="i").tolist()])):
-        return ("the blocks rotate by the wrong angles: the exponent is i / d_model, the formula has 2i / d_model "
-                "(count the even dimensions 0, 2, 4, …)")
+        return False
+    blocks = torch.block_diag(*[torch.ones(2, 2)] * (got.shape[0] // 2)).bool()
+    return bool((got.abs() > 1e-6).logical_and(~blocks).any())
+
+
+def shift_error(case: Case, got: torch.Tensor) -> str:
+    k, d_model = case.args
     table = reference_table(k + 40, d_model)
-    moved = table[:-k] @ got.T
-    error = float((moved - table[k:]).abs().max())
+    error = float((table[:-k] @ got.T - table[k:]).abs().max())
     return (f"M @ PE[pos] should equal PE[pos + {k}], but they differ by up to {error:.3f}: block i is "
             "[[cos(k·ω_i), sin(k·ω_i)], [−sin(k·ω_i), cos(k·ω_i)]]")
 
 
+def square_float(case: Case, got: Any) -> torch.Tensor | None:
+    got = as_float64(got)
+    return got if got is not None and got.shape == (case.args[1], case.args[1]) else None
+
+
+SHIFT_MISTAKES = (
+    Mistake("wrong size", lambda case, got: as_float64(got) is not None and square_float(case, got) is None,
+            lambda case, got: f"shift_matrix({case.args[0]}, {case.args[1]}) should be a ({case.args[1]}, "
+                              f"{case.args[1]}) matrix, got {tuple(got.shape)}"),
+    Mistake("rotates backwards", lambda case, got: close(square_float(case, got), reference_shift_matrix(*case.args).T),
+            lambda case, got: f"your matrix moves positions backwards (M @ PE[pos] = PE[pos - {case.args[0]}]): the "
+                              "sign of the sine terms is flipped. From sin(a+b) = sin a cos b + cos a sin b and "
+                              "cos(a+b) = cos a cos b − sin a sin b, each block is [[cos, sin], [−sin, cos]]"),
+    Mistake("angle ignores k", lambda case, got: case.args[0] != 1 and close(square_float(case, got),
+                                                                              reference_shift_matrix(1, case.args[1])),
+            lambda case, got: f"shift_matrix({case.args[0]}, …) equals the shift by 1: the angle of pair i is k · ω_i"),
+    Mistake("entries outside the blocks", lambda case, got: off_blocks(square_float(case, got)),
+            "entries outside the 2×2 diagonal blocks must be 0: each (sin, cos) pair rotates on its own, by its own "
+            "frequency"),
+    Mistake("i instead of 2i", lambda case, got: case.args[1] > 2 and close(
+        square_float(case, got), rotation_blocks([case.args[0] * w for w in
+                                                  frequencies_with(case.args[1], exponent="i").tolist()])),
+        "the blocks rotate by the wrong angles: the exponent is i / d_model, the formula has 2i / d_model (count the "
+        "even dimensions 0, 2, 4, …)"),
+    Mistake("another matrix", lambda case, got: square_float(case, got) is not None and not close(
+        square_float(case, got), reference_shift_matrix(*case.args)),
+            lambda case, got: shift_error(case, square_float(case, got))),
+)
+
+
 def check_shift_matrix(ns) -> None:
-    check_function(ns["shift_matrix"], reference_shift, shift_cases(Draw()), "shift_matrix", diagnose=shift_mistake,
-                   atol=1e-4, rtol=1e-4)
+    check_function(ns["shift_matrix"], reference_shift, shift_cases(Draw()), "shift_matrix",
+                   diagnose=diagnosis(SHIFT_MISTAKES), atol=1e-4, rtol=1e-4)
 
 
 q1 = Exercise(
-    name="One frequency per (sin, cos) pair",
-    variables=("pair_frequencies",),
-    checker=check_pair_frequencies,
-    hints=("Write 1 / 10000^(2i / d_model) as an exponential of a logarithm. How many pairs does d_model hold, and "
-           "which dimensions start them?",
-           "Take the even dimensions 0, 2, 4, … below d_model as a float32 tensor (d_model // 2 values); multiply "
-           "them by −ln(10000) / d_model; take the exponential. The values fall from 1 towards 1/10000."),
-    solution=solution_of("lesson02", "pair_frequencies"),
+    name="Predict, then measure: no positions",
+    variables=("my_prediction", "accuracy_without_positions"),
+    checker=check_no_positions,
+    hints=("What does the model without positions see of a sequence and of its mirror? What are their labels?",
+           "Write your prediction first. Then: a function of `seed` that calls `train_order_model` with a "
+           "`make_positions` that builds nothing, and returns the accuracy it measured (its second result)."),
+    solution=solution_of("lesson02", "my_prediction", "accuracy_without_positions"),
+    success=("Correct. Exactly 0.5, for every seed — not about 0.5. Without positions the model gives a sequence and "
+             "its mirror (the same tokens, the opposite label) the same scores, so it is right on exactly one of each "
+             "pair, however long it trains. Next, predict before you try: keep the sinusoidal table but take the ReLU "
+             "out of `per_token`."),
 )
 
 q2 = Exercise(
-    name="The sinusoidal table",
-    variables=("sinusoidal_pe",),
-    checker=check_sinusoidal_pe,
-    hints=("Every entry is sin or cos of (position × frequency of its pair): build all the angles at once by "
-           "broadcasting a column of positions against a row of frequencies.",
-           "positions 0 … max_len − 1 as a float32 column (max_len, 1); frequencies of the even dimensions as in "
-           "exercise 1, a row (d_model/2,); angles = their product (max_len, d_model/2); a float32 table of zeros "
-           "(max_len, d_model); even columns ← sin(angles), odd columns ← cos(angles)."),
-    solution=solution_of("lesson02", "sinusoidal_pe"),
+    name="The other layout",
+    variables=("to_halves",),
+    checker=check_to_halves,
+    hints=("Which columns of the course's table hold the sines, and which the cosines? The halves layout lists "
+           "the first group, then the second, each in its own order.",
+           "The even column numbers 0, 2, …, d_model − 2, followed by the odd ones 1, 3, …, d_model − 1, as one "
+           "int64 tensor of length d_model."),
+    solution=solution_of("lesson02", "to_halves"),
 )
 
 q3 = Exercise(

@@ -1,89 +1,51 @@
 """Typical wrong answers to the exercises of lesson02, each with the phrase its feedback must contain."""
 from . import Alternative, Mistake
 
-PRELUDE = 'import math\nimport torch\n'
+PRELUDE = 'import math\nimport torch\nfrom course_utils.data.order import train_order_model\n'
 
 
 def q(exercise: str, name: str, code: str, message: str) -> Mistake:
     return Mistake("lesson02", exercise, name, code, message, PRELUDE)
 
 
+MEASURE = ('def accuracy_without_positions(seed):\n'
+           '    return train_order_model(lambda: None, seed)[1]\n')
+
 MISTAKES = [
-    q('q1', 'one per dimension',
-      'def pair_frequencies(d):\n'
-      '    return torch.exp(-torch.arange(d).float() * math.log(1e4) / d)',
-      'd_model // 2'),
-    q('q1', 'integer division',
-      'def pair_frequencies(d):\n'
-      '    return 1 / 10000 ** (torch.arange(0, d, 2) // d)',
-      'exponent became 0'),
-    q('q1', 'missing minus',
-      'def pair_frequencies(d):\n'
-      '    return torch.exp(torch.arange(0, d, 2).float() * math.log(1e4) / d)',
-      'minus sign'),
-    q('q1', 'i instead of 2i',
-      'def pair_frequencies(d):\n'
-      '    return 1 / 10000 ** (torch.arange(d // 2).float() / d)',
-      '2i / d_model'),
-    q('q1', 'wrong base',
-      'def pair_frequencies(d):\n'
-      '    return 1 / 1000 ** (torch.arange(0, d, 2).float() / d)',
-      'exp(-2i'),
-    q('q1', 'a list',
-      'def pair_frequencies(d):\n'
-      '    return [1.0] * (d // 2)',
+    # q1: predict, then measure
+    q('q1', 'positions kept', 'my_prediction = 0.5\n'
+      'from course_utils.positional import SinusoidalPositionalEncoding\n\n\n'
+      'def accuracy_without_positions(seed):\n'
+      '    return train_order_model(lambda: SinusoidalPositionalEncoding(32, 16), seed)[1]\n',
+      'still sees positions'),
+    q('q1', 'a percentage', 'my_prediction = 0.5\n\n\ndef accuracy_without_positions(seed):\n'
+      '    return 100 * train_order_model(lambda: None, seed)[1]\n', 'as a fraction'),
+    q('q1', 'the whole triple', 'my_prediction = 0.5\n\n\ndef accuracy_without_positions(seed):\n'
+      '    return train_order_model(lambda: None, seed)\n', 'should return a number'),
+    q('q1', 'an estimate typed in', 'my_prediction = 0.5\n\n\ndef accuracy_without_positions(seed):\n'
+      '    return 0.52\n', 'all 1000 test sequences'),
+    q('q1', 'prediction as a percentage', 'my_prediction = 50\n' + MEASURE, 'fraction (0.5 for 50'),
+    q('q1', 'prediction in words', 'my_prediction = "about half"\n' + MEASURE, 'should be a number'),
+    q('q1', 'prediction above 100 %', 'my_prediction = 150\n' + MEASURE, 'should be a number'),
+    q('q1', 'accuracy not a function', 'my_prediction = 0.5\naccuracy_without_positions = [0.5, 0.5, 0.5]\n',
+      'should be a function'),
+    # q2: the other layout
+    q('q2', "section 3's permutation", 'def to_halves(d_model):\n    half = d_model // 2\n'
+      '    return torch.stack([torch.arange(half), torch.arange(half) + half], dim=1).flatten()\n', 'the way back'),
+    q('q2', 'cosines first', 'def to_halves(d_model):\n'
+      '    return torch.cat([torch.arange(1, d_model, 2), torch.arange(0, d_model, 2)])\n', 'start with the cosines'),
+    q('q2', 'the identity', 'def to_halves(d_model):\n    return torch.arange(d_model)\n', 'leave the table'),
+    q('q2', 'only the sines', 'def to_halves(d_model):\n    return torch.arange(0, d_model, 2)\n',
+      'only the'),
+    q('q2', 'a boolean mask', 'def to_halves(d_model):\n    return torch.arange(d_model) % 2 == 0\n',
+      'not a boolean mask'),
+    q('q2', 'float indices', 'def to_halves(d_model):\n'
+      '    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)]).float()\n', 'torch.int64'),
+    q('q2', 'a list', 'def to_halves(d_model):\n    return list(range(0, d_model, 2)) + list(range(1, d_model, 2))\n',
       'torch.Tensor'),
-    q('q2', 'halves instead of interleaved',
-      'def sinusoidal_pe(max_len, d):\n'
-      '    pos = torch.arange(0, max_len + 0, dtype=torch.float32)[:, None]\n'
-      '    angle = pos * torch.exp(-torch.arange(0, d, 2).float() * math.log(10000.0) / d)\n'
-      '    return torch.cat([angle.sin(), angle.cos()], dim=1)\n',
-      'interleaves'),
-    q('q2', 'sin and cos swapped',
-      'def sinusoidal_pe(max_len, d):\n'
-      '    pos = torch.arange(0, max_len + 0, dtype=torch.float32)[:, None]\n'
-      '    angle = pos * torch.exp(-torch.arange(0, d, 2).float() * math.log(10000.0) / d)\n'
-      '    t = torch.zeros(max_len, d)\n'
-      '    t[:, 0::2] = angle.cos()\n'
-      '    t[:, 1::2] = angle.sin()\n'
-      '    return t\n',
-      'swapped'),
-    q('q2', 'positions from 1',
-      'def sinusoidal_pe(max_len, d):\n'
-      '    pos = torch.arange(1, max_len + 1, dtype=torch.float32)[:, None]\n'
-      '    angle = pos * torch.exp(-torch.arange(0, d, 2).float() * math.log(10000.0) / d)\n'
-      '    t = torch.zeros(max_len, d)\n'
-      '    t[:, 0::2] = angle.sin()\n'
-      '    t[:, 1::2] = angle.cos()\n'
-      '    return t\n',
-      'start at 1'),
-    q('q2', 'transposed table',
-      'def sinusoidal_pe(max_len, d):\n'
-      '    pos = torch.arange(0, max_len + 0, dtype=torch.float32)[:, None]\n'
-      '    angle = pos * torch.exp(-torch.arange(0, d, 2).float() * math.log(10000.0) / d)\n'
-      '    t = torch.zeros(max_len, d)\n'
-      '    t[:, 0::2] = angle.sin()\n'
-      '    t[:, 1::2] = angle.cos()\n'
-      '    return t.T\n',
-      '(max_len, d_model)'),
-    q('q2', 'i instead of 2i in the exponent',
-      'def sinusoidal_pe(max_len, d):\n'
-      '    pos = torch.arange(max_len).float()[:, None]\n'
-      '    angle = pos / 10000 ** (torch.arange(d // 2).float() / d)\n'
-      '    t = torch.zeros(max_len, d)\n'
-      '    t[:, 0::2] = angle.sin()\n'
-      '    t[:, 1::2] = angle.cos()\n'
-      '    return t\n',
-      '2i / d_model'),
-    q('q2', 'frequencies rising',
-      'def sinusoidal_pe(max_len, d):\n'
-      '    pos = torch.arange(max_len).float()[:, None]\n'
-      '    angle = pos * torch.exp(torch.arange(0, d, 2).float() * math.log(10000.0) / d)\n'
-      '    t = torch.zeros(max_len, d)\n'
-      '    t[:, 0::2] = angle.sin()\n'
-      '    t[:, 1::2] = angle.cos()\n'
-      '    return t\n',
-      'minus sign'),
+    q('q2', 'one off', 'def to_halves(d_model):\n'
+      '    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)]).roll(1)\n', 'to_halves('),
+    # q3: the shift as a rotation matrix
     q('q3', 'rotates backwards',
       'def shift_matrix(k, d):\n'
       '    blocks = []\n'
@@ -121,26 +83,12 @@ MISTAKES = [
       'should equal PE[pos + 1]'),
 ]
 MISTAKES += [
-    q('q1', 'base 1000 written as a power', "def pair_frequencies(d):\n"
-      "    return 1 / 1000 ** (torch.arange(0, d, 2).float() / d)\n", 'base 1000'),
-    q('q2', 'base 1000', "def sinusoidal_pe(max_len, d):\n    pos = torch.arange(max_len).float()[:, None]\n"
-      "    angle = pos / 1000 ** (torch.arange(0, d, 2).float() / d)\n"
-      "    t = torch.zeros(max_len, d)\n    t[:, 0::2] = angle.sin()\n    t[:, 1::2] = angle.cos()\n    return t\n",
-      'base 1000'),
     q('q3', 'i instead of 2i in the angle', "def shift_matrix(k, d):\n    blocks = []\n    for i in range(d // 2):\n"
       "        a = k / 10000 ** (i / d)\n        c, s = math.cos(a), math.sin(a)\n"
       "        blocks.append(torch.tensor([[c, s], [-s, c]]))\n    return torch.block_diag(*blocks)\n",
       '2i / d_model'),
 ]
 
-SOLUTION_TABLE = ('def sinusoidal_pe(max_len, d_model):\n'
-                  '    position = torch.arange(max_len, dtype=torch.float32)[:, None]\n'
-                  '    frequency = torch.exp(-torch.arange(0, d_model, 2, dtype=torch.float32)\n'
-                  '                          * math.log(10000.0) / d_model)\n'
-                  '    table = torch.zeros(max_len, d_model)\n'
-                  '    table[:, 0::2] = torch.sin(position * frequency)\n'
-                  '    table[:, 1::2] = torch.cos(position * frequency)\n'
-                  '    return table\n')
 SOLUTION_SHIFT = ('def shift_matrix(k, d_model):\n'
                   '    blocks = []\n'
                   '    for two_i in range(0, d_model, 2):\n'
@@ -150,36 +98,6 @@ SOLUTION_SHIFT = ('def shift_matrix(k, d_model):\n'
                   '    return torch.block_diag(*blocks)\n')
 
 MISTAKES += [
-    # q1: float64, a size written as a number, log10 for ln, NumPy
-    q('q1', 'float64', 'def pair_frequencies(d):\n'
-      '    return torch.exp(-torch.arange(0, d, 2, dtype=torch.float64) * math.log(10000.0) / d)\n', 'torch.float32'),
-    q('q1', 'd_model hard-coded as 512', 'def pair_frequencies(d):\n'
-      '    return torch.exp(-torch.arange(0, d, 2).float() * math.log(10000.0) / 512)\n', 'do not hard-code'),
-    q('q1', 'log10 for ln', 'def pair_frequencies(d):\n'
-      '    return torch.exp(-torch.arange(0, d, 2).float() * math.log10(10000.0) / d)\n', 'math.log10'),
-    q('q1', 'a NumPy array', 'import numpy as np\n\n\ndef pair_frequencies(d):\n'
-      '    return np.exp(-np.arange(0, d, 2) * math.log(10000.0) / d)\n', 'torch.Tensor'),
-    q('q1', 'a straight line', 'def pair_frequencies(d):\n    return torch.linspace(1.0, 1e-4, d // 2)\n',
-      'ω_i = exp(-2i'),
-    # q2: float64, a batch of one squeezed, each column its own frequency, sizes swapped
-    q('q2', 'float64 table', SOLUTION_TABLE.replace('torch.zeros(max_len, d_model)',
-                                                    'torch.zeros(max_len, d_model, dtype=torch.float64)'),
-      'torch.float32'),
-    q('q2', 'squeezed', SOLUTION_TABLE.replace('return table', 'return table.squeeze()'), '(max_len, d_model)'),
-    q('q2', 'each column its own frequency', 'def sinusoidal_pe(max_len, d_model):\n'
-      '    table = torch.zeros(max_len, d_model)\n'
-      '    for pos in range(max_len):\n'
-      '        for i in range(d_model):\n'
-      '            angle = pos / 10000 ** (i / d_model)\n'
-      '            table[pos, i] = math.sin(angle) if i % 2 == 0 else math.cos(angle)\n'
-      '    return table\n', 'share one frequency'),
-    q('q2', 'sin and cos stacked, not interleaved', 'def sinusoidal_pe(max_len, d_model):\n'
-      '    pos = torch.arange(max_len).float()[:, None]\n'
-      '    angle = pos * torch.exp(-torch.arange(0, d_model, 2).float() * math.log(10000.0) / d_model)\n'
-      '    return torch.stack([angle.sin(), angle.cos()], dim=1).reshape(max_len, d_model)\n',
-      'interleaves'),
-    q('q2', 'd_model hard-coded as 512',
-      SOLUTION_TABLE.replace('math.log(10000.0) / d_model', 'math.log(10000.0) / 512'), 'do not hard-code'),
     # q3: float64, blocks overlapping, a fixed size
     q('q3', 'float64', SOLUTION_SHIFT.replace('torch.tensor([[c, s], [-s, c]])',
                                               'torch.tensor([[c, s], [-s, c]], dtype=torch.float64)'), 'torch.float32'),
@@ -196,34 +114,28 @@ MISTAKES += [
 ]
 
 ALTERNATIVES = [
-    Alternative('lesson02', 'q1', 'the power form', 'def pair_frequencies(d_model):\n'
-                '    return 1.0 / 10000 ** (torch.arange(0, d_model, 2) / d_model)\n', PRELUDE),
-    Alternative('lesson02', 'q1', 'float64, then float32', 'def pair_frequencies(d_model):\n'
-                '    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)\n'
-                '    return torch.pow(10000.0, -two_i / d_model).float()\n', PRELUDE),
-    Alternative('lesson02', 'q1', 'logspace', 'def pair_frequencies(d_model):\n'
-                '    return torch.logspace(0, -4 * (d_model - 2) / d_model, d_model // 2)\n', PRELUDE),
-    Alternative('lesson02', 'q1', 'a list comprehension', 'def pair_frequencies(d_model):\n'
-                '    return torch.tensor([math.exp(-i * math.log(10000) / d_model) for i in range(0, d_model, 2)])\n',
+    Alternative('lesson02', 'q1', 'fewer steps, a tensor prediction', 'my_prediction = torch.tensor(0.5)\n\n\n'
+                'def accuracy_without_positions(seed):\n'
+                '    model, accuracy, _ = train_order_model(lambda: None, seed, steps=200)\n'
+                '    return accuracy\n', PRELUDE),
+    Alternative('lesson02', 'q1', 'a wrong prediction, an honest measurement', 'my_prediction = 0.75\n' + MEASURE,
                 PRELUDE),
-    Alternative('lesson02', 'q2', 'stacked and flattened', 'def sinusoidal_pe(max_len, d_model):\n'
-                '    pos = torch.arange(max_len)[:, None]\n'
-                '    angle = pos * torch.pow(torch.tensor(1e-4), torch.arange(0, d_model, 2) / d_model)\n'
-                '    return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)\n', PRELUDE),
-    Alternative('lesson02', 'q2', 'a loop over positions and pairs', 'def sinusoidal_pe(max_len, d_model):\n'
-                '    table = torch.zeros(max_len, d_model)\n'
-                '    for pos in range(max_len):\n'
-                '        for i in range(0, d_model, 2):\n'
-                '            angle = pos / 10000 ** (i / d_model)\n'
-                '            table[pos, i] = math.sin(angle)\n'
-                '            table[pos, i + 1] = math.cos(angle)\n'
-                '    return table\n', PRELUDE),
-    Alternative('lesson02', 'q2', 'float64, then float32', 'def sinusoidal_pe(max_len, d_model):\n'
-                '    pos = torch.arange(max_len, dtype=torch.float64)[:, None]\n'
-                '    angle = pos / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)\n'
-                '    table = torch.empty(max_len, d_model, dtype=torch.float64)\n'
-                '    table[:, ::2], table[:, 1::2] = angle.sin(), angle.cos()\n'
-                '    return table.float()\n', PRELUDE),
+    Alternative('lesson02', 'q1', 'measured by hand, as a tensor', 'my_prediction = 1 / 2\n'
+                'from course_utils.data.order import which_comes_first\n\n\n'
+                'def accuracy_without_positions(seed):\n'
+                '    model = train_order_model(lambda: None, seed)[0]\n'
+                '    ids, labels = which_comes_first(1000, 16, 16, seed=2)\n'
+                '    with torch.no_grad():\n'
+                '        return (model(ids).argmax(-1) == labels).double().mean()\n', PRELUDE),
+    Alternative('lesson02', 'q2', 'a reshape and transpose', 'def to_halves(d_model):\n'
+                '    return torch.arange(d_model).reshape(-1, 2).T.flatten()\n', PRELUDE),
+    Alternative('lesson02', 'q2', "inverting section 3's permutation", 'def to_halves(d_model):\n'
+                '    half = d_model // 2\n'
+                '    forward = torch.stack([torch.arange(half), torch.arange(half) + half], dim=1).flatten()\n'
+                '    return torch.argsort(forward)\n', PRELUDE),
+    Alternative('lesson02', 'q2', 'a list comprehension', 'def to_halves(d_model):\n'
+                '    order = [j for j in range(d_model) if j % 2 == 0] + [j for j in range(d_model) if j % 2]\n'
+                '    return torch.tensor(order)\n', PRELUDE),
     Alternative('lesson02', 'q3', 'the one-step rotation to the power k', 'def shift_matrix(k, d_model):\n'
                 '    m = torch.zeros(d_model, d_model, dtype=torch.float64)\n'
                 '    for i in range(0, d_model, 2):\n'
