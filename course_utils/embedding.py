@@ -1,7 +1,7 @@
-"""Token embeddings: ids → vectors, scaled by √d_model."""
+"""Token embeddings: ids → vectors, scaled by √d_model (lesson 01 builds it as one_hot(ids) @ W · √d_model)."""
 from __future__ import annotations
 
-__all__ = ["TokenEmbedding", "check_token_ids"]
+__all__ = ["TokenEmbedding"]
 
 import math
 

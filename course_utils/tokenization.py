@@ -48,7 +48,7 @@ __all__ = [
     "PAD", "UNK", "CLS", "SEP", "MASK", "BOS", "EOS", "SPECIAL_TOKENS", "N_SPECIAL_TOKENS",
     "PAD_ID", "UNK_ID", "CLS_ID", "SEP_ID", "MASK_ID", "BOS_ID", "EOS_ID", "UNKNOWN_MARKER",
     "WORD_SPLIT_PATTERN", "split_words", "byte_level_text", "byte_level_bytes", "tie_break_key",
-    "add_special_tokens", "pad_batch", "merge_pair",
+    "add_special_tokens", "pad_batch", "count_pairs", "merge_pair",
     "CharTokenizer", "WordTokenizer", "BPETokenizer",
 ]
 
@@ -940,8 +940,19 @@ def _check_path(path, what: str) -> Path:
     return Path(path)
 
 
+def count_pairs(symbols: Sequence[int]) -> dict[tuple[int, int], int]:
+    """How often each adjacent pair occurs in one sequence of ids: BPE's first step (lesson 01 builds it).
+
+    >>> count_pairs([5, 6, 5, 6, 7])
+    {(5, 6): 2, (6, 5): 1, (6, 7): 1}
+    """
+    symbols = _id_list(symbols, "count_pairs")
+    return dict(Counter(zip(symbols, symbols[1:])))
+
+
 def merge_pair(symbols: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
-    """Replace every non-overlapping occurrence of ``pair`` (left to right) by ``new_id``.
+    """Replace every non-overlapping occurrence of ``pair`` (left to right) by ``new_id``: BPE's second step
+    (lesson 01 builds it).
 
     >>> merge_pair([5, 6, 7, 5, 6], (5, 6), 300)
     [300, 7, 300]

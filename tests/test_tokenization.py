@@ -356,3 +356,30 @@ def test_bpe_compresses_held_out_text_better_with_a_larger_vocabulary():
     n_bytes = sum(len(s.encode()) for s in held_out.sentences)
     assert n_large < n_small < n_bytes
     assert n_large / held_out.n_words < 2.5  # measured 2.13 (vocab 300: 4.35) on Python 3.11.7
+
+
+def test_count_pairs_counts_overlapping_neighbours_and_refuses_float_ids():
+    assert tokenization.count_pairs([5, 6, 5, 6, 7]) == {(5, 6): 2, (6, 5): 1, (6, 7): 1}
+    assert tokenization.count_pairs([4, 4, 4]) == {(4, 4): 2}
+    assert tokenization.count_pairs([9]) == {} == tokenization.count_pairs([])
+    assert tokenization.count_pairs(torch.tensor([3, 1, 3])) == {(3, 1): 1, (1, 3): 1}
+    with pytest.raises(CourseTypeError, match="integers"):
+        tokenization.count_pairs(torch.tensor([1.0, 2.0]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.text(alphabet="abé ,.1", min_size=1, max_size=30), min_size=1, max_size=5),
+       st.integers(1, 25))
+def test_lessons_recount_trainer_learns_the_packages_merges(texts, n_merges):
+    """Lesson 01 writes BPE as 'count all pairs, merge the best, repeat' (its solutions' train/encode); the package's
+    incremental trainer learns the same merges and its encoder gives the same ids — the equality lesson 01 shows."""
+    from course_utils.exercises.solutions.lesson01 import encode, train
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        package = BPETokenizer.train(texts, BPETokenizer.first_merge_id + n_merges)
+    if len(package.token_bytes) != BPETokenizer.first_merge_id + len(package.merges):
+        return  # a merge rebuilt an existing token, which reuses its id: the lesson's numbering 263 + k no longer holds
+    assert train(texts, n_merges) == package.merges
+    for text in texts + ["ab, é1 ba."]:
+        assert encode(text, package.merges) == package.encode(text)

@@ -3,8 +3,9 @@
 import math
 from collections import Counter
 
-import torch
 import torch.nn.functional as F
+
+from course_utils.tokenization import split_words, tie_break_key
 
 
 def count_pairs(ids):
@@ -23,16 +24,37 @@ def merge_pair(ids, pair, new_id):
     return merged
 
 
-def pad_with_mask(sequences, pad_id=0):
-    longest = max(len(s) for s in sequences)
-    ids = torch.full((len(sequences), longest), pad_id, dtype=torch.long)
-    for row, sequence in enumerate(sequences):
-        ids[row, :len(sequence)] = torch.tensor(sequence)
-    mask = (ids != pad_id)[:, None, None, :]
-    return ids, mask
+def train(texts, n_merges):
+    word_counts = Counter(word for text in texts for word in split_words(text))
+    words = {word: [7 + b for b in word.encode("utf-8")] for word in word_counts}  # byte b has id 7 + b
+    merges = []
+    for k in range(n_merges):
+        totals = Counter()
+        for word, ids in words.items():
+            for pair, n in count_pairs(ids).items():
+                totals[pair] += n * word_counts[word]
+        if not totals:
+            break
+        best = min(totals, key=lambda pair: (-totals[pair], tie_break_key(pair)))
+        if totals[best] < 2:
+            break
+        merges.append(best)
+        words = {word: merge_pair(ids, best, 263 + k) for word, ids in words.items()}  # merge k -> id 263 + k
+    return merges
 
 
-def scaled_one_hot_embedding(ids, weight):
-    vocab_size, d_model = weight.shape
-    one_hot = F.one_hot(ids, num_classes=vocab_size).float()   # (batch, seq, vocab)
-    return one_hot @ weight * math.sqrt(d_model)                # (batch, seq, d_model)
+def encode(text, merges):
+    ids = []
+    for word in split_words(text):
+        word_ids = [7 + b for b in word.encode("utf-8")]
+        for k, pair in enumerate(merges):
+            word_ids = merge_pair(word_ids, pair, 263 + k)
+        ids += word_ids
+    return ids
+
+
+def embedding_grad(ids, grad_output, vocab_size):
+    d_model = grad_output.size(-1)
+    one_hot = F.one_hot(ids, num_classes=vocab_size).to(grad_output.dtype)      # (batch, seq, vocab)
+    grad = one_hot.reshape(-1, vocab_size).T @ grad_output.reshape(-1, d_model)  # (vocab, d_model)
+    return grad * math.sqrt(d_model)
