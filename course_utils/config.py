@@ -7,6 +7,7 @@ __all__ = ["ACTIVATIONS", "NORMALIZATIONS", "NORM_PLACEMENTS", "POSITIONAL_KINDS
            "feed_forward_parameter_count", "layer_norm_parameter_count"]
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch.nn as nn
 
@@ -16,7 +17,6 @@ from .validation import (
     check_choice,
     check_index,
     check_module,
-    check_non_negative_int,
     check_positive_int,
     check_probability,
     check_real,
@@ -40,24 +40,15 @@ class TransformerConfig:
     Lesson 09's switches, each changing one thing: ``positional="rope"`` (rotate queries and keys by
     ``rope_base``), ``normalization="rmsnorm"``, ``activation="swiglu"`` (a gated feed-forward whose hidden size is
     ``d_ff``), ``n_kv_heads`` < ``n_heads`` (grouped-query attention; ``None`` = ``n_heads``, 1 = multi-query), and
-    ``bias=False`` (no bias in any linear layer or LayerNorm).
-
-    The switches the published model families need (lesson 09's last section; :mod:`course_utils.interop` sets
-    them when it loads GPT-2, BERT or Llama weights), each off by default so every course model stays as it was:
-
-    * ``activation="gelu_tanh"``: GELU with the tanh approximation (GPT-2's ``gelu_new``);
-    * ``scale_embeddings=False``: token embeddings are *not* multiplied by √d_model (GPT-2, BERT, Llama);
-    * ``n_token_types``: that many token-type (segment) embeddings are added to the input (BERT's sentence A/B;
-      0 = none);
-    * ``embedding_norm=True``: the summed input embeddings are normalised before the first layer (BERT);
-    * ``final_norm=False``: no normalisation after the last layer (BERT's Post-LN encoder has none);
-    * ``norm_eps``: the ε of every LayerNorm / RMSNorm (``None``: PyTorch's defaults, 1e-5 for LayerNorm and the
-      machine epsilon for RMSNorm; BERT uses 1e-12, Llama 1e-6);
-    * ``pad_id=None``: the vocabulary has no padding token (GPT-2, Llama), so no position is masked by its id.
+    ``bias=False`` (no bias in any linear layer or LayerNorm). ``activation="gelu_tanh"`` is GPT-2's GELU (the tanh
+    approximation) and ``pad_id=None`` a vocabulary without a padding token (GPT-2, Llama): nothing is masked.
 
     Every field is checked when the config is built: sizes are positive ints, ``dropout`` lies in [0, 1),
     ``pad_id`` is ``None`` or a valid id of both vocabularies, ``n_kv_heads`` divides ``n_heads``, RoPE has an even
-    ``d_head``, ``norm_eps`` is ``None`` or positive.
+    ``d_head``.
+
+    The five constants below are what the published families change to load their checkpoints; they are fields of
+    :class:`course_utils.interop.PublishedConfig`, which documents them. Every course model has these values.
     """
 
     vocab_size: int
@@ -76,11 +67,12 @@ class TransformerConfig:
     n_kv_heads: int | None = None
     rope_base: float = 10000.0
     bias: bool = True
-    scale_embeddings: bool = True
-    n_token_types: int = 0
-    embedding_norm: bool = False
-    final_norm: bool = True
-    norm_eps: float | None = None
+
+    scale_embeddings: ClassVar[bool] = True       # token embeddings × √d_model
+    n_token_types: ClassVar[int] = 0              # no token-type (segment) embeddings
+    embedding_norm: ClassVar[bool] = False        # the input embeddings are not normalised
+    final_norm: ClassVar[bool] = True             # a norm after the last layer (Pre-LN stacks)
+    norm_eps: ClassVar[float | None] = None       # each norm's own default ε
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
@@ -94,12 +86,6 @@ class TransformerConfig:
         check_choice("positional", self.positional, POSITIONAL_KINDS)
         check_choice("normalization", self.normalization, NORMALIZATIONS)
         check_bool("bias", self.bias)
-        for name in ("scale_embeddings", "embedding_norm", "final_norm"):
-            check_bool(name, getattr(self, name))
-        check_non_negative_int("n_token_types", self.n_token_types, hint="; 0 = no token-type embeddings, 2 in BERT")
-        if self.norm_eps is not None:
-            check_real("norm_eps", self.norm_eps, low=0.0, low_inclusive=False,
-                       hint="; None = PyTorch's default, 1e-5 for GPT-2, 1e-12 for BERT, 1e-6 for Llama")
         if self.n_kv_heads is not None:  # None: as many as n_heads (kept None, so replace(n_heads=...) still works)
             check_kv_heads(self.n_heads, self.n_kv_heads)
         check_real("rope_base", self.rope_base, low=1.0, low_inclusive=False, hint="; 10000.0 is the usual value")

@@ -15,8 +15,10 @@ family       Hugging Face class               course model (config switches set 
                                               09's block (RoPE, RMSNorm, SwiGLU, ``n_kv_heads``, no biases)
 ===========  ===============================  ==========================================================
 
-None of the three scales its token embeddings by √d_model, so every converted config has
-``scale_embeddings=False``. The three conventions that trip people:
+The converters build a :class:`PublishedConfig`: a :class:`~course_utils.config.TransformerConfig` with the five
+settings only published checkpoints need (every course model has their defaults). None of the three families scales
+its token embeddings by √d_model, so every converted config has ``scale_embeddings=False``. The three conventions
+that trip people:
 
 * **GPT-2's ``Conv1D``** stores its matrices as ``(in, out)`` — the transpose of ``nn.Linear``'s ``(out, in)`` — and
   fuses W_q, W_k, W_v into one ``c_attn`` of width ``3 · d_model``: transpose, then cut in three.
@@ -38,13 +40,14 @@ with ``safetensors``; :func:`from_transformers` takes a model already in memory;
 """
 from __future__ import annotations
 
-__all__ = ["FAMILIES", "from_hf", "from_transformers", "halves_to_interleaved", "interleaved_to_halves",
-           "load_checkpoint", "to_hf", "to_transformers"]
+__all__ = ["FAMILIES", "PublishedConfig", "from_hf", "from_transformers", "halves_to_interleaved",
+           "interleaved_to_halves", "load_checkpoint", "to_hf", "to_transformers"]
 
 import json
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -54,7 +57,7 @@ from .config import TransformerConfig
 from .errors import CourseTypeError, CourseValueError
 from .language_model import DecoderOnlyLM
 from .models import MaskedLanguageModel
-from .validation import check_positive_int, describe
+from .validation import check_bool, check_non_negative_int, check_positive_int, check_real, describe
 
 FAMILIES = ("gpt2", "bert", "llama")
 """The model families the converters know (Hugging Face's ``model_type``)."""
@@ -64,6 +67,41 @@ _GPT2_ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", 
 # weights a checkpoint may hold that the course's model has no use for (buffers, heads of other tasks)
 _IGNORED = re.compile(r"(^|\.)(attn\.bias|attn\.masked_bias|rotary_emb\.inv_freq|position_ids)$"
                       r"|^(bert\.)?pooler\.|^cls\.seq_relationship\.")
+
+
+# ---------------------------------------------------------------------------- the published families' settings
+@dataclass
+class PublishedConfig(TransformerConfig):
+    """A :class:`~course_utils.config.TransformerConfig` with the settings the published families need to load their
+    checkpoints, each at the course's value by default (so ``PublishedConfig(...)`` builds the same model as
+    ``TransformerConfig(...)``):
+
+    * ``scale_embeddings=False``: token embeddings are *not* multiplied by √d_model (GPT-2, BERT, Llama);
+    * ``n_token_types``: that many token-type (segment) embeddings are added to the input (BERT's sentence A/B;
+      0 = none);
+    * ``embedding_norm=True``: the summed input embeddings are normalised before the first layer (BERT);
+    * ``final_norm=False``: no normalisation after the last layer (BERT's Post-LN encoder has none);
+    * ``norm_eps``: the ε of every LayerNorm / RMSNorm (``None``: PyTorch's defaults, 1e-5 for LayerNorm and the
+      machine epsilon for RMSNorm; BERT uses 1e-12, Llama 1e-6).
+
+    Checked when built, as every field of the config: ``n_token_types`` a non-negative int, ``norm_eps`` ``None`` or
+    positive, the others bools.
+    """
+
+    scale_embeddings: bool = True
+    n_token_types: int = 0
+    embedding_norm: bool = False
+    final_norm: bool = True
+    norm_eps: float | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("scale_embeddings", "embedding_norm", "final_norm"):
+            check_bool(name, getattr(self, name))
+        check_non_negative_int("n_token_types", self.n_token_types, hint="; 0 = no token-type embeddings, 2 in BERT")
+        if self.norm_eps is not None:
+            check_real("norm_eps", self.norm_eps, low=0.0, low_inclusive=False,
+                       hint="; None = PyTorch's default, 1e-5 for GPT-2, 1e-12 for BERT, 1e-6 for Llama")
 
 
 # ---------------------------------------------------------------------------- RoPE's two pairings
@@ -137,7 +175,7 @@ def _require(family: str, hf_config: dict, option: str, allowed: tuple, default:
         _refuse(family, option, value, "supported: " + " or ".join(repr(a) for a in allowed))
 
 
-def _gpt2_config(c: dict) -> tuple[TransformerConfig, bool]:
+def _gpt2_config(c: dict) -> tuple[PublishedConfig, bool]:
     for option, allowed, default in (("scale_attn_weights", (True,), True),
                                      ("scale_attn_by_inverse_layer_idx", (False,), False),
                                      ("reorder_and_upcast_attn", (False,), False),
@@ -145,7 +183,7 @@ def _gpt2_config(c: dict) -> tuple[TransformerConfig, bool]:
                                      ("activation_function", tuple(_GPT2_ACTIVATIONS), "gelu_new")):
         _require("gpt2", c, option, allowed, default)
     d_model = c.get("n_embd", 768)
-    config = TransformerConfig(
+    config = PublishedConfig(
         vocab_size=c.get("vocab_size", 50257), d_model=d_model, n_heads=c.get("n_head", 12),
         d_ff=c.get("n_inner") or 4 * d_model, n_layers=c.get("n_layer", 12), max_len=c.get("n_positions", 1024),
         dropout=c.get("resid_pdrop", 0.1), activation=_GPT2_ACTIVATIONS[c.get("activation_function", "gelu_new")],
@@ -154,7 +192,7 @@ def _gpt2_config(c: dict) -> tuple[TransformerConfig, bool]:
     return config, c.get("tie_word_embeddings", True)
 
 
-def _bert_config(c: dict) -> tuple[TransformerConfig, bool]:
+def _bert_config(c: dict) -> tuple[PublishedConfig, bool]:
     for option, allowed, default in (("hidden_act", ("gelu",), "gelu"),
                                      ("position_embedding_type", ("absolute",), "absolute"),
                                      ("is_decoder", (False,), False),
@@ -162,7 +200,7 @@ def _bert_config(c: dict) -> tuple[TransformerConfig, bool]:
         _require("bert", c, option, allowed, default)
     if c.get("type_vocab_size", 2) < 1:
         _refuse("bert", "type_vocab_size", c.get("type_vocab_size"), "BERT needs at least one token type")
-    config = TransformerConfig(
+    config = PublishedConfig(
         vocab_size=c.get("vocab_size", 30522), d_model=c.get("hidden_size", 768),
         n_heads=c.get("num_attention_heads", 12), d_ff=c.get("intermediate_size", 3072),
         n_layers=c.get("num_hidden_layers", 12), max_len=c.get("max_position_embeddings", 512),
@@ -172,7 +210,7 @@ def _bert_config(c: dict) -> tuple[TransformerConfig, bool]:
     return config, c.get("tie_word_embeddings", True)
 
 
-def _llama_config(c: dict) -> tuple[TransformerConfig, bool]:
+def _llama_config(c: dict) -> tuple[PublishedConfig, bool]:
     for option, allowed, default in (("hidden_act", ("silu",), "silu"), ("attention_bias", (False,), False),
                                       ("mlp_bias", (False,), False), ("rope_scaling", (None,), None)):
         _require("llama", c, option, allowed, default)
@@ -183,7 +221,7 @@ def _llama_config(c: dict) -> tuple[TransformerConfig, bool]:
     if c.get("head_dim") not in (None, d_model // n_heads):
         _refuse("llama", "head_dim", c.get("head_dim"), f"the course's heads have hidden_size // num_attention_heads "
                 f"= {d_model // n_heads} dimensions")
-    config = TransformerConfig(
+    config = PublishedConfig(
         vocab_size=c.get("vocab_size", 32000), d_model=d_model, n_heads=n_heads,
         d_ff=c.get("intermediate_size", 11008), n_layers=c.get("num_hidden_layers", 32),
         max_len=c.get("max_position_embeddings", 2048), dropout=c.get("attention_dropout", 0.0),

@@ -82,8 +82,8 @@ class DecoderOnlyLM(nn.Module):
             ("sinusoidal", "learned" or lesson 09's "rope"), ``pad_id`` (``None``: no padding token, nothing is
             masked); ``max_len`` is the longest context. Lesson 09's switches (``normalization``,
             ``activation="swiglu"``, ``n_kv_heads``, ``bias``) reach every block, and so do the published families'
-            (``scale_embeddings``, ``norm_eps``, ``final_norm``, ``activation="gelu_tanh"``: see
-            :mod:`course_utils.interop`).
+            (``activation="gelu_tanh"``, and :class:`~course_utils.interop.PublishedConfig`'s ``scale_embeddings``,
+            ``norm_eps``, ``final_norm``).
         tie_weights: the output layer reuses the token-embedding matrix (saves ``vocab_size × d_model`` weights).
         with_residual, with_feed_forward: passed to every :class:`DecoderOnlyBlock` (the ladder's lower rungs).
     """

@@ -77,7 +77,7 @@ class InputEmbedding(nn.Module):
 
     ``positional="rope"`` adds no table: the attention layers rotate queries and keys instead (lesson 09).
 
-    The keyword-only switches are the published families' (see :class:`~course_utils.config.TransformerConfig`):
+    The keyword-only switches are the published families' (see :class:`~course_utils.interop.PublishedConfig`):
     ``scale=False`` skips the √d_model; ``n_token_types > 0`` adds a token-type (segment) embedding (BERT);
     ``norm`` (``"layernorm"`` or ``"rmsnorm"``, with ``norm_eps`` and ``bias``) normalises the sum before dropout
     (BERT's embedding LayerNorm). :func:`make_input_embedding` builds one from a config.
@@ -159,8 +159,8 @@ def _padding(ids: torch.Tensor, pad_id: int | None) -> torch.Tensor | None:
 
 
 class Encoder(nn.Module):
-    """``n_layers`` encoder layers and a final norm (none with ``config.final_norm=False``), on vectors
-    ``(batch, seq, d_model)``."""
+    """``n_layers`` encoder layers and a final norm (none with a published config's ``final_norm=False``), on
+    vectors ``(batch, seq, d_model)``."""
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
@@ -181,8 +181,8 @@ class Encoder(nn.Module):
 
 
 class Decoder(nn.Module):
-    """``n_layers`` decoder layers and a final norm (none with ``config.final_norm=False``), on vectors
-    ``(batch, tgt_len, d_model)``."""
+    """``n_layers`` decoder layers and a final norm (none with a published config's ``final_norm=False``), on
+    vectors ``(batch, tgt_len, d_model)``."""
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()

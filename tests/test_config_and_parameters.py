@@ -53,26 +53,48 @@ def test_base_seq2seq_is_about_the_papers_size():
     (dict(embedding_norm=1), "embedding_norm"),
     (dict(final_norm=None), "final_norm"),
     (dict(activation="gelu_new"), "activation must be one of"),
+    (dict(d_model=130, n_heads=4, final_norm=False), "not divisible by n_heads"),
 ])
 def test_bad_config_names_the_fix(bad, message):
+    from course_utils.interop import PublishedConfig
+
+    published = {"scale_embeddings", "n_token_types", "embedding_norm", "final_norm", "norm_eps"}
     with pytest.raises(CourseError, match=message):
-        TransformerConfig(**{**SMALL, **bad})
+        (PublishedConfig if published & set(bad) else TransformerConfig)(**{**SMALL, **bad})
+
+
+def test_the_fields_only_published_checkpoints_need_live_with_the_interop_code():
+    from dataclasses import fields
+
+    from course_utils.interop import PublishedConfig
+
+    published = ["scale_embeddings", "n_token_types", "embedding_norm", "final_norm", "norm_eps"]
+    course = [f.name for f in fields(TransformerConfig)]
+    assert len(course) == 16 and not set(published) & set(course)
+    assert [f.name for f in fields(PublishedConfig)] == course + published
+    assert PublishedConfig(**SMALL) == PublishedConfig(**SMALL)
+    assert all(getattr(PublishedConfig(**SMALL), name) == getattr(TransformerConfig, name) for name in published)
 
 
 def test_switches_for_published_families_default_to_the_course_model():
     """The switches the published families need are off by default: a config that does not name them builds the
-    model it always built (same parameter names and shapes)."""
+    model it always built (same parameter names, shapes and values), a PublishedConfig with its defaults too."""
     import torch
 
+    from course_utils.interop import PublishedConfig
     from course_utils.language_model import DecoderOnlyLM
     from course_utils.models import MaskedLanguageModel
 
     config = TransformerConfig(**SMALL)
     assert (config.scale_embeddings, config.n_token_types, config.embedding_norm, config.final_norm,
             config.norm_eps, config.pad_id) == (True, 0, False, True, None, 0)
-    for make in (lambda c: DecoderOnlyLM(TransformerConfig(**{**SMALL, "norm": "pre"})), MaskedLanguageModel):
+    for make in (lambda c: DecoderOnlyLM(type(c)(**{**SMALL, "norm": "pre"})), MaskedLanguageModel):
         names = {name: tuple(p.shape) for name, p in make(config).state_dict().items()}
         assert not any("token_types" in name or "embedding.norm" in name for name in names)
+        torch.manual_seed(0)
+        course = make(config).state_dict()
+        torch.manual_seed(0)
+        assert all(torch.equal(course[k], v) for k, v in make(PublishedConfig(**SMALL)).state_dict().items())
     model = MaskedLanguageModel(config).eval()
     ids = torch.randint(7, 1000, (2, 5))
     assert torch.equal(model.text_encoder.embedding(ids),

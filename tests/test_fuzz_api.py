@@ -266,9 +266,14 @@ def generator(seed: int = 0) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
+PUBLISHED_FIELDS = {"scale_embeddings", "n_token_types", "embedding_norm", "final_norm", "norm_eps"}
+
+
 def config(**changes):
+    """A tiny config: a TransformerConfig, or interop's PublishedConfig when a published family's field is set."""
     from course_utils.config import TransformerConfig
-    return TransformerConfig(**{**TINY, **changes})
+    from course_utils.interop import PublishedConfig
+    return (PublishedConfig if PUBLISHED_FIELDS & set(changes) else TransformerConfig)(**{**TINY, **changes})
 
 
 def ids(batch: int = 2, seq: int = 5, low: int = 7, high: int = 20) -> torch.Tensor:
@@ -465,11 +470,9 @@ def build_registry() -> dict[str, Case | None]:
     r["config:TransformerConfig"] = case(config_.TransformerConfig, {
         **sizes, "dropout": "prob", "activation": "choice", "norm": "choice", "positional": "choice",
         "pad_id": "optional_id", "tgt_vocab_size": "optional_size", "normalization": "choice",
-        "n_kv_heads": "optional_size", "rope_base": "base", "bias": "bool", "scale_embeddings": "bool",
-        "n_token_types": "count", "embedding_norm": "bool", "final_norm": "bool",
-        "norm_eps": "optional_positive_real"}, **TINY, activation="relu", norm="post", positional="sinusoidal",
-        pad_id=0, tgt_vocab_size=None, normalization="layernorm", n_kv_heads=None, rope_base=10000.0, bias=True,
-        scale_embeddings=True, n_token_types=0, embedding_norm=False, final_norm=True, norm_eps=None)
+        "n_kv_heads": "optional_size", "rope_base": "base", "bias": "bool"}, **TINY, activation="relu", norm="post",
+        positional="sinusoidal", pad_id=0, tgt_vocab_size=None, normalization="layernorm", n_kv_heads=None,
+        rope_base=10000.0, bias=True)
     r["config:TransformerConfig.layer_options"] = None  # no arguments
     r["config:check_heads"] = case(config_.check_heads, {"d_model": "size", "n_heads": "size"}, d_model=8, n_heads=2)
     r["config:check_kv_heads"] = case(config_.check_kv_heads, {"n_heads": "size", "n_kv_heads": "size"}, n_heads=4,
@@ -905,6 +908,7 @@ def build_registry() -> dict[str, Case | None]:
     r["tokenization:byte_level_text"] = case(tokenization.byte_level_text, {}, data=b" the")  # bytes: no kind yet
     r["tokenization:byte_level_bytes"] = case(tokenization.byte_level_bytes, {"token": "text"}, token="\u0120the")
     r["tokenization:tie_break_key"] = case(tokenization.tie_break_key, {"pair": "int_list"}, pair=(7 + 104, 7 + 105))
+    r["tokenization:count_pairs"] = case(tokenization.count_pairs, {"symbols": "int_list"}, symbols=[5, 6, 5, 6, 7])
     r["tokenization:merge_pair"] = case(tokenization.merge_pair, {"symbols": "int_list", "new_id": "any_token_id"},
                                         symbols=lambda: [1, 2, 1, 2], pair=(1, 2), new_id=300)
     for name, trained in (("CharTokenizer", lambda: tokenization.CharTokenizer.train(["abc"])),
@@ -952,6 +956,11 @@ def build_registry() -> dict[str, Case | None]:
     r["tokenization:BPETokenizer.token_str[file_ids]"] = case(method(read_back, "token_str"),
                                                               {"token_id": "token_id"}, token_id=283)
     # interop (published helper)
+    r["interop:PublishedConfig"] = case(interop.PublishedConfig, {
+        **sizes, "dropout": "prob", "pad_id": "optional_id", "bias": "bool", "scale_embeddings": "bool",
+        "n_token_types": "count", "embedding_norm": "bool", "final_norm": "bool",
+        "norm_eps": "optional_positive_real"}, **TINY, pad_id=0, bias=True, scale_embeddings=False, n_token_types=2,
+        embedding_norm=True, final_norm=False, norm_eps=1e-6)
     r["interop:from_hf"] = case(interop.from_hf, {"hf_config": "settings", "state_dict": "weights"},
                                 hf_config=lambda: published()[0], state_dict=lambda: published()[1])
     r["interop:from_transformers"] = case(interop.from_transformers, {"model": "module"}, model=hf_gpt2)

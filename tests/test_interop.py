@@ -189,6 +189,7 @@ def test_save_pretrained_folders_load(family, tmp_path):
 
 def test_the_converted_config_names_each_family_switch():
     gpt2 = interop.from_transformers(published("gpt2", 0)).config
+    assert type(gpt2) is interop.PublishedConfig
     assert (gpt2.norm, gpt2.positional, gpt2.activation, gpt2.scale_embeddings, gpt2.pad_id) == \
         ("pre", "learned", "gelu_tanh", False, None)
     bert = interop.from_transformers(published("bert", 0)).text_encoder.config
@@ -257,15 +258,16 @@ def test_load_checkpoint_needs_a_checkpoint_folder(tmp_path):
      "scale_embeddings"),                                   # lesson 08's GPT scales its embeddings, GPT-2 does not
     (lambda: DecoderOnlyLM(modern_config(40, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16)),
      "scale_embeddings"),
-    (lambda: DecoderOnlyLM(TransformerConfig(40, 16, 2, 32, 1, 16, norm="post", positional="learned",
-                                             scale_embeddings=False)), "norm"),
-    (lambda: MaskedLanguageModel(TransformerConfig(40, 16, 2, 32, 1, 16, norm="pre", positional="learned",
-                                                   scale_embeddings=False)), "norm"),
-    (lambda: MaskedLanguageModel(TransformerConfig(40, 16, 2, 32, 1, 16, positional="learned",
-                                                   scale_embeddings=False, embedding_norm=True, final_norm=False)),
+    (lambda: DecoderOnlyLM(interop.PublishedConfig(40, 16, 2, 32, 1, 16, norm="post", positional="learned",
+                                                     scale_embeddings=False)), "norm"),
+    (lambda: MaskedLanguageModel(interop.PublishedConfig(40, 16, 2, 32, 1, 16, norm="pre", positional="learned",
+                                                           scale_embeddings=False)), "norm"),
+    (lambda: MaskedLanguageModel(interop.PublishedConfig(40, 16, 2, 32, 1, 16, positional="learned",
+                                                           scale_embeddings=False, embedding_norm=True,
+                                                           final_norm=False)),
      "activation"),
-    (lambda: DecoderOnlyLM(TransformerConfig(40, 16, 2, 32, 1, 16, norm="pre", positional="learned",
-                                             scale_embeddings=False, activation="swiglu")), "activation"),
+    (lambda: DecoderOnlyLM(interop.PublishedConfig(40, 16, 2, 32, 1, 16, norm="pre", positional="learned",
+                                                     scale_embeddings=False, activation="swiglu")), "activation"),
 ])
 def test_course_models_the_family_cannot_hold_are_refused_by_name(make, option):
     with pytest.raises(CourseValueError, match=option):
