@@ -479,6 +479,7 @@ def block_forbidden() -> dict:
             "the package's course_utils.layers.EncoderLayer": EncoderLayer,
             "the package's course_utils.layers.DecoderLayer": DecoderLayer,
             "the package's course_utils.attention.MultiHeadAttention": MultiHeadAttention,
+            "the package's course_utils.modern.GroupedQueryAttention": modern.GroupedQueryAttention,
             "the package's course_utils.layers.make_feed_forward": make_feed_forward,
             "the package's course_utils.modern.SwiGLUFeedForward": modern.SwiGLUFeedForward,
             **RMS_FORBIDDEN, **ROPE_FORBIDDEN, **REPEAT_FORBIDDEN,

@@ -1,7 +1,6 @@
 """Typical wrong answers to the exercises of lesson07, each with the phrase its feedback must contain, and right
 answers written differently (ALTERNATIVES), which must be accepted."""
 from course_utils.exercises import lesson07
-from course_utils.exercises.core import solution_of
 
 from . import Alternative, Mistake, plant
 
@@ -360,7 +359,33 @@ MISTAKES += [
 ]
 
 # ------------------------------------------------------------------ right answers written differently
-MHA_OWN = solution_of("lesson03", "MultiHeadAttention")  # lesson 03's capstone: an attention of one's own
+MHA_OWN = (  # an attention of one's own, with the package's interface and attribute names
+    "import math\n\nimport torch\nimport torch.nn as nn\n\n\n"
+    "class MultiHeadAttention(nn.Module):\n"
+    "    def __init__(self, d_model, n_heads, dropout=0.0):\n"
+    "        super().__init__()\n"
+    "        self.n_heads, self.d_head = n_heads, d_model // n_heads\n"
+    "        self.w_q = nn.Linear(d_model, d_model)\n"
+    "        self.w_k = nn.Linear(d_model, d_model)\n"
+    "        self.w_v = nn.Linear(d_model, d_model)\n"
+    "        self.w_o = nn.Linear(d_model, d_model)\n"
+    "        self.dropout = nn.Dropout(dropout)\n\n"
+    "    def split(self, x):\n"
+    "        batch, seq, _ = x.shape\n"
+    "        return x.view(batch, seq, self.n_heads, self.d_head).transpose(1, 2)\n\n"
+    "    def forward(self, query, key, value, mask=None):\n"
+    "        q, k, v = self.split(self.w_q(query)), self.split(self.w_k(key)), self.split(self.w_v(value))\n"
+    "        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)\n"
+    "        if mask is not None:\n"
+    "            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)\n"
+    "        weights = torch.softmax(scores, dim=-1)\n"
+    "        if mask is not None:\n"
+    "            weights = weights.masked_fill(~mask, 0.0)\n"
+    "        out = self.dropout(weights) @ v\n"
+    "        batch, _, q_len, _ = out.shape\n"
+    "        out = out.transpose(1, 2).contiguous().view(batch, q_len, self.n_heads * self.d_head)\n"
+    "        return self.w_o(out), weights\n"
+)
 ALTERNATIVES = [
     right('q1', 'narrow', "def shift_targets(tgt_ids):\n"
                           "    n = tgt_ids.size(1) - 1\n"

@@ -219,9 +219,9 @@ MISTAKES += [
           'use your own class'),
     block("the package's attention inside",
           plant(BLOCK, "        self.self_attn = GroupedQueryAttention(d_model, n_heads, n_kv_heads, rope_base)\n",
-                "        from course_utils.attention import MultiHeadAttention\n"
-                "        self.self_attn = MultiHeadAttention(d_model, n_heads, bias=False, n_kv_heads=n_kv_heads,\n"
-                "                                            rope_base=rope_base)\n"),
+                "        from course_utils.modern import GroupedQueryAttention as PackageAttention\n"
+                "        self.self_attn = PackageAttention(d_model, n_heads, bias=False, n_kv_heads=n_kv_heads,\n"
+                "                                          rope_base=rope_base)\n"),
           'use your own code'),
     block("torch's nn.RMSNorm", plant(BLOCK, "        self.norm = RMSNormLayer(d_model, eps)\n",
                                       "        self.norm = nn.RMSNorm(d_model, eps=eps)\n"), 'use your own code'),
