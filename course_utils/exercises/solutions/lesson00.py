@@ -15,11 +15,6 @@ def to_rows(x):
     return batch_major.contiguous().view(batch * seq, d)   # one row per token, sentence by sentence
 
 
-def from_rows(rows, batch):
-    d = rows.size(-1)
-    return rows.view(batch, -1, d).transpose(0, 1)   # (batch, seq, d), then (seq, batch, d)
-
-
 class TinyMLP(nn.Module):
     def __init__(self, d_in, d_hidden, d_out):
         super().__init__()
