@@ -66,3 +66,17 @@ def test_a_diverging_run_stops_with_a_course_error():
     model, next_batch = regression_problem()
     with pytest.raises(CourseValueError, match="learning rate"):
         train_steps(model, next_batch, F.mse_loss, torch.optim.SGD(model.parameters(), lr=1e6), steps=200)
+
+
+def test_training_mode_and_stale_gradients():
+    """The loop switches the model to training mode and clears gradients left from before it started."""
+    model, next_batch = regression_problem()
+    twin = nn.Linear(3, 1)
+    twin.load_state_dict(model.state_dict())
+    model.eval()
+    x, y = next_batch()
+    F.mse_loss(model(x * 100), y).backward()          # a stale gradient the first step must not use
+    train_steps(model, next_batch, F.mse_loss, torch.optim.SGD(model.parameters(), lr=0.1), steps=1)
+    assert model.training
+    train_steps(twin, next_batch, F.mse_loss, torch.optim.SGD(twin.parameters(), lr=0.1), steps=1)
+    torch.testing.assert_close(model.weight, twin.weight)
