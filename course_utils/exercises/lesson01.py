@@ -335,8 +335,9 @@ def corpus(draw: Draw, n_texts: int) -> list[str]:
 def train_cases(draw: Draw) -> list[Case]:
     a, b, c, d = sorted(draw.distinct(4, ord("a"), ord("z")))
     tied = [f"{chr(c)}{chr(d)} {chr(a)}{chr(b)} {chr(c)}{chr(d)} {chr(a)}{chr(b)}"]  # three pairs seen twice each
-    small = ["ab ab cd"]
-    cases = [Case(f"train({tied}, 2)", (tied, 2)), Case(f"train({small}, 5)", (small, 5))]
+    small, single = ["ab ab cd"], [f"{chr(a)} {chr(a)} {chr(a)}"]  # single: no pair left after one merge
+    cases = [Case(f"train({tied}, 2)", (tied, 2)), Case(f"train({small}, 5)", (small, 5)),
+             Case(f"train({single}, 3)", (single, 3))]
     for n_texts, n_merges in ((2, 6), (4, 12), (6, 40)):
         texts = corpus(draw, n_texts)
         cases.append(Case(f"train({texts}, {n_merges})", (texts, n_merges)))
