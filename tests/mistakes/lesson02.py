@@ -13,32 +13,15 @@ MEASURE = ('def accuracy_without_positions(seed):\n'
 
 MISTAKES = [
     # q1: predict, then measure
-    q('q1', 'positions kept', 'my_prediction = 0.5\n'
-      'from course_utils.positional import SinusoidalPositionalEncoding\n\n\n'
-      'def accuracy_without_positions(seed):\n'
-      '    return train_order_model(lambda: SinusoidalPositionalEncoding(32, 16), seed)[1]\n',
-      'still sees positions'),
-    q('q1', 'a percentage', 'my_prediction = 0.5\n\n\ndef accuracy_without_positions(seed):\n'
-      '    return 100 * train_order_model(lambda: None, seed)[1]\n', 'as a fraction'),
-    q('q1', 'the whole triple', 'my_prediction = 0.5\n\n\ndef accuracy_without_positions(seed):\n'
-      '    return train_order_model(lambda: None, seed)\n', 'should return a number'),
     q('q1', 'an estimate typed in', 'my_prediction = 0.5\n\n\ndef accuracy_without_positions(seed):\n'
       '    return 0.52\n', 'all 1000 test sequences'),
-    q('q1', 'prediction as a percentage', 'my_prediction = 50\n' + MEASURE, 'fraction (0.5 for 50'),
-    q('q1', 'prediction in words', 'my_prediction = "about half"\n' + MEASURE, 'should be a number'),
-    q('q1', 'prediction above 100 %', 'my_prediction = 150\n' + MEASURE, 'should be a number'),
+    q('q1', 'prediction as a percentage', 'my_prediction = 50\n' + MEASURE, 'as a fraction (0.5 for 50'),
+    q('q1', 'prediction in words', 'my_prediction = "about half"\n' + MEASURE, 'should hold a number'),
+    q('q1', 'prediction above 100 %', 'my_prediction = 150\n' + MEASURE, 'should hold a number'),
+    q('q1', 'prediction left out', MEASURE, 'should hold a number'),
     q('q1', 'accuracy not a function', 'my_prediction = 0.5\naccuracy_without_positions = [0.5, 0.5, 0.5]\n',
       'should be a function'),
     # q2: the other layout
-    q('q2', "section 3's permutation", 'def to_halves(d_model):\n    half = d_model // 2\n'
-      '    return torch.stack([torch.arange(half), torch.arange(half) + half], dim=1).flatten()\n', 'the way back'),
-    q('q2', 'cosines first', 'def to_halves(d_model):\n'
-      '    return torch.cat([torch.arange(1, d_model, 2), torch.arange(0, d_model, 2)])\n', 'start with the cosines'),
-    q('q2', 'the identity', 'def to_halves(d_model):\n    return torch.arange(d_model)\n', 'leave the table'),
-    q('q2', 'only the sines', 'def to_halves(d_model):\n    return torch.arange(0, d_model, 2)\n',
-      'only the'),
-    q('q2', 'a boolean mask', 'def to_halves(d_model):\n    return torch.arange(d_model) % 2 == 0\n',
-      'not a boolean mask'),
     q('q2', 'float indices', 'def to_halves(d_model):\n'
       '    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)]).float()\n', 'torch.int64'),
     q('q2', 'a list', 'def to_halves(d_model):\n    return list(range(0, d_model, 2)) + list(range(1, d_model, 2))\n',
@@ -46,47 +29,12 @@ MISTAKES = [
     q('q2', 'one off', 'def to_halves(d_model):\n'
       '    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)]).roll(1)\n', 'to_halves('),
     # q3: the shift as a rotation matrix
-    q('q3', 'rotates backwards',
-      'def shift_matrix(k, d):\n'
-      '    blocks = []\n'
-      '    for two_i in range(0, d, 2):\n'
-      '        a = k / 10000 ** (two_i / d)\n'
-      '        c, s = math.cos(a), math.sin(a)\n'
-      '        blocks.append(torch.tensor([[c, -s], [s, c]]))\n'
-      '    return torch.block_diag(*blocks)\n',
-      'backwards'),
-    q('q3', 'angle ignores k',
-      'def shift_matrix(k, d):\n'
-      '    blocks = []\n'
-      '    for two_i in range(0, d, 2):\n'
-      '        a = 1 / 10000 ** (two_i / d)\n'
-      '        c, s = math.cos(a), math.sin(a)\n'
-      '        blocks.append(torch.tensor([[c, s], [-s, c]]))\n'
-      '    return torch.block_diag(*blocks)\n',
-      'k · ω_i'),
-    q('q3', 'one big dense rotation',
-      'def shift_matrix(k, d):\n'
-      '    blocks = []\n'
-      '    for two_i in range(0, d, 2):\n'
-      '        a = k / 10000 ** (two_i / d)\n'
-      '        c, s = math.cos(a), math.sin(a)\n'
-      '        blocks.append(torch.tensor([[c, s], [-s, c]]))\n'
-      '    return torch.block_diag(*blocks) + 0.01\n',
-      'outside the 2×2'),
-    q('q3', 'wrong size',
-      'def shift_matrix(k, d):\n'
-      '    return torch.eye(d // 2)\n',
-      'matrix'),
-    q('q3', 'identity',
-      'def shift_matrix(k, d):\n'
-      '    return torch.eye(d)\n',
-      'should equal PE[pos + 1]'),
-]
-MISTAKES += [
-    q('q3', 'i instead of 2i in the angle', "def shift_matrix(k, d):\n    blocks = []\n    for i in range(d // 2):\n"
-      "        a = k / 10000 ** (i / d)\n        c, s = math.cos(a), math.sin(a)\n"
-      "        blocks.append(torch.tensor([[c, s], [-s, c]]))\n    return torch.block_diag(*blocks)\n",
-      '2i / d_model'),
+    q('q3', 'wrong size', 'def shift_matrix(k, d):\n    return torch.eye(d // 2)\n', 'shape'),
+    q('q3', 'identity', 'def shift_matrix(k, d):\n    return torch.eye(d)\n', 'should equal PE[pos + k]'),
+    q('q3', 'a sine alone', 'def shift_matrix(k, d_model):\n'
+      '    angles = [k / 10000 ** (two_i / d_model) for two_i in range(0, d_model, 2)]\n'
+      '    return torch.block_diag(*[torch.tensor([[math.cos(a), 0.0], [0.0, math.cos(a)]]) for a in angles])\n',
+      'should equal PE[pos + k]'),
 ]
 
 SOLUTION_SHIFT = ('def shift_matrix(k, d_model):\n'
@@ -107,10 +55,7 @@ MISTAKES += [
       '        a = k / 10000 ** (2 * i / d_model)\n'
       '        m[i:i + 2, i:i + 2] = torch.tensor([[math.cos(a), math.sin(a)], [-math.sin(a), math.cos(a)]])\n'
       '    return m\n', 'outside the 2×2'),
-    q('q3', 'd_model hard-coded as 8', SOLUTION_SHIFT.replace('range(0, d_model, 2)', 'range(0, 8, 2)'), 'matrix'),
-    q('q3', 'k in degrees', SOLUTION_SHIFT.replace('c, s = math.cos(angle), math.sin(angle)',
-                                                   'a = math.radians(angle)\n        c, s = math.cos(a), math.sin(a)'),
-      'should equal PE[pos + 1]'),
+    q('q3', 'd_model hard-coded as 8', SOLUTION_SHIFT.replace('range(0, d_model, 2)', 'range(0, 8, 2)'), 'shape'),
 ]
 
 ALTERNATIVES = [
