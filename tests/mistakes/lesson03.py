@@ -20,8 +20,8 @@ CAUSAL = lesson03.q3.solution
 MISTAKES = [
     q("q1", "a list of lists", "def causal_mask(n):\n    return [[j <= i for j in range(n)] for i in range(n)]\n",
       "torch.Tensor"),
-    q("q1", "size fixed at 6", "def causal_mask(n):\n    return torch.ones(6, 6, dtype=torch.bool).tril()[None, None]\n",
-      "shape"),
+    q("q1", "size fixed at 6", "def causal_mask(n):\n"
+      "    return torch.ones(6, 6, dtype=torch.bool).tril()[None, None]\n", "shape"),
     q("q2", "weights not returned", "def padded_self_attention(x, ids):\n    mask = (ids != 0)[:, None, :]\n"
       "    s = (x @ x.transpose(-2, -1) / math.sqrt(x.size(-1))).masked_fill(~mask, torch.finfo(x.dtype).min)\n"
       "    return torch.softmax(s, -1).masked_fill(~mask, 0.0) @ x\n", "tuple"),
@@ -71,4 +71,7 @@ ALTERNATIVES = [
                                                            "scores = torch.einsum('bhqd,bhkd->bhqk', q, k)"),
                                                      "self.dropout(weights) @ v",
                                                      "F.dropout(weights, self.dropout.p, self.training) @ v")),
+    right("q3", "-inf fill, zeroed after the softmax", plant(CAUSAL, "torch.finfo(scores.dtype).min", "float('-inf')")),
+    right("q2", "-inf fill, zeroed after the softmax", plant(lesson03.q2.solution, "torch.finfo(scores.dtype).min",
+                                                             "float('-inf')")),
 ]
