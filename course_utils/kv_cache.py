@@ -178,7 +178,7 @@ def check_cache_entry(query: torch.Tensor, cache: object) -> int:
 
 
 def check_cached_inputs(block: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                        mask: torch.Tensor | None = None, need_weights: bool = True, cache: LayerCache | None = None,
+                        mask: torch.Tensor | None = None, need_weights: bool = False, cache: LayerCache | None = None,
                         static_kv: bool = False) -> None:
     """Raise a course error unless the arguments fit :meth:`CachedMultiHeadAttention.forward`."""
     check_qkv(block, query, key, value, (("d_model", block.d_model), ("kdim", block.kdim), ("vdim", block.vdim)))
@@ -194,9 +194,10 @@ class CachedMultiHeadAttention(MultiHeadAttention):
     """Lesson 03's :class:`~course_utils.attention.MultiHeadAttention` for decoding one token at a time (lesson 07).
 
     With ``cache`` (this layer's :class:`LayerCache`), self-attention appends the new keys and values to the cached
-    ones; cross-attention (``static_kv=True``) projects the memory once, at the first step, and reuses it. With
-    ``need_weights=False`` and ``use_fast_path=True`` the fused kernel computes the same output without forming the
-    weights (:func:`~course_utils.attention.fused_attention`; ``None`` comes back in their place). ``kdim`` and
+    ones; cross-attention (``static_kv=True``) projects the memory once, at the first step, and reuses it. Unless
+    the weights are asked for (``need_weights=True``, or :func:`~course_utils.attention.capture_attention`), the
+    fused kernel computes the same output without forming them (``use_fast_path=True``:
+    :func:`~course_utils.attention.fused_attention`) and ``None`` comes back in their place. ``kdim`` and
     ``vdim`` (default ``d_model``) are the feature sizes of keys and values, as in ``nn.MultiheadAttention``.
     Lesson 09's :class:`~course_utils.modern.GroupedQueryAttention` overrides the three steps marked below.
     """
@@ -228,7 +229,7 @@ class CachedMultiHeadAttention(MultiHeadAttention):
 
     @checked_by(check_cached_inputs)
     def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None = None,
-                need_weights: bool = True, cache: LayerCache | None = None,
+                need_weights: bool = False, cache: LayerCache | None = None,
                 static_kv: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attend from ``query (B, T_q, d_model)`` to ``key (B, T_k, kdim)``, ``value (B, T_k, vdim)``.
 

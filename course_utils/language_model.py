@@ -65,7 +65,7 @@ class DecoderOnlyBlock(nn.Module):
         """``x (batch, seq, d_model)`` → same shape; ``mask`` 4-D bool (causal, maybe AND padding);
         ``cache``: this block's entry of a :class:`~course_utils.kv_cache.KVCache` (new keys/values are appended)."""
         def attend(h: torch.Tensor) -> torch.Tensor:
-            return self.self_attn(h, h, h, mask, need_weights=False, cache=cache)[0]
+            return self.self_attn(h, h, h, mask, cache=cache)[0]
 
         if not self.with_residual:
             x = self.dropout(attend(x))

@@ -138,7 +138,7 @@ class EncoderLayer(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """``x (batch, seq, d_model)`` → same shape; ``mask`` 4-D bool, e.g. ``padding_mask(ids)``
         (batch, 1, 1, seq)."""
-        x = self.attn_block(x, lambda h: self.self_attn(h, h, h, mask, need_weights=False)[0])
+        x = self.attn_block(x, lambda h: self.self_attn(h, h, h, mask)[0])
         return self.ff_block(x, self.feed_forward)
 
 
@@ -189,9 +189,7 @@ class DecoderLayer(nn.Module):
         Returns:
             ``(batch, tgt_len, d_model)``.
         """
-        y = self.self_attn_block(y, lambda h: self.self_attn(h, h, h, tgt_mask, need_weights=False,
-                                                                 cache=self_cache)[0])
+        y = self.self_attn_block(y, lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0])
         y = self.cross_attn_block(
-            y, lambda h: self.cross_attn(h, memory, memory, memory_mask, need_weights=False, cache=cross_cache,
-                                         static_kv=True)[0])
+            y, lambda h: self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache, static_kv=True)[0])
         return self.ff_block(y, self.feed_forward)

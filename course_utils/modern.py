@@ -245,7 +245,7 @@ def check_grouped_settings(block: nn.Module, d_model: int, n_heads: int, dropout
 
 
 def check_grouped_inputs(block: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                         mask: torch.Tensor | None = None, need_weights: bool = True,
+                         mask: torch.Tensor | None = None, need_weights: bool = False,
                          cache: LayerCache | None = None, static_kv: bool = False) -> None:
     """Raise a course error unless the arguments fit :meth:`GroupedQueryAttention.forward`."""
     check_cached_inputs(block, query, key, value, mask, need_weights, cache, static_kv)
@@ -308,7 +308,7 @@ class GroupedQueryAttention(CachedMultiHeadAttention):
 
     @checked_by(check_grouped_inputs)
     def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None = None,
-                need_weights: bool = True, cache: LayerCache | None = None,
+                need_weights: bool = False, cache: LayerCache | None = None,
                 static_kv: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """As :meth:`CachedMultiHeadAttention.forward` (the cache holds ``n_kv_heads`` heads)."""
         return super().forward(query, key, value, mask, need_weights, cache, static_kv)

@@ -78,9 +78,9 @@ def test_multi_head_self_attention_matches_pytorch(block, fast_path):
         out, weights = ours(x, x, x, keep)
     else:
         ours.use_fast_path = fast_path
-        out, none = ours(x, x, x, keep, need_weights=False)
+        out, none = ours(x, x, x, keep)
         assert (none is None) == fast_path                  # the fused kernel forms no weights
-        weights = ours(x, x, x, keep)[1]
+        weights = ours(x, x, x, keep, need_weights=True)[1]
     torch.testing.assert_close(out, expected)
     torch.testing.assert_close(weights, expected_weights)
 
@@ -91,7 +91,8 @@ def test_multi_head_cross_attention_matches_pytorch(block):
     queries, memory = torch.randn(2, 3, 16), torch.randn(2, 6, 16)
     expected, expected_weights = theirs(queries, memory, memory, key_padding_mask=IDS == 0,
                                         average_attn_weights=False)
-    out, weights = ours(queries, memory, memory, padding_mask(IDS))
+    out, weights = ours(queries, memory, memory, padding_mask(IDS), **({} if block is MultiHeadAttention
+                                                                        else {"need_weights": True}))
     torch.testing.assert_close(out, expected)
     torch.testing.assert_close(weights, expected_weights)
     assert weights.shape == (2, 4, 3, 6)
@@ -102,8 +103,8 @@ def test_fast_path_equals_math_path_with_padding():
     ours, _ = torch_attention()
     x = torch.randn(2, 6, 16)
     mask = padding_mask(IDS)
-    fast, _ = ours(x, x, x, mask, need_weights=False)
-    math_path, _ = ours(x, x, x, mask)
+    fast, _ = ours(x, x, x, mask)
+    math_path, _ = ours(x, x, x, mask, need_weights=True)
     torch.testing.assert_close(fast, math_path)
     torch.testing.assert_close(fast, torch_attention(block=MultiHeadAttention)[0](x, x, x, mask)[0])
 
@@ -123,7 +124,7 @@ def test_fully_masked_rows_are_finite_and_zero(dtype, fast_path):
     attention = CachedMultiHeadAttention(16, 4, use_fast_path=fast_path).to(dtype)
     x = torch.randn(2, 5, 16, dtype=dtype)
     mask = torch.zeros(2, 1, 1, 5, dtype=torch.bool)  # every key hidden
-    out, _ = attention(x, x, x, mask, need_weights=False)
+    out, _ = attention(x, x, x, mask)
     assert torch.isfinite(out).all()
     out, weights = MultiHeadAttention(16, 4).to(dtype)(x, x, x, mask)
     assert torch.isfinite(out).all() and torch.all(weights == 0)
@@ -154,10 +155,10 @@ def test_capture_attention_records_every_module_and_cleans_up():
     with capture_attention(model) as maps:
         model.first(x, x, x)
         _, weights = model.fused(x, x, x, None, False)           # asked not to form them: formed while capturing
-        model.fused(x, x, x, need_weights=False)
+        model.fused(x, x, x)
     assert set(maps) == {"first", "fused"} and maps["first"].shape == maps["fused"].shape == (1, 2, 4, 4)
     assert weights is not None
-    assert model.fused(x, x, x, need_weights=False)[1] is None       # and the hooks are gone
+    assert model.fused(x, x, x)[1] is None                          # and the hooks are gone
     assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
 
 
@@ -166,8 +167,7 @@ def test_kv_cache_self_attention_matches_full_computation():
     x = torch.randn(2, 5, 16)
     full, _ = ours(x, x, x, causal_mask(5))
     cache = LayerCache()
-    steps = [ours(x[:, t:t + 1], x[:, t:t + 1], x[:, t:t + 1], None, need_weights=False, cache=cache)[0]
-             for t in range(5)]
+    steps = [ours(x[:, t:t + 1], x[:, t:t + 1], x[:, t:t + 1], None, cache=cache)[0] for t in range(5)]
     assert cache.length == 5 and cache.batch_size == 2
     torch.testing.assert_close(torch.cat(steps, dim=1), full)
 
@@ -179,7 +179,7 @@ def attention_on_both_paths(mask, batch=2, seq=6):
     ours, _ = torch_attention()
     x = torch.randn(batch, seq, 16)
     raised = {}
-    for path, run in ((True, lambda: ours(x, x, x, mask, need_weights=False)), (False, lambda: ours(x, x, x, mask)),
+    for path, run in ((True, lambda: ours(x, x, x, mask)), (False, lambda: ours(x, x, x, mask, need_weights=True)),
                       ("lesson 03", lambda: torch_attention(block=MultiHeadAttention)[0](x, x, x, mask))):
         try:
             run()
@@ -269,9 +269,9 @@ def test_math_path_stays_finite_and_equals_fused_attention_for_large_inputs(dtyp
 def test_multi_head_attention_in_float16_matches_float32():
     ours, _ = torch_attention()
     x = torch.randn(2, 6, 16) * 20
-    expected, expected_weights = ours(x, x, x, padding_mask(IDS))
+    expected, expected_weights = ours(x, x, x, padding_mask(IDS), need_weights=True)
     half = ours.half()
-    out, weights = half(x.half(), x.half(), x.half(), padding_mask(IDS))
+    out, weights = half(x.half(), x.half(), x.half(), padding_mask(IDS), need_weights=True)
     assert torch.isfinite(out).all()
     torch.testing.assert_close(weights.float(), expected_weights, atol=2e-2, rtol=0)
 
@@ -298,9 +298,9 @@ def test_fast_path_zeroes_fully_masked_rows_when_the_kernel_returns_nan(monkeypa
     x = torch.randn(2, 6, 16)
     mask = padding_mask(IDS) & causal_mask(6)
     mask[1, :, 0] = False  # query 0 of sentence 1 may see nothing
-    out, _ = ours(x, x, x, mask, need_weights=False)
+    out, _ = ours(x, x, x, mask)
     assert torch.isfinite(out).all()
-    torch.testing.assert_close(out, ours(x, x, x, mask)[0])
+    torch.testing.assert_close(out, ours(x, x, x, mask, need_weights=True)[0])
 
 
 # --- weight copy from PyTorch's variants -----------------------------------------------------------------------------
@@ -375,11 +375,11 @@ def test_a_padded_key_or_value_contributes_nothing_even_when_it_holds_nan(poison
     x = torch.randn(2, 5, 16)
     ids = torch.tensor([[7, 8, 9, 0, 0], [7, 8, 9, 10, 11]])
     mask = padding_mask(ids)
-    clean, _ = attention(x, x, x, mask, need_weights=False)
+    clean, _ = attention(x, x, x, mask)
     poisoned = x.clone()
     poisoned[0, 3:] = poison                                    # only padded positions of row 0
     with torch.no_grad():
-        out, _ = attention(poisoned, poisoned, poisoned, mask, need_weights=False)
+        out, _ = attention(poisoned, poisoned, poisoned, mask)
     torch.testing.assert_close(out[0, :3], clean[0, :3])        # the real queries of the poisoned row
     torch.testing.assert_close(out[1], clean[1])
     q, k, v = torch.randn(3, 1, 2, 5, 8).unbind(0)
@@ -397,8 +397,7 @@ def test_cross_attention_projects_the_memory_once_and_reuses_it_from_the_cache()
     steps = []
     for t in range(4):
         given = memory if t == 0 else torch.zeros_like(memory)          # later steps read the cached projection
-        steps.append(ours(queries[:, t:t + 1], given, given, padding_mask(IDS), need_weights=False, cache=cache,
-                          static_kv=True)[0])
+        steps.append(ours(queries[:, t:t + 1], given, given, padding_mask(IDS), cache=cache, static_kv=True)[0])
         assert cache.length == 6
     torch.testing.assert_close(torch.cat(steps, dim=1), full)
 
@@ -413,6 +412,6 @@ def test_attention_dropout_acts_in_training_only(block):
     torch.testing.assert_close(dropping(x, x, x)[0], plain(x, x, x)[0])
     torch.testing.assert_close(dropping(x, x, x)[0], dropping(x, x, x)[0])
     dropping.train()
-    out, weights = dropping(x, x, x)
+    out, weights = dropping(x, x, x, **({} if block is MultiHeadAttention else {"need_weights": True}))
     assert not torch.allclose(out, plain(x, x, x)[0])
     assert set(weights.unique().tolist()) >= {0.0} and (weights == 0).float().mean() > 0.3   # about half dropped
