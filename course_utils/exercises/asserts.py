@@ -423,6 +423,15 @@ def code_objects(obj: Any) -> list[Any]:
     return codes
 
 
+def planted(frame) -> bool:
+    """Whether ``frame`` runs inside a declared mistake's variant (it may use the package's reference)."""
+    while frame is not None:
+        if frame.f_code in PLANTED:
+            return True
+        frame = frame.f_back
+    return False
+
+
 class OwnWork:
     """While active, notices any call into ``forbidden`` (``{what: object}``, e.g. the package's block), whatever
     path it is reached by — an import under another name, a wrapper, a subclass, ``getattr`` — so a checker can say
@@ -443,11 +452,13 @@ class OwnWork:
         if self.used is not None:
             return
         if event == "call":
-            caller = frame.f_back
-            if caller is None or caller.f_code not in PLANTED:   # a declared variant may use the reference
-                self.used = self.codes.get(frame.f_code)
-        elif event == "c_call" and frame.f_code not in PLANTED:
-            self.used = self.builtins.get(id(arg))
+            used = self.codes.get(frame.f_code)
+            if used is not None and not planted(frame.f_back):
+                self.used = used
+        elif event == "c_call":
+            used = self.builtins.get(id(arg))
+            if used is not None and not planted(frame):
+                self.used = used
 
     def __enter__(self) -> "OwnWork":
         self.used = None

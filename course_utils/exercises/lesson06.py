@@ -26,10 +26,12 @@ from .asserts import (
     check_function,
     check_generator_use,
     check_inputs_kept,
+    check_untouched,
     close,
     difference,
     max_difference,
     snapshot,
+    state_of,
 )
 from .core import Exercise, ExerciseFailure, solution_of
 
@@ -436,6 +438,7 @@ def check_tied(tie, description: str, model: TinyMLM) -> None:
     embedding, output, bias = (model.embedding.weight, model.output.weight, model.output.bias)
     values = {"embedding": embedding.detach().clone(), "output": output.detach().clone()}
     before = sum(p.numel() for p in model.parameters())
+    state = state_of(model)
     returned = call_learner(tie, "tie_weights", description, model, error_hint=tying_error_hint)
     if returned is None:
         raise ExerciseFailure(f"{where}: `tie_weights` returned None: return the model (after tying it).")
@@ -473,6 +476,7 @@ def check_tied(tie, description: str, model: TinyMLM) -> None:
     if model.output.bias is not bias:
         raise ExerciseFailure(f"{where}: the output layer's bias changed (a new layer, or the bias dropped): tie only "
                               "the weight and keep the rest of model.output as it was.")
+    check_untouched(state, model, {"embedding.weight", "output.weight"}, "tie_weights", description)
     after = sum(p.numel() for p in model.parameters())
     if before - after != vocab * d_model:
         raise ExerciseFailure(f"{where}: expected {vocab * d_model} = vocab_size × d_model fewer parameters after "

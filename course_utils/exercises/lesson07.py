@@ -176,6 +176,10 @@ def mask_cases(draw: Draw) -> list[Case]:
     src[0, 0] = DEFAULT_PAD                                              # … here, at least once
     cases.append(Case(f"batch {batch}, src_len {src_len} (padding in some rows only; id 0 is a real token here), "
                       f"tgt_len {tgt_len}, pad_id {pad}", (src, tgt_len, pad)))
+    every = torch.tensor([list(range(12)), [pad - 1, pad + 1] + list(range(12, 22))])   # every small id, pad's
+    every[1, 2:4] = DEFAULT_PAD                                                          # neighbours, 0 real
+    cases.append(Case(f"batch 2, src_len 12 holding every id from 0 to 21 and pad_id's neighbours {pad - 1}, "
+                      f"{pad + 1}, tgt_len 2, pad_id {pad}", (every.clamp(max=vocab - 1), 2, pad)))
     return cases
 
 
@@ -701,7 +705,7 @@ class ScriptedTranslator(nn.Module):
         self.calls: list[tuple[bool, bool]] = []
 
     def encode(self, src_ids: torch.Tensor) -> torch.Tensor:
-        self.calls.append((self.training, torch.is_grad_enabled()))
+        self.calls.append((any(m.training for m in self.modules()), torch.is_grad_enabled()))
         return src_ids.float()[..., None] * self.scale  # (batch, src_len, 1)
 
     def new_cache(self) -> ScriptCache:
@@ -709,7 +713,7 @@ class ScriptedTranslator(nn.Module):
 
     def decode(self, tgt_in_ids: torch.Tensor, memory: torch.Tensor, src_ids: torch.Tensor,
                cache: ScriptCache | None = None) -> torch.Tensor:
-        self.calls.append((self.training, torch.is_grad_enabled()))
+        self.calls.append((any(m.training for m in self.modules()), torch.is_grad_enabled()))
         if tgt_in_ids.dim() != 2 or memory.dim() != 3 or src_ids.dim() != 2 \
                 or not tgt_in_ids.size(0) == memory.size(0) == src_ids.size(0):
             raise ValueError(f"model.decode(tgt_in_ids (batch, tgt_len), memory (batch, src_len, d_model), src_ids "
@@ -754,11 +758,11 @@ def recording_translator(config):
             self.calls: list[tuple[bool, bool]] = []
 
         def encode(self, src_ids):
-            self.calls.append((self.training, torch.is_grad_enabled()))
+            self.calls.append((any(m.training for m in self.modules()), torch.is_grad_enabled()))
             return super().encode(src_ids)
 
         def decode(self, tgt_in_ids, memory, src_ids, cache=None):
-            self.calls.append((self.training, torch.is_grad_enabled()))
+            self.calls.append((any(m.training for m in self.modules()), torch.is_grad_enabled()))
             return super().decode(tgt_in_ids, memory, src_ids, cache)
 
     return RecordingTranslator(config)
@@ -1081,8 +1085,9 @@ def check_greedy_decode(ns) -> None:
             raise ExerciseFailure(f"on {case.description}: your `greedy_decode` never called model.encode / "
                                   "model.decode.")
         if any(training for training, _ in model.calls):
-            raise ExerciseFailure(f"on {case.description}: the model ran in training mode: call model.eval() "
-                                  "first — otherwise dropout changes every step's prediction.")
+            raise ExerciseFailure(f"on {case.description}: the model (or one of its submodules) ran in training "
+                                  "mode: call model.eval() first — assigning model.training = False switches the top "
+                                  "module only — otherwise dropout changes every step's prediction.")
         if any(grad for _, grad in model.calls):
             raise ExerciseFailure(f"on {case.description}: the model ran with gradients enabled: decoding needs no "
                                   "backward pass, so run it under torch.no_grad() (or decorate the function with "

@@ -356,7 +356,27 @@ def top_p_cases(draw: Draw) -> list[Case]:
         Case(f"{rows} rows of {vocab} logits, {n_forbidden} tokens already -inf (forbidden ids), p={p_forbidden}",
              (forbidden, p_forbidden)),
         Case(f"{rows} rows of {vocab} float64 logits, p={p_wide}", (wide, p_wide)),
+        exact_mass_case(draw, 0.75), exact_mass_case(draw, 0.5),
     ]
+
+
+def exact_mass_case(draw: Draw, p: float) -> Case:
+    """Probabilities 1/2, 1/4, 1/8, 1/16, 1/16 (exact in float32), in a random order among forbidden ids, and a ``p``
+    that the most probable tokens reach *exactly*: they are the nucleus, the next token is not (a rule that stops only
+    once the mass *exceeds* p keeps one token too many)."""
+    vocab = draw.integer(7, 11)
+    logits = torch.full((2, vocab), NEG_INF)
+    for row in range(2):
+        columns = torch.randperm(vocab, generator=draw.generator())[:5]
+        logits[row, columns] = torch.tensor([-1.0, -2.0, -3.0, -4.0, -4.0]) * math.log(2)
+    return Case(f"2 rows of {vocab} logits with probabilities 1/2, 1/4, 1/8, 1/16, 1/16 (the rest forbidden), p={p} — "
+                "the most probable tokens reach p exactly", (logits, p))
+
+
+def reaching(logits: torch.Tensor, p: float) -> torch.Tensor:
+    """The kept set of a nucleus that stops only once the mass before a token *exceeds* p (in the logits' dtype)."""
+    probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)
+    return torch.zeros_like(probs, dtype=torch.bool).scatter(-1, order, probs.cumsum(dim=-1) - probs <= p)
 
 
 def nucleus_rules(logits: torch.Tensor, p: float) -> dict[str, torch.Tensor]:
@@ -369,6 +389,7 @@ def nucleus_rules(logits: torch.Tensor, p: float) -> dict[str, torch.Tensor]:
     ascending, up = probs.sort(dim=-1)
     finite = torch.isfinite(logits)
     return {
+        "reaching": reaching(logits, p) & finite,
         "including": torch.zeros_like(finite).scatter(-1, order, sorted_probs.cumsum(dim=-1) <= p) & finite,
         "unsorted": (unsorted_before < p) & finite,
         "not mapped back": keep_sorted & finite,
@@ -386,6 +407,8 @@ def diagnose_top_p(case: Case, kept: torch.Tensor) -> str | None:
                 "is below p")
     rules = nucleus_rules(logits, p)
     messages = {
+        "reaching": (f"the tokens above already reach p={p} exactly, yet you keep one more: keep a token while the "
+                     "mass *before* it is below p (<, not <=) — the nucleus is the smallest set that reaches p"),
         "including": (f"with p={p} you kept only the tokens whose cumulative probability *including themselves* "
                       "stays <= p, so the set can fall short of p (or be empty): keep a token while the mass "
                       "*before* it is below p; the most probable token always stays"),
@@ -558,6 +581,9 @@ def gpt_cases(draw: Draw, dropout: float) -> list[GPTCase]:
         cases.append(GPTCase(label(config, batch, seq, f", right padding (pad_id {config.pad_id}) in row"
                                                        f"{'s' if len(padded) > 1 else ''} {', '.join(padded)} "
                                                        "only"), config, ids, True))
+    config = gpt_config(draw, draw.integer(11, 12), draw.integer(3, 5), dropout)  # block "10" sorts before "2"
+    cases.append(GPTCase(label(config, 2, config.max_len, " (more than 10 blocks: their order shows)"), config,
+                         real_ids(draw, config, 2, config.max_len), False))
     return cases
 
 
@@ -887,7 +913,8 @@ def recording_lm(config) -> nn.Module:
 
         def forward(self, ids, cache=None):
             length = ids.size(-1) if isinstance(ids, torch.Tensor) and ids.dim() else 0
-            self.calls.append(ModelCall(self.training, torch.is_grad_enabled(), length, cache))
+            self.calls.append(ModelCall(any(m.training for m in self.modules()), torch.is_grad_enabled(), length,
+                                        cache))  # every submodule: model.training = False is not eval()
             return super().forward(ids, cache)
 
     return RecordingLM(config)
@@ -1239,8 +1266,9 @@ def check_generate(ns) -> None:
         if not model.calls:
             raise ExerciseFailure(f"on {where}: your `generate` never called the model.")
         if any(call.training for call in model.calls):
-            raise ExerciseFailure(f"on {where}: the model ran in training mode: call model.eval() first — "
-                                  "otherwise dropout changes every step's distribution.")
+            raise ExerciseFailure(f"on {where}: the model (or one of its submodules) ran in training mode: "
+                                  "call model.eval() first — assigning model.training = False switches the top module "
+                                  "only — otherwise dropout changes every step's distribution.")
         if any(call.grad for call in model.calls):
             raise ExerciseFailure(f"on {where}: the model ran with gradients enabled: sampling needs no backward "
                                   "pass, so run it under torch.no_grad() (or decorate the function with "

@@ -15,6 +15,7 @@ import copy
 import datetime
 import faulthandler
 import inspect
+import math
 import os
 import shutil
 import signal
@@ -40,13 +41,9 @@ from .asserts import (
     OwnWork,
     call_learner,
     check_function,
-    check_inputs_kept,
-    difference,
     learner_function,
-    show,
-    snapshot,
 )
-from .core import Exercise, ExerciseFailure, learner_frames, solution_of
+from .core import Exercise, ExerciseFailure, Mistake, learner_frames, solution_of
 
 
 # ---------------------------------------------------------------------------- q1: the loss each rank backpropagates
@@ -66,6 +63,8 @@ def rank_token_counts(draw: Draw, world_size: int, zero_rank: bool = False) -> l
 
 
 def loss_cases(draw: Draw) -> list[Case]:
+    """``Case(..., (loss_sum, local_tokens, global_tokens, world_size))``: one process, uneven token counts, a rank
+    without target tokens, many ranks."""
     steps = [("one process", [draw.integer(5, 300)], 0)]
     for what, world_size in (("uneven token counts", draw.integer(2, 4)),
                              ("a rank with no target tokens (all padding)", draw.integer(2, 4)),
@@ -76,72 +75,51 @@ def loss_cases(draw: Draw) -> list[Case]:
     cases = []
     for what, counts, rank in steps:
         local, total = counts[rank], sum(counts)
-        token_losses = draw.randn(local).abs() * 3  # this rank's per-token losses
+        loss_sum = (draw.randn(local).abs() * 3).sum()  # this rank's summed token losses
         cases.append(Case(f"{what}: rank {rank} of world_size {len(counts)}, {local} tokens on this rank, {total} "
-                          f"in the step ({' + '.join(map(str, counts))})", (token_losses, local, total, len(counts))))
+                          f"in the step ({' + '.join(map(str, counts))})", (loss_sum, local, total, len(counts))))
     return cases
-
-
-def diagnose_loss(case: Case, got) -> str | None:
-    token_losses, local, total, world_size = case.args
-    loss_sum = float(token_losses.sum())
-    if not isinstance(got, torch.Tensor):
-        return (f"return a tensor (backward() needs one), got {type(got).__name__} {show(got)}: keep computing on "
-                "loss_sum, no .item() or float(...)")
-    if got.dim() != 0 or got.dtype != token_losses.dtype:
-        return None  # the contract's own message names the shape or dtype
-    value = float(got.detach())
-    expected = loss_sum * world_size / total
-
-    def near(candidate: float) -> bool:
-        return abs(value - candidate) <= 1e-5 * max(1.0, abs(candidate))
-
-    if np.isnan(value) and local == 0:
-        return ("this rank has no target tokens, and 0 / 0 gives NaN: dividing by this rank's own token count "
-                "gives each rank's mean, and DDP then averages the means. Use the token count of all ranks together")
-    if near(loss_sum / total) and world_size > 1:
-        return ("DDP *averages* the gradients of the ranks: it divides by world_size after summing. Divide by the "
-                "global token count and multiply by world_size, so the average becomes the sum over all tokens / "
-                "all tokens")
-    if local and near(loss_sum / local):
-        return ("dividing by this rank's own token count gives each rank's mean; DDP then averages the means, which "
-                "weights a rank with few tokens as much as one with many. Use the token count of all ranks together")
-    if near(loss_sum) and total != world_size:
-        return ("the sum alone makes the gradient grow with the batch size; divide by the global token count (and "
-                "multiply by world_size)")
-    if near(loss_sum / (total * world_size)) or near(loss_sum / total / world_size):
-        return ("you divided by world_size; DDP already does that when it averages the gradients — multiply by "
-                "world_size instead")
-    if near(loss_sum * world_size / max(total - local, 1)):
-        return "global_tokens already counts this rank's tokens: divide by it as it is"
-    return f"expected {expected:.6g} = loss_sum · world_size / global_tokens, got {value:.6g}"
 
 
 def check_ddp_scaled_loss(ns) -> None:
     function = learner_function(ns, "ddp_scaled_loss")
-    for case in loss_cases(Draw()):
-        token_losses, local, total, world_size = case.args
-        reference_leaf = token_losses.clone().requires_grad_()
-        expected = scaled_loss_reference(reference_leaf.sum(), local, total, world_size)
-        expected.backward()
-        leaf = token_losses.clone().requires_grad_()
-        loss_sum = leaf.sum()  # this rank's summed token losses: part of a graph, like the model's loss
-        before = {"loss_sum": snapshot(loss_sum), "local_tokens": local, "global_tokens": total,
-                  "world_size": world_size}
-        got = call_learner(function, "ddp_scaled_loss", case.description, loss_sum, local, total, world_size)
-        check_inputs_kept(before, {"loss_sum": loss_sum, "local_tokens": local, "global_tokens": total,
-                                   "world_size": world_size}, "ddp_scaled_loss", case.description)
-        gap = difference(got, expected.detach(), "the result of `ddp_scaled_loss`")
-        if gap:
-            raise ExerciseFailure(f"on {case.description}: {diagnose_loss(case, got) or gap}.")
+    draw = Draw()
+    cases = loss_cases(draw)
+    check_function(function, scaled_loss_reference, cases, "ddp_scaled_loss", twins=loss_cases(draw.twin()),
+                   probes=cases)
+    for case in cases:  # the value is right: now the gradient that reaches the model through loss_sum
+        loss_sum, local, total, world_size = case.args
+        leaf = loss_sum.detach().clone().requires_grad_()
+        got = call_learner(function, "ddp_scaled_loss", case.description, leaf * 1, local, total, world_size)
         if not got.requires_grad or got.grad_fn is None:
             raise ExerciseFailure(f"on {case.description}: the value is right but it carries no gradient: something "
                                   "cut the graph (.item(), float(...), .detach(), torch.tensor(...) of a number). "
                                   "backward() must reach the model through loss_sum: compute on the tensor.")
         call_learner(got.backward, "ddp_scaled_loss", case.description)
-        if leaf.grad is None or not torch.allclose(leaf.grad, reference_leaf.grad, rtol=1e-4, atol=1e-7):
-            raise ExerciseFailure(f"on {case.description}: the value is right but the gradient that reaches the "
-                                  "token losses is not world_size / global_tokens: a detached factor changes it.")
+        if leaf.grad is None or not math.isclose(float(leaf.grad), world_size / total, rel_tol=1e-4):
+            raise ExerciseFailure(f"on {case.description}: the value is right but the gradient that reaches "
+                                  "loss_sum is not world_size / global_tokens: a detached factor changes it.")
+
+
+R = scaled_loss_reference
+MEANS = ("dividing by this rank's own token count gives each rank's mean; DDP then averages the means, which weights "
+         "a rank with few tokens as much as one with many (and a rank without tokens gets 0 / 0). Use the token "
+         "count of all ranks together")
+LOSS_MISTAKES = (
+    Mistake("returns a float", "return a tensor (backward() needs one): keep computing on loss_sum, no .item() or "
+            "float(...)", variant=lambda s, local, total, w: float(R(s, local, total, w)),
+            shows=lambda case, got, _: isinstance(got, (int, float, np.number))),
+    Mistake("mean of per-rank means", MEANS, variant=lambda s, local, total, w: s / local),
+    Mistake("guarded mean of means", MEANS, variant=lambda s, local, total, w: s / max(local, 1)),
+    Mistake("forgot DDP divides by world_size", "DDP *averages* the gradients of the ranks: it divides by world_size "
+            "after summing. Divide by the global token count and multiply by world_size, so the average becomes "
+            "the sum over all tokens / all tokens", variant=lambda s, local, total, w: R(s, local, total, w) / w),
+    Mistake("no normalisation", "the sum alone makes the gradient grow with the batch size; divide by the global "
+            "token count (and multiply by world_size)", variant=lambda s, local, total, w: s),
+    Mistake("divided by world_size", "you divided by world_size; DDP already does that when it averages the "
+            "gradients — multiply by world_size instead",
+            variant=lambda s, local, total, w: R(s, local, total, w) / w / w),
+)
 
 
 # ---------------------------------------------------------------------------- q2: which batches a rank gets
@@ -164,52 +142,56 @@ def batch_cases(draw: Draw) -> list[Case]:
             for n, size, what in configs for rank in range(size)]
 
 
-def as_index_list(got):
-    """``got`` as a list when it is any other ordered iterable of indices (a generator, a sampler …); lists, ranges,
-    tensors and arrays stay as they are (:func:`difference` accepts them), unordered or text results too (it
-    rejects them)."""
-    if isinstance(got, (list, tuple, range, torch.Tensor, np.ndarray, str, bytes, dict, set, frozenset)):
-        return got
-    return list(got) if hasattr(got, "__iter__") else got
+def as_index_list(function):
+    """The learner's function with any other ordered iterable of indices (a generator, a sampler …) turned into a
+    list; lists, ranges, tensors and arrays stay as they are (:func:`difference` accepts them), unordered or text
+    results too (it rejects them)."""
+    def run(*args):
+        got = function(*args)
+        if isinstance(got, (list, tuple, range, torch.Tensor, np.ndarray, str, bytes, dict, set, frozenset)):
+            return got
+        return list(got) if hasattr(got, "__iter__") else got
+    return run
 
 
-def diagnose_batches(case: Case, got) -> str | None:
-    n, rank, size = case.args
-    got = got.tolist() if isinstance(got, (torch.Tensor, np.ndarray)) else list(got)
-    if not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in got):
-        return None  # the contract's own message names the type
-    got = [int(i) for i in got]
-    expected = rank_batches_reference(n, rank, size)
-    if got == expected:
+def indices(got) -> list[int] | None:
+    """``got`` as a list of ints, or ``None`` when it is not an ordered sequence of ints."""
+    if isinstance(got, (torch.Tensor, np.ndarray)):
+        got = got.tolist()
+    if not isinstance(got, (list, tuple, range)) or not all(
+            isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in got):
         return None
-    for other in range(max(rank + 1, 1), min(n, 8) + 1):
-        if other != size and got == rank_batches_reference(n, rank, other):
-            return (f"these are rank {rank}'s batches for world_size={other}: use the world_size you are given "
-                    f"({size})")
-    per_rank = n // size
-    if got == list(range(rank * per_rank, (rank + 1) * per_rank)):
-        return ("contiguous blocks split the batches fairly, but a step's batches would come from far apart in the "
-                "epoch. DistributedSampler interleaves: rank r takes r, r + world_size, r + 2·world_size, …, so one "
-                "step of all ranks uses neighbouring batches — as one process accumulating them would")
-    if got == list(range(rank, n, size)):
-        return (f"with {n} batches and {size} ranks some ranks get one batch more than others: they make an extra "
-                "step and wait forever for the others in the all-reduce. Drop the tail: stop at n_batches − "
-                "n_batches % world_size")
-    if len(got) < len(expected) and got == expected[:len(got)]:
-        return (f"rank {rank} gets {len(got)} batches, {len(expected)} fit every rank: you dropped more than the "
-                "tail — only the last n_batches % world_size batches are left out")
-    if sorted(got) == sorted(expected):
-        return "the right batches in the wrong order: rank r takes r, r + world_size, … in increasing order"
-    return None
+    return [int(i) for i in got]
+
+
+RB = rank_batches_reference
+BATCH_MISTAKES = (
+    Mistake("hard-coded two ranks", "these are the batches of another world_size: use the world_size you are given",
+            variant=lambda n, rank, size: RB(n, rank, size + 1),
+            shows=lambda case, got, _: indices(got) in [RB(case.args[0], case.args[1], other) for other in
+                                                        range(case.args[1] + 1, min(case.args[0], 8) + 1)
+                                                        if other != case.args[2]]),
+    Mistake("contiguous blocks", "contiguous blocks split the batches fairly, but a step's batches would come from "
+            "far apart in the epoch. DistributedSampler interleaves: rank r takes r, r + world_size, r + "
+            "2·world_size, …, so one step of all ranks uses neighbouring batches — as one process accumulating them "
+            "would", variant=lambda n, rank, size: list(range(rank * (n // size), (rank + 1) * (n // size)))),
+    Mistake("tail not dropped", "some ranks get one batch more than others: they make an extra step and wait forever "
+            "for the others in the all-reduce. Drop the tail: stop at n_batches − n_batches % world_size",
+            variant=lambda n, rank, size: list(range(rank, n, size))),
+    Mistake("one batch too many dropped", "you dropped more than the tail — only the last n_batches % world_size "
+            "batches are left out", variant=lambda n, rank, size: RB(n, rank, size)[:-1],
+            shows=lambda case, got, _: indices(got) is not None and len(indices(got)) < len(RB(*case.args))
+            and indices(got) == RB(*case.args)[:len(indices(got))]),
+    Mistake("wrong order", "the right batches in the wrong order: rank r takes r, r + world_size, … in increasing "
+            "order", variant=lambda n, rank, size: RB(n, rank, size)[::-1],
+            shows=lambda case, got, _: indices(got) is not None and sorted(indices(got)) == RB(*case.args)),
+)
 
 
 def check_rank_batches(ns) -> None:
-    function = learner_function(ns, "rank_batches")
-    check_function(lambda n_batches, rank, world_size: as_index_list(function(n_batches, rank, world_size)),
-                   rank_batches_reference, batch_cases(Draw()), "rank_batches",
-                   forbidden={"the package's course_utils.distributed.batch_sampler": batch_sampler},
-                   diagnose=lambda case, got: (diagnose_batches(case, got) if isinstance(
-                       got, (list, tuple, range, torch.Tensor, np.ndarray)) else None))
+    check_function(learner_function(ns, "rank_batches"), rank_batches_reference, batch_cases(Draw()),
+                   "rank_batches", prepare=as_index_list,
+                   forbidden={"the package's course_utils.distributed.batch_sampler": batch_sampler})
 
 
 # ---------------------------------------------------------------------------- q3: training-state memory
@@ -234,49 +216,36 @@ def state_cases(draw: Draw) -> list[Case]:
     return cases
 
 
-def diagnose_state(case: Case, got) -> str | None:
-    n_parameters, world_size, sharded = case.args
-    if isinstance(got, torch.Tensor):
-        if got.dim() or got.is_floating_point() or got.dtype == torch.bool:
-            return f"return an int (a number of bytes), got a {got.dtype} tensor {show(got)}"
-        got = int(got)
-    if isinstance(got, (bool, np.bool_)) or not isinstance(got, (int, np.integer, float, np.floating)):
-        return f"return an int (a number of bytes), got {type(got).__name__} {show(got)}"
-    expected = state_reference(*case.args)
-    if isinstance(got, (float, np.floating)) and float(got) == expected:
-        return (f"return an int (a number of bytes), got the float {float(got)!r}: the count is whole — divide "
-                "with // (the shards are equal: FSDP pads the parameters to a multiple of world_size)")
-    value = float(got)
-    share = world_size if sharded else 1
-    per_parameter = value * share / n_parameters
-    full = BYTES_PER_PARAMETER * n_parameters
-    if world_size > 1 and sharded and value == full:
-        return ("with sharding every rank keeps only its 1/world_size share of weights, gradients and optimizer "
-                "state: divide by world_size")
-    if world_size > 1 and not sharded and value == full // world_size:
-        return ("without sharding (plain data parallelism, DDP) every rank holds a full copy: do not divide by "
-                "world_size")
-    if abs(per_parameter - 8) < 1e-9:
-        return ("8 bytes per parameter counts weights and gradients; AdamW also keeps two float32 moments per "
-                "parameter (exp_avg and exp_avg_sq): 16 bytes in all")
-    if abs(per_parameter - 12) < 1e-9:
-        return ("12 bytes per parameter: one of weights, gradients or the two Adam moments is missing (4 + 4 + 8 "
-                "= 16 bytes in float32)")
-    if world_size > 1 and sharded and value == 8 * n_parameters + 8 * n_parameters // world_size:
-        return ("only the optimizer state is sharded there (ZeRO-1); FSDP shards the weights and the gradients "
-                "too: all 16 bytes per parameter are divided by world_size")
-    if world_size > 1 and sharded and value == 4 * n_parameters + 12 * n_parameters // world_size:
-        return ("the weights are kept whole there (ZeRO-2); FSDP shards the weights too: all 16 bytes per "
-                "parameter are divided by world_size")
-    if world_size > 1 and sharded and value == full * world_size:
-        return "you multiplied by world_size; each rank holds 1/world_size of the state: divide"
-    return (f"expected {expected:,} bytes, got {show(got)}: 16 bytes per parameter"
-            + (", divided by world_size" if sharded else ", the full copy on every GPU"))
-
-
 def check_training_state_bytes(ns) -> None:
-    check_function(learner_function(ns, "training_state_bytes"), state_reference, state_cases(Draw()),
-                   "training_state_bytes", diagnose=diagnose_state)
+    cases = state_cases(Draw())
+    check_function(learner_function(ns, "training_state_bytes"), state_reference, cases, "training_state_bytes",
+                   probes=cases)
+
+
+S = state_reference
+STATE_MISTAKES = (
+    Mistake("a float", "return an int (a number of bytes): the count is whole — divide with // (the shards are equal: "
+            "FSDP pads the parameters to a multiple of world_size)",
+            variant=lambda n, w, sharded: float(S(n, w, sharded)),
+            shows=lambda case, got, _: isinstance(got, (float, np.floating)) and got == S(*case.args)),
+    Mistake("sharding does not divide", "with sharding every rank keeps only its 1/world_size share of weights, "
+            "gradients and optimizer state: divide by world_size", variant=lambda n, w, sharded: S(n, w, False)),
+    Mistake("DDP divided too", "without sharding (plain data parallelism, DDP) every rank holds a full copy: do not "
+            "divide by world_size", variant=lambda n, w, sharded: S(n, w, True)),
+    Mistake("Adam moments forgotten", "8 bytes per parameter counts weights and gradients; AdamW also keeps two "
+            "float32 moments per parameter (exp_avg and exp_avg_sq): 16 bytes in all",
+            variant=lambda n, w, sharded: S(n, w, sharded) // 2),
+    Mistake("one part missing", "12 bytes per parameter: one of weights, gradients or the two Adam moments is "
+            "missing (4 + 4 + 8 = 16 bytes in float32)", variant=lambda n, w, sharded: S(n, w, sharded) * 3 // 4),
+    Mistake("only the optimizer state sharded (ZeRO-1)", "only the optimizer state is sharded there (ZeRO-1); FSDP "
+            "shards the weights and the gradients too: all 16 bytes per parameter are divided by world_size",
+            variant=lambda n, w, sharded: 8 * n + 8 * n // w if sharded else S(n, w, sharded)),
+    Mistake("weights kept whole (ZeRO-2)", "the weights are kept whole there (ZeRO-2); FSDP shards the weights too: "
+            "all 16 bytes per parameter are divided by world_size",
+            variant=lambda n, w, sharded: 4 * n + 12 * n // w if sharded else S(n, w, sharded)),
+    Mistake("multiplied by world_size", "you multiplied by world_size; each rank holds 1/world_size of the state: "
+            "divide", variant=lambda n, w, sharded: S(n, w, False) * w if sharded else S(n, w, sharded)),
+)
 
 
 q1 = Exercise(
@@ -289,6 +258,7 @@ q1 = Exercise(
            "the whole step, global_tokens (not this rank's); multiply by world_size to undo DDP's average. "
            "local_tokens is not needed."),
     solution=solution_of("lesson10", "ddp_scaled_loss"),
+    mistakes=LOSS_MISTAKES,
     success="Correct! The averaged gradient is now the gradient of the mean over every token of the step.",
 )
 
@@ -302,6 +272,7 @@ q2 = Exercise(
            "r + 2·world_size, … while below usable. Return them in increasing order (a list, a range or a 1-D "
            "tensor)."),
     solution=solution_of("lesson10", "rank_batches"),
+    mistakes=BATCH_MISTAKES,
     success="Correct! Every rank makes the same number of steps, and one step uses neighbouring batches.",
 )
 
@@ -315,6 +286,7 @@ q3 = Exercise(
            "full 16 · n_parameters on every GPU. Sharded: that divided by world_size. Return a whole number, an "
            "int (integer division)."),
     solution=solution_of("lesson10", "training_state_bytes"),
+    mistakes=STATE_MISTAKES,
     success="Correct! DDP saves time, not memory per GPU; FSDP divides the state by the number of GPUs.",
 )
 

@@ -222,6 +222,14 @@ MISTAKES += [
       'a copy'),
 ]
 
+MISTAKES += [
+    q('q3', 'bias zeroed while tying', 'def tie_weights(model):\n'
+                                       '    model.output.weight = model.embedding.weight\n'
+                                       '    if model.output.bias is not None:\n'
+                                       '        model.output.bias.data.zero_()\n'
+                                       '    return model\n', 'also changed `output.bias`'),
+]
+
 ALTERNATIVES = [
     Alternative('lesson06', 'q1', 'random ids drawn first, clone and index',
                 'def corrupt_selected(ids, selected, vocab_size, generator):\n'

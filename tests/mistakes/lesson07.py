@@ -36,6 +36,9 @@ MISTAKES = [
       'def shift_targets(t):\n'
       '    return t[:, :-1]\n',
       'pair'),
+    q('q2', 'special ids hidden too', 'def cross_attention_mask(src_ids, tgt_len, pad_id=0):\n'
+                                      '    return ((src_ids != pad_id) & (src_ids >= 7))[:, None, None, :]\n',
+      'expected True exactly at real (non-padding) source tokens'),
     q('q2', 'inverted',
       'def cross_attention_mask(s, n):\n'
       '    return (s == 0)[:, None, None, :]\n',
@@ -269,6 +272,8 @@ MISTAKES += [
     q('q5', "the package's decoder imported", "from course_utils.decoding import greedy_decode\n",
       'use your own function'),
     q('q5', 'eval mode forgotten', plant(DECODE, "    model.eval()\n", ""), 'call model.eval()'),
+    q('q5', 'model.training = False instead of model.eval()',
+      plant(DECODE, "    model.eval()\n", "    model.training = False\n"), 'switches the top module only'),
     q('q5', 'no_grad forgotten', plant(DECODE, "@torch.no_grad()\n", ""), 'torch.no_grad()'),
     q('q5', 'target not shifted (no [BOS] start)',
       plant(DECODE, "prefix = torch.full((batch, 1), bos_id, dtype=torch.long, device=device)",

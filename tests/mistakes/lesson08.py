@@ -189,6 +189,9 @@ MISTAKES = [
     q('q4', 'cumulative mass including the token',
       plant(TOP_P, 'probs.cumsum(dim=-1) - probs < p', 'probs.cumsum(dim=-1) <= p'),
       'mass *before* it'),
+    q('q4', 'stops once the mass exceeds p instead of reaching it',
+      plant(TOP_P, 'probs.cumsum(dim=-1) - probs < p', 'probs.cumsum(dim=-1) - probs <= p'),
+      '(<, not <=)'),
     q('q4', 'not sorted',
       'def top_p_filter(logits, p):\n'
       '    probs = torch.softmax(logits, dim=-1)\n'
@@ -328,6 +331,16 @@ def capstone_right(exercise: str, name: str, code: str) -> Alternative:
 
 MISTAKES += [
     # q5 (capstone): the GPT — bugs planted in the solution
+    capstone('q5', 'blocks in a dict, run in sorted key order',
+             plant(plant(GPT_CODE, "        self.blocks = nn.ModuleList(EncoderLayer(config.d_model, config.n_heads, "
+                                   "config.d_ff, config.dropout,\n"
+                                   "                                                 norm=\"pre\") for _ in "
+                                   "range(config.n_layers))\n",
+                         "        self.blocks = nn.ModuleDict({str(i): EncoderLayer(config.d_model, config.n_heads, "
+                         "config.d_ff, config.dropout, norm='pre') for i in range(config.n_layers)})\n"),
+                   "        for block in self.blocks:\n            x = block(x, mask)\n",
+                   "        for key in sorted(self.blocks):\n            x = self.blocks[key](x, mask)\n"),
+             'more than 10 blocks'),
     capstone('q5', "the package's model imported", "from course_utils.language_model import DecoderOnlyLM as GPT\n",
              'use your own class'),
     capstone('q5', "the package's model wrapped",
@@ -450,6 +463,8 @@ MISTAKES += [
              plant(GENERATE, "model(step_input, cache)", "model(step_input, model.new_cache())"),
              'new cache at every step'),
     capstone('q6', 'eval mode forgotten', plant(GENERATE, "    model.eval()\n", ""), 'call model.eval()'),
+    capstone('q6', 'model.training = False instead of model.eval()',
+             plant(GENERATE, "    model.eval()\n", "    model.training = False\n"), 'switches the top module only'),
     capstone('q6', 'no_grad forgotten', plant(GENERATE, "@torch.no_grad()\n", ""), 'torch.no_grad()'),
     capstone('q6', 'forbidden ids after the filters',
              'import torch\n\n\n'

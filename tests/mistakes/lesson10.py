@@ -19,36 +19,21 @@ STATE = "def training_state_bytes(n_parameters, world_size, sharded):\n"
 
 MISTAKES = [
     # q1: the loss each rank backpropagates
-    q("q1", "mean of per-rank means", LOSS + "    return loss_sum / local_tokens\n", "averages the means"),
-    q("q1", "forgot DDP divides by world_size", LOSS + "    return loss_sum / global_tokens\n",
-      "multiply by world_size"),
-    q("q1", "no normalisation", LOSS + "    return loss_sum\n", "grow with the batch size"),
-    q("q1", "returns a float", LOSS + "    return float(loss_sum) * world_size / global_tokens\n", "return a tensor"),
     q("q1", "tokens assumed to divide evenly",
       LOSS + "    return loss_sum * world_size / (local_tokens * world_size)\n",
       "averages the means"),
-    q("q1", "divided by world_size", LOSS + "    return loss_sum / global_tokens / world_size\n",
-      "multiply by world_size instead"),
     q("q1", "hard-coded two ranks", LOSS + "    return loss_sum * 2 / global_tokens\n", "expected"),
     q("q1", "a new tensor without a graph",
       LOSS + "    return torch.tensor(loss_sum.item() * world_size / global_tokens)\n",
       "carries no gradient"),
     q("q1", "scaled in place", LOSS + "    loss_sum *= world_size\n    return loss_sum / global_tokens\n", "in place"),
     q("q1", "float64 result", LOSS + "    return loss_sum.double() * world_size / global_tokens\n", "torch.float32"),
-    q("q1", "guarded mean of means", LOSS + "    return loss_sum / max(local_tokens, 1)\n", "averages the means"),
     q("q1", "the factor detached", LOSS + "    scale = (loss_sum / loss_sum.detach()) * world_size / global_tokens\n"
-      "    return scale.detach() * loss_sum.detach() + 0 * loss_sum\n", "gradient"),
+      "    return scale.detach() * loss_sum.detach() + 0 * loss_sum\n", "NaN"),
     # q2: which batches a rank gets
-    q("q2", "contiguous blocks", BATCHES + "    per_rank = n_batches // world_size\n"
-      "    return list(range(rank * per_rank, (rank + 1) * per_rank))\n", "DistributedSampler interleaves"),
-    q("q2", "tail not dropped", BATCHES + "    return list(range(rank, n_batches, world_size))\n", "Drop the tail"),
-    q("q2", "one batch too many dropped", BATCHES + "    usable = n_batches - n_batches % world_size - 1\n"
-      "    return list(range(rank, usable, world_size))\n", "dropped more than the tail"),
     q("q2", "per-rank count used as the end",
       BATCHES + "    return list(range(rank, n_batches // world_size, world_size))\n",
       "dropped more than the tail"),
-    q("q2", "hard-coded two ranks", BATCHES + "    usable = n_batches - n_batches % 2\n"
-      "    return list(range(rank, usable, 2))\n", "use the world_size you are given"),
     q("q2", "float indices", BATCHES + "    usable = n_batches - n_batches % world_size\n"
       "    return [float(i) for i in range(rank, usable, world_size)]\n", "should be an int"),
     q("q2", "remainder handed to rank 0", BATCHES + "    usable = n_batches - n_batches % world_size\n"
@@ -61,24 +46,10 @@ MISTAKES = [
       + BATCHES + "    context = DistributedContext(rank, world_size, rank, torch.device('cpu'), 'gloo')\n"
       "    return list(batch_sampler(n_batches, context, shuffle=False))\n", "use your own code"),
     # q3: training-state memory
-    q("q3", "Adam moments forgotten", STATE + "    full = 8 * n_parameters\n"
-      "    return full / world_size if sharded else full\n", "two float32 moments"),
-    q("q3", "one part missing", STATE + "    full = 12 * n_parameters\n"
-      "    return full / world_size if sharded else full\n", "12 bytes per parameter"),
-    q("q3", "sharding does not divide", STATE + "    return 16 * n_parameters\n", "divide by world_size"),
-    q("q3", "DDP divided too", STATE + "    return 16 * n_parameters // world_size\n", "do not divide by world_size"),
-    q("q3", "a float", STATE + "    full = 16 * n_parameters\n    return full / world_size if sharded else full\n",
-      "return an int"),
-    q("q3", "only the optimizer state sharded (ZeRO-1)", STATE + "    if not sharded:\n"
-      "        return 16 * n_parameters\n    return 8 * n_parameters + 8 * n_parameters // world_size\n", "ZeRO-1"),
-    q("q3", "weights kept whole (ZeRO-2)", STATE + "    if not sharded:\n"
-      "        return 16 * n_parameters\n    return 4 * n_parameters + 12 * n_parameters // world_size\n", "ZeRO-2"),
     q("q3", "hard-coded 8 GPUs", STATE + "    full = 16 * n_parameters\n    return full // 8 if sharded else full\n",
-      "expected"),
+      "should be"),
     q("q3", "sharded flag ignored", STATE + "    return 16 * n_parameters // world_size if world_size > 1 else "
       "16 * n_parameters\n", "do not divide by world_size"),
-    q("q3", "multiplied by world_size", STATE + "    full = 16 * n_parameters\n"
-      "    return full * world_size if sharded else full\n", "divide"),
 ]
 
 ALTERNATIVES = [
