@@ -759,6 +759,28 @@ def check_function(function: Callable, reference: Callable, cases: list[Case], n
                                "from the task's.", scaled, got, function, run, same, probes)
 
 
+def check_input_gradients(function: Callable, reference: Callable, case: Case, name: str,
+                          forbidden: dict[str, Any] | None = None, labels: tuple[str, ...] = ()) -> None:
+    """Gradients reach the floating inputs of ``case`` (named by ``labels``, in order) as through the package's
+    ``reference``: the same random probe ``(output · probe).sum()`` backpropagated through both."""
+    def leaves():
+        return [a.detach().clone().requires_grad_() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                for a in case.args]
+    expected_args, got_args = leaves(), leaves()
+    expected = reference(*expected_args)
+    probe = torch.randn(expected.shape, generator=torch.Generator().manual_seed(1), dtype=expected.dtype)
+    (expected * probe).sum().backward()
+    got = call_learner(function, name, case.description, *got_args, forbidden=forbidden)
+    if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+        raise ExerciseFailure(f"on {case.description}: your `{name}` should return a tensor of shape "
+                              f"{tuple(expected.shape)}, got {show(got)}.")
+    backward(got * probe, name, f"on {case.description}")
+    floats = [(label, mine, theirs) for label, mine, theirs in zip(labels, got_args, expected_args)
+              if isinstance(theirs, torch.Tensor) and theirs.grad is not None]
+    compare_gradients({f"input `{label}`": theirs.grad for label, _, theirs in floats},
+                      {f"input `{label}`": mine.grad for label, mine, _ in floats}, name, f"on {case.description}")
+
+
 def scaled_case(case: Case, scale: float) -> Case | None:
     """``case`` with every floating tensor multiplied by ``scale`` (``None`` if it has none)."""
     def scaled(value):

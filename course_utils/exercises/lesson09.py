@@ -21,50 +21,16 @@ from .asserts import (
     Draw,
     call_learner,
     check_function,
+    check_input_gradients,
     close,
     copy_weights,
     instantiate,
     learner_function,
-    max_difference,
     own_module_class,
-    show,
 )
-from .core import Exercise, ExerciseFailure, solution_of
+from .core import Exercise, ExerciseFailure, Mistake, solution_of
 
 EPS = 1e-6
-
-
-def check_gradients(function, reference, case: Case, name: str, forbidden: dict, inputs: tuple[str, ...]) -> None:
-    """Gradients reach the floating inputs named ``inputs`` (positions in ``case.args``) as through the package's
-    ``reference``: ``(output · probe).sum()`` backpropagated through both. (A general helper: the package's
-    ``compare_block`` does this for modules.)"""
-    def leaves():
-        return [a.detach().clone().requires_grad_() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
-                for a in case.args]
-    expected_args, got_args = leaves(), leaves()
-    expected = reference(*expected_args)
-    probe = torch.randn(expected.shape, generator=torch.Generator().manual_seed(1), dtype=expected.dtype)
-    (expected * probe).sum().backward()
-    got = call_learner(function, name, case.description, *got_args, forbidden=forbidden)
-    if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
-        raise ExerciseFailure(f"on {case.description}: your `{name}` should return a tensor of shape "
-                              f"{tuple(expected.shape)}, got {show(got)}.")
-    if not got.requires_grad:
-        raise ExerciseFailure(f"on {case.description}: the output of your `{name}` carries no gradient: something "
-                              "cuts the graph (.detach(), .data, .item(), torch.no_grad() or a new tensor built "
-                              "from values). Keep every step a tensor operation.")
-    call_learner(lambda: (got * probe).sum().backward(), name, case.description)
-    for label, mine, theirs in zip(inputs, got_args, expected_args):
-        if not isinstance(theirs, torch.Tensor) or theirs.grad is None:
-            continue
-        if mine.grad is None or (mine.grad.abs().max() == 0 and theirs.grad.abs().max() > 0):
-            raise ExerciseFailure(f"on {case.description}: the output is right but no gradient reaches `{label}`: "
-                                  "something cuts the graph (.detach(), .data, .item(), torch.no_grad()). Keep "
-                                  "every step a tensor operation.")
-        if not close(mine.grad, theirs.grad, atol=1e-4, rtol=1e-3):
-            raise ExerciseFailure(f"on {case.description}: the output is right but the gradient of `{label}` "
-                                  f"differs (by up to {max_difference(mine.grad, theirs.grad):.3g}): a detached or "
-                                  "in-place intermediate alters backpropagation.")
 
 
 # ---------------------------------------------------------------------------- q1: RMSNorm
@@ -103,75 +69,55 @@ def rms_cases(draw: Draw) -> list[Case]:
     return cases
 
 
-def diagnose_rms(case: Case, got) -> str | None:
-    x, weight = case.args[:2]
-    eps = case.args[2] if len(case.args) > 2 else EPS
-    if not (isinstance(got, torch.Tensor) and got.shape == x.shape and got.dtype == x.dtype):
-        return None
-    got = got.detach()
-    ms = x.pow(2).mean(-1, keepdim=True)
-    centred = x - x.mean(-1, keepdim=True)
-    candidates = [
-        (centred / torch.sqrt(centred.pow(2).mean(-1, keepdim=True) + eps) * weight,
-         "you subtracted the mean first: that is LayerNorm. RMSNorm does not centre, it only divides by the root "
-         "mean square of the raw features, sqrt(mean(x²) + eps)"),
-        (x / torch.sqrt(ms + eps),
-         "the gain is missing: multiply the normalised vector by `weight`, one factor per feature"),
-        (x / (ms + eps) * weight,
-         "you divided by the mean square itself; divide by its square root, sqrt(mean(x²) + eps) (or multiply by "
-         "its reciprocal square root)"),
-        (x / (ms.sqrt() + eps) * weight,
-         "eps is added outside the square root: x / (sqrt(mean(x²)) + eps). Put it inside, x / sqrt(mean(x²) + "
-         "eps), as torch.nn.RMSNorm does"),
-        (x / x.norm(dim=-1, keepdim=True) * weight,
-         "you divided by the vector's length (the L2 norm); RMSNorm divides by the *root mean* square: the length "
-         "divided by sqrt(d_model). Use the mean of x², not the sum"),
-        (x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps) * weight,
-         "you took the sum of x² (the squared length); RMSNorm takes its *mean* over the d_model features — the "
-         "mean of x², not the sum"),
-        (x / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + eps) * weight,
-         "you divided by the standard deviation (the variance, centred); RMSNorm divides by the root mean square "
-         "of the raw features, no mean removed"),
-        (x / torch.sqrt(x.pow(2).mean() + eps) * weight,
-         "you took one mean square over the whole tensor; each token is normalised on its own, over its d_model "
-         "features: the mean over the last axis"),
-        (x * torch.sqrt(ms + eps) * weight,
-         "you multiplied by the root mean square; divide by it (or multiply by its reciprocal)"),
-    ]
-    if x.size(0) == 1 and x.size(1) == 1:
-        candidates.append((x / torch.sqrt(x.pow(2) + eps) * weight,
-                           "you took the mean square over the sequence or the batch (both of size 1 here, so each "
-                           "feature was divided by its own size); each token is normalised over its d_model "
-                           "features: the mean over the last axis"))
-    if x.size(1) > 1:
-        candidates.append((x / torch.sqrt(x.pow(2).mean(1, keepdim=True) + eps) * weight,
-                           "you took the mean square over the sequence; each token is normalised on its own, over "
-                           "its d_model features: the mean over the last axis"))
-    if x.size(0) > 1:
-        candidates.append((x / torch.sqrt(x.pow(2).mean(0, keepdim=True) + eps) * weight,
-                           "you took the mean square over the batch; each token is normalised on its own, over its "
-                           "d_model features: the mean over the last axis"))
-    for wrong, message in candidates:
-        if close(got, wrong, atol=1e-4):
-            return message
-    for other in (EPS, 1e-5, 1e-8, 0.0, 1.1920929e-07):
-        if other != eps and close(got, x / torch.sqrt(ms + other) * weight, atol=1e-4):
-            setting = "the default eps=1e-6" if len(case.args) < 3 else f"eps={eps} (given)"
-            return (f"you used eps={other:g} where the check passed {setting}: use the `eps` parameter (its "
-                    "default 1e-6), inside the square root")
-    tiny = (ms < 1e-4).expand_as(x)
-    if tiny.any() and (~tiny).any() and close(got[~tiny], (x / torch.sqrt(ms + eps) * weight)[~tiny], atol=1e-4):
-        return (f"right on the normal tokens, wrong on the tiny one (RMS ~1e-3, where eps={eps:g} matters): add "
-                "exactly `eps` inside the square root, sqrt(mean(x²) + eps)")
-    return None
-
-
 def check_rms_norm(ns) -> None:
     function = learner_function(ns, "rms_norm")
-    cases = rms_cases(Draw())
-    check_function(function, rms_reference, cases, "rms_norm", forbidden=RMS_FORBIDDEN, diagnose=diagnose_rms,
-                   atol=1e-5, rtol=1e-4)
-    check_gradients(function, rms_reference, cases[-2], "rms_norm", RMS_FORBIDDEN, ("x", "weight"))
+    draw = Draw()
+    cases = rms_cases(draw)
+    check_function(function, rms_reference, cases, "rms_norm", forbidden=RMS_FORBIDDEN, twins=rms_cases(draw.twin()),
+                   probes=cases)
+    check_input_gradients(function, rms_reference, cases[-2], "rms_norm", RMS_FORBIDDEN, ("x", "weight"))
+
+
+def mean_square(x: torch.Tensor, dim=-1) -> torch.Tensor:
+    return x.pow(2).mean(dim, keepdim=True) if dim is not None else x.pow(2).mean()
+
+
+EACH_TOKEN = "each token is normalised on its own, over its d_model features: the mean over the last axis"
+RMS_MISTAKES = (
+    Mistake("mean subtracted (LayerNorm)", "you subtracted the mean first: that is LayerNorm. RMSNorm does not "
+            "centre, it only divides by the root mean square of the raw features, sqrt(mean(x²) + eps)",
+            variant=lambda x, w, eps=EPS: rms_reference(x - x.mean(-1, keepdim=True), w, eps)),
+    Mistake("gain forgotten", "the gain is missing: multiply the normalised vector by `weight`, one factor per feature",
+            variant=lambda x, w, eps=EPS: rms_reference(x, torch.ones_like(w), eps)),
+    Mistake("no square root", "you divided by the mean square itself; divide by its square root, sqrt(mean(x²) + eps)",
+            variant=lambda x, w, eps=EPS: x / (mean_square(x) + eps) * w),
+    Mistake("eps outside the root", "eps is added outside the square root: x / (sqrt(mean(x²)) + eps). Put it inside, "
+            "x / sqrt(mean(x²) + eps), as torch.nn.RMSNorm does",
+            variant=lambda x, w, eps=EPS: x / (mean_square(x).sqrt() + eps) * w),
+    Mistake("L2 norm instead of RMS", "you divided by the vector's length (the L2 norm); RMSNorm divides by the *root "
+            "mean* square: the mean of x², not the sum",
+            variant=lambda x, w, eps=EPS: x / x.norm(dim=-1, keepdim=True) * w),
+    Mistake("sum of squares", "you took the sum of x² (the squared length); RMSNorm takes its *mean* over the d_model "
+            "features", variant=lambda x, w, eps=EPS: rms_reference(x, w, eps / x.size(-1)) / x.size(-1) ** 0.5),
+    Mistake("standard deviation", "you divided by the standard deviation (the variance, centred); RMSNorm divides by "
+            "the root mean square of the raw features, no mean removed",
+            variant=lambda x, w, eps=EPS: x / (x.var(-1, keepdim=True, unbiased=False) + eps).sqrt() * w),
+    Mistake("one mean over everything", f"you took one mean square over the whole tensor; {EACH_TOKEN}",
+            variant=lambda x, w, eps=EPS: x / (mean_square(x, None) + eps).sqrt() * w),
+    Mistake("over the sequence", f"you took the mean square over the sequence; {EACH_TOKEN}",
+            variant=lambda x, w, eps=EPS: x / (mean_square(x, 1) + eps).sqrt() * w),
+    Mistake("over the batch", f"you took the mean square over the batch; {EACH_TOKEN}",
+            variant=lambda x, w, eps=EPS: x / (mean_square(x, 0) + eps).sqrt() * w),
+    Mistake("multiplied by the RMS", "you multiplied by the root mean square; divide by it",
+            variant=lambda x, w, eps=EPS: x * (mean_square(x) + eps).sqrt() * w),
+    Mistake("eps argument ignored", "you used another eps than the check passed: use the `eps` parameter (its default "
+            "1e-6), inside the square root",
+            variant=lambda x, w, eps=EPS: rms_reference(x, w, 1e-5 if eps == EPS else EPS),
+            shows=lambda case, got, _: isinstance(got, torch.Tensor) and got.shape == case.args[0].shape
+            and got.dtype == case.args[0].dtype and not close(got.detach(), rms_reference(*case.args), 1e-6, 1e-5)
+            and any(close(got.detach(), rms_reference(*case.args[:2], other), 1e-6, 1e-5)
+                    for other in (EPS, 1e-5, 1e-8, 0.0, 1.1920929e-07))),
+)
 
 
 # ---------------------------------------------------------------------------- q2: RoPE
@@ -221,66 +167,64 @@ def halves_rope(x: torch.Tensor, positions: torch.Tensor, frequencies: torch.Ten
     return x * angles.cos() + sign * rotate_half(x) * angles.sin()
 
 
-def diagnose_rope(case: Case, got) -> str | None:
-    x, positions = case.args[:2]
-    base = case.args[2] if len(case.args) > 2 else 10000.0
-    if not (isinstance(got, torch.Tensor) and got.shape == x.shape and got.dtype == x.dtype):
-        return None
-    got = got.detach()
-    d, seq = x.size(-1), x.size(-2)
-    right = base ** (-torch.arange(0, d, 2).float() / d)
-    first = int(positions[0])
-    if close(got, x, atol=1e-4):
-        if int(positions.max()) != 0 and close(halves_rope(x, torch.arange(seq), right), x, atol=1e-4):
-            return (f"nothing was rotated: the output equals the input, as if the token sat at position 0 — either "
-                    f"no rotation at all, or positions 0..seq-1 instead of the `positions` given (here "
-                    f"{show(positions.tolist())}). Rotate by the angles positions · θ")
-        return ("nothing was rotated: the output equals the input. Multiply by cos and add the half-rotated x "
-                "times sin, with angles positions · θ")
-    candidates = [
-        (interleaved_rope(x, positions, base),
-         "you rotated adjacent pairs (0, 1), (2, 3), …; the course (like GPT-NeoX and Llama) pairs dimension i "
-         "with i + d_head/2 — the two halves. Both layouts work if q and k use the same one, but a model trained "
-         "with one breaks with the other"),
-        (halves_rope(x, positions, right, sign=-1.0),
-         "the rotation goes backwards (sin has the wrong sign): the half-rotation maps the halves (x1, x2) to "
-         "(-x2, x1), and the formula is x·cos + rotate_half(x)·sin"),
-        (halves_rope(x, torch.arange(seq), right),
-         f"you used positions 0..seq-1 instead of the `positions` given (here {show(positions.tolist())}): with a "
-         "KV cache the new tokens do not start at 0"),
-        (halves_rope(x, torch.arange(first, first + seq), right),
-         f"you counted positions up from the first one ({first}, {first + 1}, …); use the `positions` given, "
-         f"here {show(positions.tolist())} — they need not be consecutive"),
-        (halves_rope(x, positions, base ** (-torch.arange(d // 2).float() / d)),
-         "the frequencies are off: θ_j = base^(-2j / d_head) for j = 0 .. d_head/2 - 1 (the even numbers "
-         "0, 2, … below d_head, divided by d_head, in the exponent)"),
-        (halves_rope(x, positions, base ** (torch.arange(0, d, 2).float() / d)),
-         "the exponent's sign is missing: θ_j = base^(-2j / d_head) is 1 for the first pair and small for the "
-         "last; yours grow"),
-        (halves_rope(x, positions, 10000.0 ** (-torch.arange(0, d, 2).float() / d)),
-         f"you used base 10000 where the check passed base={base}: use the `base` parameter"),
-        (x * (positions.float()[:, None] * right).repeat_interleave(2, dim=-1).cos()
-         + rotate_half(x) * (positions.float()[:, None] * right).repeat_interleave(2, dim=-1).sin(),
-         "the angles are laid out for adjacent pairs (each repeated twice in a row) while the rotation uses the "
-         "halves: repeat the d_head/2 angles as two halves, the whole list then the whole list again"),
-        (x * torch.cat([positions.float()[:, None] * right] * 2, dim=-1).sin()
-         + rotate_half(x) * torch.cat([positions.float()[:, None] * right] * 2, dim=-1).cos(),
-         "cos and sin are swapped: x is multiplied by cos(angles), its half-rotation by sin(angles)"),
-        (halves_rope(x, positions, right.flip(0)),
-         "the frequencies run the wrong way round: the first pair turns fastest (θ_0 = 1), the last slowest"),
-    ]
-    for wrong, message in candidates:
-        if wrong.shape == got.shape and close(got, wrong.to(got.dtype), atol=1e-4):
-            return message
-    return None
-
-
 def check_apply_rope(ns) -> None:
     function = learner_function(ns, "apply_rope")
-    cases = rope_cases(Draw())
-    check_function(function, rope_reference, cases, "apply_rope", forbidden=ROPE_FORBIDDEN, diagnose=diagnose_rope,
-                   atol=1e-4, rtol=1e-4)
-    check_gradients(function, rope_reference, cases[3], "apply_rope", ROPE_FORBIDDEN, ("x",))
+    draw = Draw()
+    cases = rope_cases(draw)
+    check_function(function, rope_reference, cases, "apply_rope", forbidden=ROPE_FORBIDDEN, atol=1e-4, rtol=1e-4,
+                   twins=rope_cases(draw.twin()), probes=cases)
+    check_input_gradients(function, rope_reference, cases[3], "apply_rope", ROPE_FORBIDDEN, ("x",))
+
+
+def theta(base: float, d: int) -> torch.Tensor:
+    return base ** (-torch.arange(0, d, 2).float() / d)
+
+
+def angle_halves(positions: torch.Tensor, frequencies: torch.Tensor) -> torch.Tensor:
+    return torch.cat([positions.float()[:, None] * frequencies] * 2, dim=-1)
+
+
+ROPE_MISTAKES = (
+    Mistake("adjacent pairs instead of halves", "you rotated adjacent pairs (0, 1), (2, 3), …; the course (like "
+            "GPT-NeoX and Llama) pairs dimension i with i + d_head/2 — the two halves. Both layouts work if q and k "
+            "use the same one, but a model trained with one breaks with the other", variant=interleaved_rope),
+    Mistake("sin with the wrong sign", "the rotation goes backwards (sin has the wrong sign): the half-rotation maps "
+            "the halves (x1, x2) to (-x2, x1), and the formula is x·cos + rotate_half(x)·sin",
+            variant=lambda x, positions, base=10000.0: halves_rope(x, positions, theta(base, x.size(-1)), -1.0)),
+    Mistake("positions ignored", "you used positions 0..seq-1 instead of the `positions` given: with a KV cache the "
+            "new tokens do not start at 0", variant=lambda x, positions, base=10000.0: rope_reference(
+                x, torch.arange(x.size(-2)), base)),
+    Mistake("no rotation at all", "nothing was rotated: the output equals the input (or every token sat at position "
+            "0). Multiply by cos and add the half-rotated x times sin, with angles positions · θ",
+            variant=lambda x, positions, base=10000.0: x.clone(),
+            shows=lambda case, got, _: isinstance(got, torch.Tensor) and got.shape == case.args[0].shape
+            and close(got.detach(), case.args[0], atol=1e-4)),
+    Mistake("positions counted up from the first", "you counted positions up from the first one; use the "
+            "`positions` given — they need not be consecutive", variant=lambda x, positions, base=10000.0:
+            rope_reference(x, torch.arange(x.size(-2)) + positions[0], base)),
+    Mistake("exponent without the 2", "the frequencies are off: θ_j = base^(-2j / d_head) for j = 0 .. d_head/2 - 1 "
+            "(the even numbers 0, 2, … below d_head, divided by d_head, in the exponent)",
+            variant=lambda x, positions, base=10000.0: halves_rope(x, positions, base ** (
+                -torch.arange(x.size(-1) // 2).float() / x.size(-1)))),
+    Mistake("exponent sign missing", "the exponent's sign is missing: θ_j = base^(-2j / d_head) is 1 for the first "
+            "pair and small for the last; yours grow",
+            variant=lambda x, positions, base=10000.0: halves_rope(
+                x, positions, base ** (torch.arange(0, x.size(-1), 2).float() / x.size(-1)))),
+    Mistake("base ignored", "you used base 10000 where the check passed another base: use the `base` parameter",
+            variant=lambda x, positions, base=10000.0: rope_reference(x, positions, 10000.0)),
+    Mistake("angles interleaved, halves rotated", "the angles are laid out for adjacent pairs (each repeated twice in "
+            "a row) while the rotation uses the halves: repeat the d_head/2 angles as two halves",
+            variant=lambda x, positions, base=10000.0: x * (positions.float()[:, None] * theta(base, x.size(-1)))
+            .repeat_interleave(2, dim=-1).cos() + rotate_half(x) * (positions.float()[:, None] * theta(
+                base, x.size(-1))).repeat_interleave(2, dim=-1).sin()),
+    Mistake("cos and sin swapped", "cos and sin are swapped: x is multiplied by cos(angles), its half-rotation by "
+            "sin(angles)", variant=lambda x, positions, base=10000.0: x * angle_halves(
+                positions, theta(base, x.size(-1))).sin() + rotate_half(x) * angle_halves(
+                positions, theta(base, x.size(-1))).cos()),
+    Mistake("frequencies reversed", "the frequencies run the wrong way round: the first pair turns fastest (θ_0 = 1), "
+            "the last slowest", variant=lambda x, positions, base=10000.0: halves_rope(
+                x, positions, theta(base, x.size(-1)).flip(0))),
+)
 
 
 # ---------------------------------------------------------------------------- q3: repeat K/V heads
@@ -308,34 +252,33 @@ def repeat_cases(draw: Draw) -> list[Case]:
     ]
 
 
-def diagnose_repeat(case: Case, got) -> str | None:
-    kv, n = case.args
-    expected = repeat_kv(kv, n)
-    if not isinstance(got, torch.Tensor):
-        return None
-    got = got.detach()
-    if got.shape != expected.shape:
-        if got.shape == kv.shape:
-            return (f"expected shape {tuple(expected.shape)} = (batch, kv_heads · n_repeats, seq, d_head), got "
-                    f"{tuple(got.shape)}: the heads were not repeated")
-        return (f"expected shape {tuple(expected.shape)} = (batch, kv_heads · n_repeats, seq, d_head), got "
-                f"{tuple(got.shape)}: repeat along the heads axis, dim 1")
-    if got.dtype != kv.dtype:
-        return None
-    if torch.equal(got, kv.repeat(1, n, 1, 1)):
-        return ("the heads are tiled (0, 1, 0, 1, …); a group of query heads shares one K/V head, so the order "
-                "must be 0, 0, …, 1, 1, … — what enable_gqa=True assumes. Repeat each head n_repeats times in a "
-                "row")
-    return (f"expected each K/V head repeated n_repeats times in a row (head h at positions h·{n} … "
-            f"h·{n} + {n - 1}), got another arrangement")
-
-
 def check_repeat_kv_heads(ns) -> None:
     function = learner_function(ns, "repeat_kv_heads")
-    cases = repeat_cases(Draw())
+    draw = Draw()
+    cases = repeat_cases(draw)
     check_function(function, repeat_kv, cases, "repeat_kv_heads", forbidden=REPEAT_FORBIDDEN,
-                   diagnose=diagnose_repeat)
-    check_gradients(function, repeat_kv, cases[-1], "repeat_kv_heads", REPEAT_FORBIDDEN, ("kv",))
+                   twins=repeat_cases(draw.twin()), probes=cases)
+    check_input_gradients(function, repeat_kv, cases[-1], "repeat_kv_heads", REPEAT_FORBIDDEN, ("kv",))
+
+
+def heads_shaped(case: Case, got) -> bool:
+    return isinstance(got, torch.Tensor) and got.shape == repeat_kv(*case.args).shape
+
+
+REPEAT_MISTAKES = (
+    Mistake("not repeated", "expected shape (batch, kv_heads · n_repeats, seq, d_head): the heads were not repeated",
+            variant=lambda kv, n: kv.clone(), shows=lambda case, got, _: isinstance(got, torch.Tensor)
+            and got.shape == case.args[0].shape != repeat_kv(*case.args).shape),
+    Mistake("wrong axis", "expected shape (batch, kv_heads · n_repeats, seq, d_head): repeat along the heads axis, "
+            "dim 1", variant=lambda kv, n: repeat_kv(kv.transpose(1, 2), n).transpose(1, 2),
+            shows=lambda case, got, _: isinstance(got, torch.Tensor) and not heads_shaped(case, got)),
+    Mistake("tiled instead of interleaved", "the heads are tiled (0, 1, 0, 1, …); a group of query heads shares one "
+            "K/V head, so the order must be 0, 0, …, 1, 1, … — what enable_gqa=True assumes. Repeat each head "
+            "n_repeats times in a row", variant=lambda kv, n: kv.repeat(1, n, 1, 1)),
+    Mistake("heads reversed", "expected each K/V head repeated n_repeats times in a row (head h at positions "
+            "h·n_repeats … h·n_repeats + n_repeats - 1), got another arrangement",
+            variant=lambda kv, n: repeat_kv(kv.flip(1), n), shows=lambda case, got, _: heads_shaped(case, got)),
+)
 
 
 # ---------------------------------------------------------------------------- q4: KV-cache bytes
@@ -365,43 +308,32 @@ def cache_cases(draw: Draw) -> list[Case]:
     return cases
 
 
-def diagnose_cache(case: Case, got) -> str | None:
-    batch, seq, layers, n_heads, n_kv_heads, d_head = case.args
-    expected = cache_reference(*case.args)
-    if isinstance(got, torch.Tensor):
-        if got.dim() or got.is_floating_point() or got.dtype == torch.bool:
-            return f"return an int (a number of bytes), got a {got.dtype} tensor {show(got)}"
-        got = int(got)
-    if isinstance(got, (bool, np.bool_)) or not isinstance(got, (int, np.integer, float, np.floating)):
-        return f"return an int (a number of bytes), got {type(got).__name__} {show(got)}"
-    if isinstance(got, (float, np.floating)):
-        if float(got) == expected:
-            return (f"return an int (a number of bytes), got the float {float(got)!r}: the count is whole — "
-                    "compute it with integers only (*, and // if you divide)")
-        return f"return an int (a number of bytes), got the float {float(got)!r} (expected {expected:,})"
-    value = int(got)
-    if value == expected // n_kv_heads * n_heads:
-        return ("you counted n_heads key/value heads; the cache stores only the n_kv_heads K/V heads — that is "
-                "the whole saving of GQA and MQA")
-    if value * 2 == expected:
-        return ("half the answer — the cache holds keys *and* values (a factor 2), and each bfloat16 number takes "
-                "2 bytes (another factor 2)")
-    if value == expected * 2:
-        return "you counted 4 bytes per number (float32); this cache is bfloat16, 2 bytes"
-    if value * layers == expected:
-        return "every layer has its own cache: multiply by the number of layers"
-    if value * batch == expected:
-        return "every sequence of the batch has its own cache: multiply by the batch size"
-    if value * 4 == expected:
-        return "a factor 4 is missing: 2 for keys and values, and 2 bytes per bfloat16 number"
-    return (f"expected {expected:,} bytes, got {value:,}: 2 (K and V) · batch · seq · layers · n_kv_heads · "
-            "d_head · 2 bytes")
-
-
 def check_cache_bytes(ns) -> None:
-    check_function(learner_function(ns, "cache_bytes"), cache_reference, cache_cases(Draw()), "cache_bytes",
-                   forbidden={"the package's course_utils.modern.kv_cache_bytes": kv_cache_bytes},
-                   diagnose=diagnose_cache)
+    cases = cache_cases(Draw())
+    check_function(learner_function(ns, "cache_bytes"), cache_reference, cases, "cache_bytes", probes=cases,
+                   forbidden={"the package's course_utils.modern.kv_cache_bytes": kv_cache_bytes})
+
+
+C = cache_reference
+CACHE_MISTAKES = (
+    Mistake("a float", "return an int (a number of bytes): the count is whole — compute it with integers only (*, and "
+            "// if you divide)", variant=lambda b, s, layers, h, kv, d: float(C(b, s, layers, h, kv, d)),
+            shows=lambda case, got, _: isinstance(got, (float, np.floating))
+            or isinstance(got, torch.Tensor) and got.is_floating_point()),
+    Mistake("all query heads cached", "you counted n_heads key/value heads; the cache stores only the n_kv_heads K/V "
+            "heads — that is the whole saving of GQA and MQA", variant=lambda b, s, layers, h, kv, d: C(
+                b, s, layers, h, h, d)),
+    Mistake("group size instead of K/V heads", "you counted n_heads // n_kv_heads heads (the group size); the cache "
+            "stores the n_kv_heads K/V heads", variant=lambda b, s, layers, h, kv, d: C(b, s, layers, h, h // kv, d)),
+    Mistake("keys only", "half the answer — the cache holds keys *and* values (a factor 2), and each bfloat16 number "
+            "takes 2 bytes (another factor 2)", variant=lambda b, s, layers, h, kv, d: C(b, s, layers, h, kv, d) // 2),
+    Mistake("float32 bytes", "you counted 4 bytes per number (float32); this cache is bfloat16, 2 bytes",
+            variant=lambda b, s, layers, h, kv, d: C(b, s, layers, h, kv, d) * 2),
+    Mistake("one layer only", "every layer has its own cache: multiply by the number of layers",
+            variant=lambda b, s, layers, h, kv, d: C(b, s, 1, h, kv, d)),
+    Mistake("batch forgotten", "every sequence of the batch has its own cache: multiply by the batch size",
+            variant=lambda b, s, layers, h, kv, d: C(1, s, layers, h, kv, d)),
+)
 
 
 q1 = Exercise(
@@ -414,6 +346,7 @@ q1 = Exercise(
            "parameter, default 1e-6) and take the square root; 3. divide x by it — no mean subtracted; 4. "
            "multiply by weight, one factor per feature. Out-of-place steps only, so gradients reach x and weight."),
     solution=solution_of("lesson09", "rms_norm"),
+    mistakes=RMS_MISTAKES,
     success="Correct! Equal to torch.nn.RMSNorm, eps inside the root, tiny tokens included.",
 )
 
@@ -428,6 +361,7 @@ q2 = Exercise(
            "of x: split the last axis into halves (x1, x2) and join (-x2, x1); 4. return x·cos(angles) + "
            "half-rotation·sin(angles), in x's dtype."),
     solution=solution_of("lesson09", "apply_rope"),
+    mistakes=ROPE_MISTAKES,
     success="Correct! The score q_m·k_n now depends only on m − n.",
 )
 
@@ -441,6 +375,7 @@ q3 = Exercise(
            "'interleaving' repeat for exactly this; or add an axis after the heads, expand it to n_repeats and "
            "merge it into the heads axis with reshape. n_repeats = 1 gives the heads back unchanged."),
     solution=solution_of("lesson09", "repeat_kv_heads"),
+    mistakes=REPEAT_MISTAKES,
     success="Correct! Query head h reads K/V head h // n_repeats, as enable_gqa=True assumes.",
 )
 
@@ -453,6 +388,7 @@ q4 = Exercise(
            "Multiply: 2 (one key and one value) × batch × seq × layers × n_kv_heads × d_head × 2 bytes. n_heads "
            "does not appear. Return a whole number, an int (integer arithmetic only)."),
     solution=solution_of("lesson09", "cache_bytes"),
+    mistakes=CACHE_MISTAKES,
     success="Correct! Fewer K/V heads, proportionally smaller cache.",
 )
 
