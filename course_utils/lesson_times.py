@@ -154,7 +154,7 @@ def resume_sentence(seconds_before: float) -> str:
     """The "**Coming back later?**" line of a break cell, from the stored run time of the cells above it."""
     return ("**Coming back later?** Run every cell above this one first (in JupyterLab: *Run → Run All Above "
             "Selected Cell*); the cells below use what they computed. That takes "
-            f"{_running(seconds_before / 60)} on a laptop CPU.")
+            f"{_running(seconds_before / 60)}.")
 
 
 def write(path: pathlib.Path) -> int:
@@ -190,11 +190,11 @@ def time_sentence(parts: dict) -> str:
     running = _running(parts["running"])
     exercises = f"{n} exercise{'s' if n != 1 else ''}"
     if capstones:
-        exercises += f" ({capstones} of them capstone{'s' if capstones != 1 else ''}, about "\
-                     f"{MINUTES_PER_CAPSTONE} minutes each)"
+        exercises += (f" (about {capstones * MINUTES_PER_CAPSTONE} of them for the capstone" if capstones == 1 else
+                      f" (about {capstones * MINUTES_PER_CAPSTONE} of them for the {capstones} capstones") + ")"
     return (f"**Time:** about {parts['minutes']} minutes{split} — about {round(parts['reading'])} to read, "
             f"{round(parts['code'])} to work through the code, {parts['exercise minutes']} for the {exercises}; "
-            f"running every cell takes {running} on a laptop CPU.")
+            f"running every cell takes {running}.")
 
 
 def main(argv=None) -> int:

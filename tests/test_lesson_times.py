@@ -61,8 +61,8 @@ def test_write_then_check_agree(tmp_path):
     rewritten = nbformat.read(path, as_version=4)
     assert lesson_times.stated_minutes(rewritten) == 55
     assert rewritten.cells[0].source.startswith(
-        "**Time:** about 55 minutes — about 15 to read, 1 to work through the code, 38 for the 2 exercises (1 of "
-        "them capstone, about 30 minutes each); running every cell takes about 2 minutes")
+        "**Time:** about 55 minutes — about 15 to read, 1 to work through the code, 38 for the 2 exercises "
+        "(about 30 of them for the capstone); running every cell takes about 2 minutes")
     assert "sittings" not in rewritten.cells[0].source
 
 
@@ -92,7 +92,7 @@ def test_sittings_are_estimated_one_by_one_and_stated(tmp_path):
     assert cells[0].source.startswith("**Time:** about 75 minutes, in two sittings of about 20 and 55 minutes — ")
     assert cells[2].source.endswith("**Coming back later?** Run every cell above this one first (in JupyterLab: "
                                     "*Run → Run All Above Selected Cell*); the cells below use what they computed. "
-                                    "That takes about 1 minute on a laptop CPU.")
+                                    "That takes about 1 minute.")
 
 
 def test_a_long_sitting_and_a_bare_break_are_reported():
