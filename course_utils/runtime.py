@@ -39,8 +39,9 @@ def pick_device(prefer_gpu: bool = True) -> torch.device:
 
 def set_threads(n_threads: int = 1) -> None:
     """Set how many CPU threads one PyTorch operation may use (``torch.set_num_threads``); every lesson calls
-    ``set_threads(1)`` at its top (lesson 00). Larger models of your own may run faster with more: time one training
-    step with each setting on your machine.
+    ``set_threads(1)`` at its top (lesson 00): with several threads some sums are added up in another order, so the
+    last digits of a result can differ from the printed ones. Larger models of your own may run faster with more:
+    time one training step with each setting on your machine.
     """
     check_positive_int("n_threads", n_threads)
     torch.set_num_threads(n_threads)

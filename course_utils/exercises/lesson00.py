@@ -371,7 +371,10 @@ q1 = Exercise(
     checker=check_pairwise_sq_distances,
     hints=("Which shapes must a and b take so that a single subtraction pairs every row of a with every row of b?",
            "1. a gets a new axis of size 1 in the middle → (n, 1, d); b one in front → (1, m, d). 2. Subtract: "
-           "(n, m, d). 3. Square every entry and sum over the last axis → (n, m). No loop, no torch.cdist."),
+           "(n, m, d). 3. Square every entry and sum over the last axis → (n, m). No loop, no torch.cdist.",
+           "The prediction: the (n, m, d) difference is the largest tensor, n·m·d numbers — for n = m = 1,000 and "
+           "d = 512, 512,000,000 numbers, 2,048 MB at 4 bytes each, built on every call. Lesson 03's all-pairs scores "
+           "avoid it: a matrix product gives (n, m) directly."),
     solution=solution_of("lesson00", "pairwise_sq_distances"),
     mistakes=DISTANCE_MISTAKES,
 )
@@ -392,8 +395,8 @@ q3 = Exercise(
     name="A module and its state_dict",
     variables=("TinyMLP",),
     checker=check_tiny_mlp,
-    hints=("A layer assigned to self in __init__ (after the parent's __init__ has run) is registered, and its "
-           "attribute name becomes its state_dict key.",
+    hints=("Follow `Scaled` above: a layer assigned to self in __init__ (after the parent's __init__ has run) is "
+           "registered, and its attribute name becomes its state_dict key.",
            "class TinyMLP(nn.Module): __init__(self, d_in, d_hidden, d_out) runs the parent's __init__, then sets "
            "linear1 (d_in → d_hidden) and linear2 (d_hidden → d_out); forward: linear1, ReLU, linear2."),
     solution=solution_of("lesson00", "TinyMLP"),
@@ -405,9 +408,10 @@ q4 = Exercise(
     variables=("fixed_squared_error",),
     checker=check_squared_error,
     hints=("Print predictions.shape, targets.shape and (predictions - targets).shape inside the loss. What does "
-           "broadcasting make of (N, 1) minus (N,)?",
-           "The subtraction must pair prediction i with target i only: bring both to shape (N,) (drop the "
-           "predictions' last axis) or both to (N, 1) (give the targets one), then square and take the mean."),
+           "broadcasting make of (N, 1) minus (N,), once (N,) counts as (1, N)?",
+           "The loss must be the mean over the N points of (predictions[i, 0] − targets[i])²: bring both to shape (N,) "
+           "(drop the predictions' last axis) or both to (N, 1) (give the targets one), then square and take the "
+           "mean."),
     solution=solution_of("lesson00", "fixed_squared_error"),
     mistakes=SQUARED_ERROR_MISTAKES,
 )
