@@ -21,6 +21,7 @@ from ..masks import causal_mask, padding_mask
 from .asserts import (
     Case,
     Draw,
+    attempt,
     backpropagate_both,
     call_learner,
     check_dropout_placement,
@@ -38,7 +39,7 @@ from .asserts import (
     show,
     snapshot,
 )
-from .core import Exercise, ExerciseFailure, solution_of
+from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 
 NEG_INF = float("-inf")
 
@@ -69,46 +70,43 @@ def shift_cases(draw: Draw) -> list[Case]:
     return cases
 
 
-def diagnose_shift(case: Case, got) -> str | None:
-    ids = case.args[0]
-    batch, seq = ids.shape
-    if not (isinstance(got, (tuple, list)) and len(got) == 2):
-        return (f"`shift_for_lm` should return a pair (inputs, targets), got {type(got).__name__}"
-                + (f" of shape {tuple(got.shape)}" if isinstance(got, torch.Tensor) else ""))
-    if not all(isinstance(t, torch.Tensor) and t.dtype == ids.dtype for t in got):
-        return None  # the contract's own message names the type or dtype
-
-    def same(a: torch.Tensor, b: torch.Tensor) -> bool:
-        return a.shape == b.shape and bool(torch.equal(a, b))
-
-    inputs, targets = got
-    if same(inputs, ids) and same(targets, ids):
-        return ("no shift: with targets equal to the inputs, position t is asked for the token it already reads — "
-                "the model learns to copy and predicts nothing. The inputs drop the last token, the targets the "
-                "first")
-    if same(inputs, ids[:, 1:]) and same(targets, ids[:, :-1]):
-        return ("shifted the wrong way: that asks for the *previous* token. The inputs start with [BOS] (drop the "
-                "last token); the targets are the next tokens (drop the first)")
-    if (same(inputs, ids[:-1]) and same(targets, ids[1:])) or (inputs.dim() == 2 and inputs.size(0) != batch):
-        return (f"got shapes {tuple(inputs.shape)} and {tuple(targets.shape)} for ids {tuple(ids.shape)}: you "
-                "sliced the batch axis (dim 0); slice the sequence axis (dim 1)")
-    if inputs.dim() != 2 or targets.dim() != 2:
-        return (f"got shapes {tuple(inputs.shape)} and {tuple(targets.shape)} for ids {tuple(ids.shape)}: keep "
-                "both axes (batch, seq - 1) — e.g. no .squeeze(), which drops the batch axis of a batch of one")
-    if inputs.shape != (batch, seq - 1) or targets.shape != (batch, seq - 1):
-        return (f"both should have shape (batch, seq - 1) = {(batch, seq - 1)}, got {tuple(inputs.shape)} and "
-                f"{tuple(targets.shape)}: shift by exactly one position, whatever the sequence length")
-    if same(targets, ids[:, :-1]):
-        return "the targets are not shifted: target t must be the token *after* input t (drop the first token)"
-    if same(inputs, ids[:, 1:]):
-        return "the inputs are shifted too: the inputs keep [BOS] and drop the last token"
-    return None
-
-
 def check_shift_for_lm(ns) -> None:
-    check_function(learner_function(ns, "shift_for_lm"), losses.shift_for_lm, shift_cases(Draw()), "shift_for_lm",
+    draw = Draw()
+    cases = shift_cases(draw)
+    check_function(learner_function(ns, "shift_for_lm"), losses.shift_for_lm, cases, "shift_for_lm", probes=cases,
                    forbidden={"the package's course_utils.losses.shift_for_lm": losses.shift_for_lm},
-                   diagnose=diagnose_shift)
+                   twins=shift_cases(draw.twin()))
+
+
+def pair(got) -> bool:
+    return isinstance(got, (tuple, list)) and len(got) == 2 and all(isinstance(t, torch.Tensor) for t in got)
+
+
+SHIFT = losses.shift_for_lm
+SHIFT_MISTAKES = (
+    Mistake("not a pair", "`shift_for_lm` should return a pair (inputs, targets)", variant=lambda ids: ids[:, :-1],
+            shows=lambda case, got, _: not (isinstance(got, (tuple, list)) and len(got) == 2)),
+    Mistake("no shift", "no shift: with targets equal to the inputs, position t is asked for the token it already "
+            "reads — the model learns to copy and predicts nothing. The inputs drop the last token, the targets the "
+            "first", variant=lambda ids: (ids.clone(), ids.clone())),
+    Mistake("wrong direction", "shifted the wrong way: that asks for the *previous* token. The inputs start with "
+            "[BOS] (drop the last token); the targets are the next tokens (drop the first)",
+            variant=lambda ids: SHIFT(ids)[::-1]),
+    Mistake("batch axis", "you sliced the batch axis (dim 0); slice the sequence axis (dim 1)",
+            variant=lambda ids: (ids[:-1], ids[1:]), shows=lambda case, got, _: pair(got) and got[0].dim() == 2
+            and got[0].size(0) != case.args[0].size(0)),
+    Mistake("squeeze drops a batch of one", "keep both axes (batch, seq - 1) — e.g. no .squeeze(), which drops the "
+            "batch axis of a batch of one", variant=lambda ids: tuple(t.squeeze() for t in SHIFT(ids)),
+            shows=lambda case, got, _: pair(got) and (got[0].dim() != 2 or got[1].dim() != 2)),
+    Mistake("targets not shifted", "the targets are not shifted: target t must be the token *after* input t (drop the "
+            "first token)", variant=lambda ids: (ids[:, :-1], ids[:, :-1])),
+    Mistake("inputs shifted too", "the inputs are shifted too: the inputs keep [BOS] and drop the last token",
+            variant=lambda ids: (ids[:, 1:], ids[:, 1:])),
+    Mistake("shifted by two", "both should have shape (batch, seq - 1): shift by exactly one position, whatever the "
+            "sequence length", variant=lambda ids: (ids[:, :-2], ids[:, 2:]),
+            shows=lambda case, got, _: pair(got) and any(t.shape != (case.args[0].size(0), case.args[0].size(1) - 1)
+                                                         for t in got)),
+)
 
 
 # ---------------------------------------------------------------------------- q2: temperature
@@ -129,45 +127,42 @@ def temperature_cases(draw: Draw) -> list[Case]:
     ]
 
 
-def diagnose_temperature(case: Case, got) -> str | None:
-    logits, temperature = case.args
-    if not (isinstance(got, torch.Tensor) and got.shape == logits.shape and got.dtype == logits.dtype):
-        return None
-    got = got.detach()
-    candidates = (
-        (torch.softmax(logits * temperature, dim=-1),
-         f"at temperature {temperature} you multiplied the logits: divide them, so a temperature below 1 sharpens "
-         "the distribution and above 1 flattens it"),
-        (torch.softmax(logits, dim=-1) ** (1 / temperature),
-         "the probabilities do not sum to 1: raising probabilities to a power needs a renormalisation — simpler, "
-         "divide the *logits* and take the softmax"),
-        (torch.softmax(logits / temperature, dim=0),
-         "softmax over the wrong axis: each row (one position) is a distribution over the vocabulary, so normalise "
-         "over the last axis (dim=-1)"),
-        (logits / temperature, "return probabilities, not scaled logits: apply the softmax over the vocabulary"),
-        (torch.log_softmax(logits / temperature, dim=-1),
-         "these are log-probabilities (log_softmax): return the probabilities themselves"),
-        (torch.softmax(logits, dim=-1),
-         f"the temperature changed nothing at temperature={temperature}: divide the logits by it before the "
-         "softmax"),
-        (torch.softmax(logits, dim=-1) / temperature,
-         "you divided the probabilities, after the softmax: divide the logits, before it"),
-    )
-    for wrong, message in candidates:
-        if close(got, wrong.to(got.dtype)):
-            return message
-    sums = got.double().sum(dim=-1)
-    if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
-        return ("each row should sum to 1 (a distribution over the vocabulary), yours sum to "
-                + ", ".join(f"{total:.4g}" for total in sums.tolist()[:6]) + (" …" if len(sums) > 6 else ""))
-    return None
-
-
 def check_temperature_probs(ns) -> None:
-    check_function(learner_function(ns, "temperature_probs"), temperature_reference, temperature_cases(Draw()),
-                   "temperature_probs",
+    draw = Draw()
+    cases = temperature_cases(draw)
+    check_function(learner_function(ns, "temperature_probs"), temperature_reference, cases, "temperature_probs",
                    forbidden={"the package's course_utils.decoding.apply_temperature": decoding.apply_temperature},
-                   diagnose=diagnose_temperature)
+                   twins=temperature_cases(draw.twin()), probes=cases)
+
+
+def rows_sum_to_one(got) -> bool:
+    return isinstance(got, torch.Tensor) and got.is_floating_point() and bool(torch.allclose(
+        got.detach().double().sum(-1), torch.ones(got.shape[:-1], dtype=torch.float64), atol=1e-4))
+
+
+TEMPERATURE_MISTAKES = (
+    Mistake("multiplied", "you multiplied the logits by the temperature: divide them, so a temperature below 1 "
+            "sharpens the distribution and above 1 flattens it",
+            variant=lambda logits, t: temperature_reference(logits, 1 / t)),
+    Mistake("power without renormalising", "the probabilities do not sum to 1: raising probabilities to a power needs "
+            "a renormalisation — simpler, divide the *logits* and take the softmax",
+            variant=lambda logits, t: temperature_reference(logits, 1) ** (1 / t)),
+    Mistake("wrong axis", "softmax over the wrong axis: each row (one position) is a distribution over the "
+            "vocabulary, so normalise over the last axis (dim=-1)",
+            variant=lambda logits, t: temperature_reference(logits.T, t).T),
+    Mistake("logits returned", "return probabilities, not scaled logits: apply the softmax over the vocabulary",
+            variant=lambda logits, t: decoding.apply_temperature(logits, t)),
+    Mistake("log-probabilities", "these are log-probabilities (log_softmax): return the probabilities themselves",
+            variant=lambda logits, t: temperature_reference(logits, t).log()),
+    Mistake("temperature ignored", "the temperature changed nothing: divide the logits by it before the softmax",
+            variant=lambda logits, t: temperature_reference(logits, 1)),
+    Mistake("probabilities divided", "you divided the probabilities, after the softmax: divide the logits, before it",
+            variant=lambda logits, t: temperature_reference(logits, 1) / t),
+    Mistake("rows do not sum to 1", "each row should sum to 1 (a distribution over the vocabulary)",
+            variant=lambda logits, t: temperature_reference(logits, t) * 2,
+            shows=lambda case, got, _: isinstance(got, torch.Tensor) and got.shape == case.args[0].shape
+            and not rows_sum_to_one(got)),
+)
 
 
 # ---------------------------------------------------------------------------- q3 and q4: the filters
@@ -190,11 +185,15 @@ def tie_tolerant_top_k(logits: torch.Tensor, k: int, kept: torch.Tensor) -> bool
     return int(kept.sum()) == k or bool(torch.equal(kept, at_least))
 
 
+class KeptSet(str):
+    """A filter's problem that lies in which tokens it kept (the table of mistakes may name it)."""
+
+
 def filter_problem(got, expected: torch.Tensor, logits: torch.Tensor, name: str, setting: str,
-                   tie_rule=None, diagnose=None) -> str | None:
+                   tie_rule=None) -> str | None:
     """What is wrong with a filter's result (``None`` if nothing): filtered logits, removed tokens ``-inf``, the
-    package's kept set (``tie_rule(row, kept)`` may accept another set; ``diagnose(kept)`` may name the mistake
-    behind a wrong set), the kept logits unchanged."""
+    package's kept set (``tie_rule(row, kept)`` may accept another set; a wrong set comes back as :class:`KeptSet`),
+    the kept logits unchanged."""
     gap = difference(got, expected, f"the result of `{name}`")
     if gap is None:
         return None
@@ -228,9 +227,8 @@ def filter_problem(got, expected: torch.Tensor, logits: torch.Tensor, name: str,
     for row in range(got.size(0)):
         if torch.equal(kept[row], finite[row]) or (tie_rule is not None and tie_rule(row, kept[row])):
             continue
-        return ((diagnose(kept) if diagnose else None)
-                or f"with {setting}, row {row} should keep tokens {ids_listed(finite[row])}, yours keeps "
-                   f"{ids_listed(kept[row])}")
+        return KeptSet(f"with {setting}, row {row} should keep tokens {ids_listed(finite[row])}, yours keeps "
+                       f"{ids_listed(kept[row])}")
     unchanged = torch.where(kept, got, 0.0), torch.where(kept, logits.to(got.dtype), 0.0)
     if not close(*unchanged):
         return (f"with {setting} the kept tokens are right but their logits changed (by up to "
@@ -245,9 +243,13 @@ def tie_tolerance(tie_rule, logits: torch.Tensor, setting, row: int, kept: torch
 
 
 def check_filter(function, reference, cases: list[Case], name: str, argument: str, forbidden: dict,
-                 diagnose, tie_rule=None) -> None:
+                 tie_rule=None) -> None:
     """The learner's filter against the package's ``reference`` on every case (``case.args = (logits, setting)``);
-    ``diagnose(case, kept)`` may name the mistake behind a wrong kept set."""
+    a wrong kept set raises :class:`~.core.Mismatch` (the answer's kept set, ``torch.isfinite`` of its output)."""
+    def kept(answer, case):
+        out = attempt(answer, name, snapshot(case.args), {}, forbidden)
+        return torch.isfinite(out) if isinstance(out, torch.Tensor) else out
+
     for case in cases:
         logits, setting = case.args
         expected = reference(logits.clone(), setting)
@@ -256,10 +258,17 @@ def check_filter(function, reference, cases: list[Case], name: str, argument: st
         got = call_learner(function, name, case.description, *args, forbidden=forbidden)
         check_inputs_kept(before, {"logits": args[0], argument: args[1]}, name, case.description)
         problem = filter_problem(got, expected, logits, name, f"{argument}={setting}",
-                                 tie_rule=partial(tie_tolerance, tie_rule, logits, setting) if tie_rule else None,
-                                 diagnose=partial(diagnose, case))
+                                 tie_rule=partial(tie_tolerance, tie_rule, logits, setting) if tie_rule else None)
+        if isinstance(problem, KeptSet):
+            raise Mismatch(f"on {case.description}: {problem}.", case, torch.isfinite(got.detach()), function, kept,
+                           lambda a, b: isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
+                           and a.shape == b.shape and bool(torch.equal(a, b)), probes=tuple(cases))
         if problem:
             raise ExerciseFailure(f"on {case.description}: {problem}.")
+
+
+def keep_only(logits: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    return logits.masked_fill(~keep, NEG_INF)
 
 
 def top_k_cases(draw: Draw) -> list[Case]:
@@ -283,42 +292,39 @@ def top_k_cases(draw: Draw) -> list[Case]:
     ]
 
 
-def diagnose_top_k(case: Case, kept: torch.Tensor) -> str | None:
-    logits, k = case.args
-    finite = torch.isfinite(logits)
-    counts = kept.sum(dim=-1)
-    order = logits.masked_fill(~finite, NEG_INF).argsort(dim=-1, descending=True)
-    top = torch.zeros_like(kept).scatter(-1, order[:, :k], True)
-    if logits.size(0) == 1 and bool(kept.all()) and k < logits.size(-1):
-        return (f"you kept all {logits.size(-1)} tokens, not k={k}: k never reached the vocabulary axis — a top-k "
-                "along the wrong axis (dim 0, the rows) keeps a single row whole, and so does a fixed k as large "
-                "as the vocabulary. Rank each row over dim=-1, with the k you are given")
-    if logits.size(0) > 1 and k <= logits.size(0):
-        along_rows = torch.isfinite(decoding.top_k_filter(logits.T.contiguous(), k).T)
-        if torch.equal(kept, along_rows):
-            return ("ranked along the wrong axis: every row is one position's distribution over the vocabulary, "
-                    "so rank each row over dim=-1")
-    if bool((counts == finite.sum(dim=-1) - k).all()) and not (kept & top).any():
-        return (f"with k={k} you removed the {k} most probable tokens and kept the rest: keep the k *largest* "
-                "logits, remove the others")
-    bottom = torch.zeros_like(kept).scatter(-1, order.flip(-1)[:, :k], True) & finite
-    if torch.equal(kept, bottom):
-        return f"with k={k} you kept the {k} *smallest* logits: rank in descending order (largest first)"
-    if bool((counts < k).all()) and not (kept & ~top).any():
-        return (f"with k={k} you kept only {int(counts.min())} tokens in a row: keep k of them — every logit "
-                "greater than or *equal to* the k-th largest")
-    largest = torch.zeros_like(kept).scatter(-1, order[:, :int(counts[0])], True) & finite
-    if bool((counts == counts[0]).all()) and 0 < int(counts[0]) < int(finite.sum(dim=-1).min()) and \
-            int(counts[0]) != k and torch.equal(kept, largest):
-        return (f"you kept the {int(counts[0])} largest logits of every row, not k={k}: use the k you are given, "
-                "not a fixed number")
-    return None
-
-
 def check_top_k_filter(ns) -> None:
     check_filter(learner_function(ns, "top_k_filter"), decoding.top_k_filter, top_k_cases(Draw()), "top_k_filter",
-                 "k", {"the package's course_utils.decoding.top_k_filter": decoding.top_k_filter}, diagnose_top_k,
+                 "k", {"the package's course_utils.decoding.top_k_filter": decoding.top_k_filter},
                  tie_rule=tie_tolerant_top_k)
+
+
+def top(logits: torch.Tensor, k: int) -> torch.Tensor:
+    return torch.isfinite(decoding.top_k_filter(logits, k))
+
+
+def kth_largest(logits: torch.Tensor, k: int) -> torch.Tensor:
+    return logits.sort(dim=-1, descending=True).values[:, k - 1:k]
+
+
+TOP_K_MISTAKES = (
+    Mistake("removed the top k", "you removed the k most probable tokens and kept the rest: keep the k *largest* "
+            "logits, remove the others", variant=lambda logits, k: keep_only(logits, ~top(logits, k))),
+    Mistake("k smallest kept", "you kept the k *smallest* logits: rank in descending order (largest first)",
+            variant=lambda logits, k: keep_only(logits, top(torch.where(torch.isfinite(logits), -logits, NEG_INF), k)
+                                                & torch.isfinite(logits))),
+    Mistake("wrong axis", "ranked along the wrong axis: every row is one position's distribution over the vocabulary, "
+            "so rank each row over dim=-1", variant=lambda logits, k: keep_only(logits, top(logits.T.contiguous(),
+                                                                                           k).T)),
+    Mistake("off by one (strictly greater)", "you kept only the logits *above* the k-th largest: keep k of them — "
+            "every logit greater than or *equal to* the k-th largest",
+            variant=lambda logits, k: keep_only(logits, logits > kth_largest(logits, k)),
+            shows=lambda case, got, _: bool((got.sum(-1) < case.args[1]).all()) and not (
+                got & ~top(*case.args)).any()),
+    Mistake("hard-coded k", "you kept the same number of largest logits in every row, not k: use the k you are given, "
+            "not a fixed number", variant=lambda logits, k: decoding.top_k_filter(logits, min(3, logits.size(-1))),
+            shows=lambda case, got, _: bool((got.sum(-1) == got.sum(-1)[0]).all()) and int(got.sum(-1)[0]) not in (
+                0, case.args[1]) and torch.equal(got, top(case.args[0], int(got.sum(-1)[0])))),
+)
 
 
 def far_from_boundaries(logits: torch.Tensor, p: float, margin: float = 2e-3) -> bool:
@@ -398,41 +404,41 @@ def nucleus_rules(logits: torch.Tensor, p: float) -> dict[str, torch.Tensor]:
     }
 
 
-def diagnose_top_p(case: Case, kept: torch.Tensor) -> str | None:
-    logits, p = case.args
-    expected = torch.isfinite(decoding.top_p_filter(logits, p))
-    if p >= 1.0 and not torch.equal(kept, expected):
-        return ("p=1.0 must keep every token (the whole distribution): your rule removes some — with float "
-                "rounding the mass before the last tokens can reach 1, so keep a token while the mass before it "
-                "is below p")
-    rules = nucleus_rules(logits, p)
-    messages = {
-        "reaching": (f"the tokens above already reach p={p} exactly, yet you keep one more: keep a token while the "
-                     "mass *before* it is below p (<, not <=) — the nucleus is the smallest set that reaches p"),
-        "including": (f"with p={p} you kept only the tokens whose cumulative probability *including themselves* "
-                      "stays <= p, so the set can fall short of p (or be empty): keep a token while the mass "
-                      "*before* it is below p; the most probable token always stays"),
-        "unsorted": ("the cumulative sum must run over the tokens sorted from most to least probable, then the "
-                     "decision goes back to the original token ids; yours runs in vocabulary order"),
-        "not mapped back": ("your keep/remove decision is in *sorted* order but was applied to the logits in "
-                            "vocabulary order: map the decision back to the original token ids (scatter it with "
-                            "the sort's indices)"),
-        "gathered": ("the decision went back with the wrong permutation: gather with the sort's indices applies the "
-                     "inverse; scatter the sorted decision to the positions the sort's indices name"),
-        "ascending": ("you accumulated from the *least* probable token: sort in descending order, so the nucleus "
-                      "holds the most probable tokens"),
-    }
-    matched = [rule for rule, wrong in rules.items() if torch.equal(kept, wrong) and not torch.equal(wrong, expected)]
-    if {"unsorted", "not mapped back"} <= set(matched):
-        return ("yours keeps the first tokens in vocabulary order: the cumulative sum must run over the tokens "
-                "sorted from most to least probable, and then you must map the decision back to the original token "
-                "ids (scatter it with the sort's indices)")
-    return messages[matched[0]] if matched else None
-
-
 def check_top_p_filter(ns) -> None:
     check_filter(learner_function(ns, "top_p_filter"), decoding.top_p_filter, top_p_cases(Draw()), "top_p_filter",
-                 "p", {"the package's course_utils.decoding.top_p_filter": decoding.top_p_filter}, diagnose_top_p)
+                 "p", {"the package's course_utils.decoding.top_p_filter": decoding.top_p_filter})
+
+
+def rule(name: str):
+    """A top-p variant that keeps the tokens of the wrong nucleus rule ``name`` (see :func:`nucleus_rules`)."""
+    return lambda logits, p: keep_only(logits, nucleus_rules(logits, p)[name])
+
+
+TOP_P_MISTAKES = (
+    Mistake("p=1.0 keeps every token", "p=1.0 must keep every token (the whole distribution): with float rounding the "
+            "mass before the last tokens can reach 1, so keep a token while the mass before it is below p",
+            variant=lambda logits, p: decoding.top_p_filter(logits, p) if p < 1 else keep_only(
+                logits, top(logits, int(torch.isfinite(logits).sum(-1).min()) - 1)),
+            shows=lambda case, got, _: case.args[1] >= 1.0),
+    Mistake("stops once the mass exceeds p instead of reaching it", "the tokens above already reach p exactly, yet "
+            "you keep one more: keep a token while the mass *before* it is below p (<, not <=) — the nucleus is the "
+            "smallest set that reaches p", variant=rule("reaching")),
+    Mistake("cumulative mass including the token", "you kept only the tokens whose cumulative probability *including "
+            "themselves* stays <= p, so the set can fall short of p (or be empty): keep a token while the mass "
+            "*before* it is below p; the most probable token always stays", variant=rule("including"),
+            shows=lambda case, got, _: bool((~got.any(-1)).any()) or torch.equal(
+                got, nucleus_rules(*case.args)["including"])),
+    Mistake("not sorted", "the cumulative sum must run over the tokens sorted from most to least probable, then the "
+            "decision goes back to the original token ids; yours runs in vocabulary order", variant=rule("unsorted")),
+    Mistake("sorted decision not mapped back", "your keep/remove decision is in *sorted* order but was applied to the "
+            "logits in vocabulary order: map the decision back to the original token ids (scatter it with the "
+            "sort's indices)", variant=rule("not mapped back")),
+    Mistake("gathered instead of scattered", "the decision went back with the wrong permutation: gather with the "
+            "sort's indices applies the inverse; scatter the sorted decision to the positions the sort's indices "
+            "name", variant=rule("gathered")),
+    Mistake("sorted ascending", "you accumulated from the *least* probable token: sort in descending order, so the "
+            "nucleus holds the most probable tokens", variant=rule("ascending")),
+)
 
 
 q1 = Exercise(
@@ -445,6 +451,7 @@ q1 = Exercise(
            "sequence axis (dim 1), never the batch axis, so a batch of one keeps its shape (batch, seq - 1); "
            "return the two as a pair (inputs, targets)."),
     solution=solution_of("lesson08", "shift_for_lm"),
+    mistakes=SHIFT_MISTAKES,
 )
 
 q2 = Exercise(
@@ -457,6 +464,7 @@ q2 = Exercise(
            "are); 2. the softmax of scaled over the last axis, the vocabulary; 3. return it — (rows, vocab), the "
            "logits' dtype, every row summing to 1."),
     solution=solution_of("lesson08", "temperature_probs"),
+    mistakes=TEMPERATURE_MISTAKES,
     success="Correct! Below 1 the distribution sharpens, above 1 it flattens.",
 )
 
@@ -470,6 +478,7 @@ q3 = Exercise(
            "float('-inf') and the kept ones keep their logit (an out-of-place fill, not an in-place one that "
            "changes the caller's logits). k may equal the vocabulary size: then every token stays."),
     solution=solution_of("lesson08", "top_k_filter"),
+    mistakes=TOP_K_MISTAKES,
     success="Correct! Only the k most probable tokens can still be sampled.",
 )
 
@@ -485,6 +494,7 @@ q4 = Exercise(
            "4. scatter the keep decision back to the original token ids with the indices; 5. return a new tensor "
            "with the removed logits float('-inf'), the kept ones unchanged."),
     solution=solution_of("lesson08", "top_p_filter"),
+    mistakes=TOP_P_MISTAKES,
     success="Correct! The nucleus grows where the model is unsure and shrinks where it is confident.",
 )
 

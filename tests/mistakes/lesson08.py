@@ -22,30 +22,6 @@ TOP_P = lesson08.q4.solution
 
 MISTAKES = [
     # q1: the causal shift
-    q('q1', 'no shift',
-      'def shift_for_lm(ids):\n'
-      '    return ids, ids\n',
-      'no shift'),
-    q('q1', 'wrong direction',
-      'def shift_for_lm(ids):\n'
-      '    return ids[:, 1:], ids[:, :-1]\n',
-      'wrong way'),
-    q('q1', 'batch axis',
-      'def shift_for_lm(ids):\n'
-      '    return ids[:-1], ids[1:]\n',
-      'batch axis'),
-    q('q1', 'targets not shifted',
-      'def shift_for_lm(ids):\n'
-      '    return ids[:, :-1], ids[:, :-1]\n',
-      'not shifted'),
-    q('q1', 'shifted by two',
-      'def shift_for_lm(ids):\n'
-      '    return ids[:, :-2], ids[:, 2:]\n',
-      'exactly one position'),
-    q('q1', 'not a pair',
-      'def shift_for_lm(ids):\n'
-      '    return ids[:, :-1]\n',
-      'pair'),
     q('q1', "the package's function",
       'from course_utils.losses import shift_for_lm\n',
       'use your own code'),
@@ -54,11 +30,6 @@ MISTAKES = [
       'def shift_for_lm(ids):\n'
       '    return L.shift_for_lm(ids)\n',
       'use your own code'),
-    q('q1', 'squeeze drops a batch of one',
-      'def shift_for_lm(ids):\n'
-      '    ids = ids.squeeze()\n'
-      '    return ids[..., :-1], ids[..., 1:]\n',
-      'squeeze'),
     q('q1', 'hard-coded sequence length',
       'def shift_for_lm(ids):\n'
       '    return ids[:, :63], ids[:, 1:64]\n',
@@ -82,26 +53,6 @@ MISTAKES = [
       '    return ids, ids.roll(-1, dims=1)\n',
       'exactly one position'),
     # q2: temperature
-    q('q2', 'multiplied',
-      'def temperature_probs(logits, t):\n'
-      '    return torch.softmax(logits * t, dim=-1)\n',
-      'multiplied'),
-    q('q2', 'wrong axis',
-      'def temperature_probs(logits, t):\n'
-      '    return torch.softmax(logits / t, dim=0)\n',
-      'wrong axis'),
-    q('q2', 'logits returned',
-      'def temperature_probs(logits, t):\n'
-      '    return logits / t\n',
-      'not scaled logits'),
-    q('q2', 'temperature ignored',
-      'def temperature_probs(logits, t):\n'
-      '    return torch.softmax(logits, dim=-1)\n',
-      'changed nothing'),
-    q('q2', 'power without renormalising',
-      'def temperature_probs(logits, t):\n'
-      '    return torch.softmax(logits, dim=-1) ** (1 / t)\n',
-      'sum to 1'),
     q('q2', 'logits divided in place',
       'def temperature_probs(logits, temperature):\n'
       '    logits /= temperature\n'
@@ -115,14 +66,6 @@ MISTAKES = [
       'def temperature_probs(logits, temperature):\n'
       '    return torch.softmax(logits.double() / temperature, dim=-1)\n',
       'torch.float32'),
-    q('q2', 'log-probabilities',
-      'def temperature_probs(logits, temperature):\n'
-      '    return F.log_softmax(logits / temperature, dim=-1)\n',
-      'log-probabilities'),
-    q('q2', 'probabilities divided',
-      'def temperature_probs(logits, temperature):\n'
-      '    return torch.softmax(logits, dim=-1) / temperature\n',
-      'divided the probabilities'),
     q('q2', 'squeezed rows',
       'def temperature_probs(logits, temperature):\n'
       '    return torch.softmax(logits.squeeze() / temperature, dim=-1)\n',
@@ -133,12 +76,6 @@ MISTAKES = [
       '    return torch.softmax(decoding.apply_temperature(logits, temperature), dim=-1)\n',
       'use your own code'),
     # q3: top-k
-    q('q3', 'removed the top k',
-      plant(TOP_K, 'logits < kth_largest', 'logits >= kth_largest'),
-      'removed the'),
-    q('q3', 'off by one (strictly greater)',
-      plant(TOP_K, 'logits < kth_largest', 'logits <= kth_largest'),
-      'kept only'),
     q('q3', 'zero instead of -inf',
       plant(TOP_K, "float('-inf')", '0.0'),
       "float('-inf')"),
@@ -146,11 +83,6 @@ MISTAKES = [
       'def top_k_filter(logits, k):\n'
       '    return logits >= logits.topk(k, dim=-1).values[..., -1:]\n',
       'not a 0/1 or bool mask'),
-    q('q3', 'wrong axis',
-      'def top_k_filter(logits, k):\n'
-      '    kth = logits.topk(k, dim=0).values[-1:]\n'
-      "    return logits.masked_fill(logits < kth, float('-inf'))\n",
-      'wrong axis'),
     q('q3', 'masked_fill_ changes the caller\'s logits',
       plant(TOP_K, 'logits.masked_fill(', 'logits.masked_fill_('),
       'in place'),
@@ -161,14 +93,6 @@ MISTAKES = [
       plant(TOP_K, "    return logits.masked_fill(logits < kth_largest, float('-inf'))\n",
             "    return torch.softmax(logits.masked_fill(logits < kth_largest, float('-inf')), dim=-1)\n"),
       'returned probabilities'),
-    q('q3', 'k smallest kept',
-      'def top_k_filter(logits, k):\n'
-      '    kth = logits.topk(k, dim=-1, largest=False).values[..., -1:]\n'
-      "    return logits.masked_fill(logits > kth, float('-inf'))\n",
-      'smallest'),
-    q('q3', 'hard-coded k',
-      plant(TOP_K, 'logits.topk(k, dim=-1)', 'logits.topk(min(5, logits.size(-1)), dim=-1)'),
-      'not k='),
     q('q3', 'one threshold for the whole batch',
       plant(TOP_K, '.values[..., -1:]', '.values.min()'),
       'should keep tokens'),
@@ -186,36 +110,12 @@ MISTAKES = [
       '    return next_token_logits(logits, torch.zeros(logits.size(0), 1, dtype=torch.long), top_k=k)\n',
       'use your own code'),
     # q4: top-p
-    q('q4', 'cumulative mass including the token',
-      plant(TOP_P, 'probs.cumsum(dim=-1) - probs < p', 'probs.cumsum(dim=-1) <= p'),
-      'mass *before* it'),
-    q('q4', 'stops once the mass exceeds p instead of reaching it',
-      plant(TOP_P, 'probs.cumsum(dim=-1) - probs < p', 'probs.cumsum(dim=-1) - probs <= p'),
-      '(<, not <=)'),
-    q('q4', 'not sorted',
-      'def top_p_filter(logits, p):\n'
-      '    probs = torch.softmax(logits, dim=-1)\n'
-      '    keep = probs.cumsum(dim=-1) - probs < p\n'
-      "    return logits.masked_fill(~keep, float('-inf'))\n",
-      'sorted from most to least'),
-    q('q4', 'sorted decision not mapped back',
-      'def top_p_filter(logits, p):\n'
-      '    probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)\n'
-      '    keep = probs.cumsum(dim=-1) - probs < p\n'
-      "    return logits.masked_fill(~keep, float('-inf'))\n",
-      'map the decision back'),
     q('q4', 'zero instead of -inf',
       plant(TOP_P, "float('-inf')", '0.0'),
       "float('-inf')"),
     q('q4', 'masked_fill_ changes the caller\'s logits',
       plant(TOP_P, 'logits.masked_fill(', 'logits.masked_fill_('),
       'in place'),
-    q('q4', 'sorted ascending',
-      plant(TOP_P, 'descending=True', 'descending=False'),
-      '*least* probable'),
-    q('q4', 'gathered instead of scattered',
-      plant(TOP_P, 'torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)', 'keep_sorted.gather(-1, order)'),
-      'wrong permutation'),
     q('q4', 'strictly below p including the token',
       plant(TOP_P, 'probs.cumsum(dim=-1) - probs < p', 'probs.cumsum(dim=-1) < p'),
       'mass *before* it'),
