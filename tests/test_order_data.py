@@ -63,23 +63,36 @@ def test_sizes_that_cannot_work_are_refused(kwargs, error, message):
 
 
 def test_the_order_model_without_positions_scores_exactly_one_half_and_with_them_learns_the_task():
-    """Lesson 02's experiment, as the package keeps it: exactly 50 % without positions (mirrored pairs), and the
-    sinusoidal table lets the same model learn the task."""
+    """Lesson 02's experiment, as the package keeps it: exactly 50 % without positions (mirrored pairs), exactly
+    50 % with positions but without the ReLU (an affine per-token map cannot tie a token to its position), and the
+    sinusoidal table lets the model with its ReLU learn the task."""
+    import torch.nn as nn
+
     from course_utils.data.order import OrderModel, train_order_model
     from course_utils.positional import SinusoidalPositionalEncoding
 
-    model, accuracy, losses = train_order_model(lambda: None, seed=3, steps=100)
+    model, accuracy, losses = train_order_model(lambda: OrderModel(None), seed=3, steps=100)
     assert isinstance(model, OrderModel) and model.positions is None and len(losses) == 100
     assert accuracy == 0.5
-    _, accuracy, losses = train_order_model(lambda: SinusoidalPositionalEncoding(32, 16), seed=0)
+
+    def without_relu():
+        model = OrderModel(SinusoidalPositionalEncoding(32, 16))
+        model.per_token = nn.Sequential(nn.Linear(32, 64), nn.Linear(64, 64))
+        return model
+
+    assert train_order_model(without_relu, seed=4, steps=100)[1] == 0.5
+    _, accuracy, losses = train_order_model(lambda: OrderModel(SinusoidalPositionalEncoding(32, 16)), seed=0)
     assert accuracy > 0.95 and sum(losses[-50:]) / 50 < 0.1
 
 
 def test_train_order_model_is_deterministic_and_refuses_bad_arguments():
-    from course_utils.data.order import train_order_model
+    from course_utils.data.order import OrderModel, train_order_model
 
-    assert train_order_model(lambda: None, seed=1, steps=5)[2] == train_order_model(lambda: None, seed=1, steps=5)[2]
-    with pytest.raises(CourseTypeError, match="make_positions must be a function.*lambda: None"):
+    none = lambda: OrderModel(None)  # noqa: E731
+    assert train_order_model(none, seed=1, steps=5)[2] == train_order_model(none, seed=1, steps=5)[2]
+    with pytest.raises(CourseTypeError, match="make_model must be a function.*OrderModel"):
         train_order_model(None, seed=0)
+    with pytest.raises(CourseTypeError, match="must return the model"):
+        train_order_model(lambda: None, seed=0)
     with pytest.raises(CourseValueError, match="steps must be an int >= 1"):
-        train_order_model(lambda: None, seed=0, steps=0)
+        train_order_model(none, seed=0, steps=0)

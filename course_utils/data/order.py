@@ -8,12 +8,12 @@ the same prediction, so it scores **exactly** 50 % on any set of pairs, not mere
 task is easy: compare where ``A`` and ``B`` are.
 
 Lesson 02 writes out :class:`OrderModel` (a set model: the same small MLP on every token, then a mean) and
-:func:`train_order_model` (lesson 00's loop on this task's data) and proves them equal to these copies, which its
-exercises and later lessons use.
+:func:`train_order_model` (lesson 00's loop on this task's data) in its reading flow. The copies here, the same code,
+serve that lesson's exercise checks only, so they stay out of ``__all__``.
 """
 from __future__ import annotations
 
-__all__ = ["MARKER_A", "MARKER_B", "FIRST_FILLER", "OrderModel", "train_order_model", "which_comes_first"]
+__all__ = ["MARKER_A", "MARKER_B", "FIRST_FILLER", "which_comes_first"]
 
 from typing import Callable
 
@@ -92,25 +92,29 @@ class OrderModel(nn.Module):
         return self.head(self.per_token(x).mean(dim=1))          # (batch, 2)
 
 
-def train_order_model(make_positions: Callable[[], nn.Module | None], seed: int, steps: int = 600,
-                      batch_size: int = 64) -> tuple[OrderModel, float, list[float]]:
-    """Lesson 02's experiment: seed, build ``OrderModel(make_positions())``, train it with lesson 00's
+def train_order_model(make_model: Callable[[], nn.Module], seed: int, steps: int = 600,
+                      batch_size: int = 64) -> tuple[nn.Module, float, list[float]]:
+    """Lesson 02's experiment: seed, build the model with ``make_model()`` (e.g.
+    ``lambda: OrderModel(SinusoidalPositionalEncoding(32, 16))``), train it with lesson 00's
     :func:`~course_utils.small_loop.train_steps` (AdamW, lr 3e-3, cross-entropy, random batches of the 2000 training
     sequences ``which_comes_first(2000, seed=1)``), and measure it on the 1000 test sequences
     ``which_comes_first(1000, seed=2)``.
 
     Returns ``(model, test accuracy as a fraction, the loss of each step)``.
     """
-    if not callable(make_positions):
-        raise CourseTypeError(f"make_positions must be a function that builds the positional module (or returns "
-                              f"None), got {describe(make_positions)}; e.g. lambda: None")
+    if not callable(make_model):
+        raise CourseTypeError(f"make_model must be a function that builds the model, got {describe(make_model)}; "
+                              "e.g. lambda: OrderModel(None)")
     check_int("seed", seed)
     check_positive_int("steps", steps)
     check_positive_int("batch_size", batch_size)
     train_ids, train_labels = which_comes_first(2000, seq_len=16, vocab_size=16, seed=1)
     test_ids, test_labels = which_comes_first(1000, seq_len=16, vocab_size=16, seed=2)
     seed_everything(seed)
-    model = OrderModel(make_positions())
+    model = make_model()
+    if not isinstance(model, nn.Module):
+        raise CourseTypeError(f"make_model() must return the model (an nn.Module), got {describe(model)}; "
+                              "e.g. lambda: OrderModel(None)")
 
     def next_batch() -> tuple[torch.Tensor, torch.Tensor]:
         rows = torch.randint(0, len(train_ids), (batch_size,))

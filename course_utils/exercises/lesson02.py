@@ -1,9 +1,9 @@
-"""Exercises of notebook 02 (positional encoding): predict-then-measure without positions, the other layout of the
-table, the shift as a rotation matrix.
+"""Exercises of notebook 02 (positional encoding): predict-then-measure without the ReLU, the other layout of the
+table, the shift as a rotation matrix, and a generation loop that loses the positions (find the bug).
 
 Each exercise: the contract check on fresh inputs (:class:`~.asserts.Draw`; ``COURSE_CHECK_SEED`` fixes them), the
-package's reference (``course_utils.data.order.train_order_model``, ``course_utils.positional.sinusoidal_table``) and
-its table of typical mistakes (see :mod:`.core`).
+package's reference (``course_utils.data.order.train_order_model``, ``course_utils.positional``) and its table of
+typical mistakes (see :mod:`.core`).
 """
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import numbers
 from typing import Any
 
 import torch
+import torch.nn as nn
 
 from ..data.order import which_comes_first
-from ..positional import SinusoidalPositionalEncoding, sinusoidal_table
+from ..positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding, sinusoidal_table
 from .asserts import Case, Draw, Raised, attempt, check_function, learner_function
 from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 
@@ -29,14 +30,23 @@ def fraction(value: Any) -> float | None:
     return None
 
 
-def trained(make_positions, seed: int):
+def order_model(relu: bool = True) -> nn.Module:
+    """The lesson's order model with the sinusoidal table; ``relu=False`` takes the ReLU out of ``per_token``."""
+    from ..data.order import OrderModel  # the package's copy of the lesson's model
+    model = OrderModel(SinusoidalPositionalEncoding(32, 16))
+    if not relu:
+        model.per_token = nn.Sequential(nn.Linear(32, 64), nn.Linear(64, 64))
+    return model
+
+
+def trained(relu: bool, seed: int):
     from ..data.order import train_order_model  # the package's copy of the lesson's experiment
-    return train_order_model(make_positions, seed)
+    return train_order_model(lambda: order_model(relu), seed)
 
 
 def measured_on_999(seed: int) -> float:
     """The planted bug of "test set cut short": the right model, measured on 999 of the 1000 test sequences."""
-    model = trained(lambda: None, seed)[0]
+    model = trained(False, seed)[0]
     ids, labels = which_comes_first(1000, seq_len=16, vocab_size=16, seed=2)
     with torch.no_grad():
         return (model(ids[:999]).argmax(-1) == labels[:999]).float().mean().item()
@@ -46,31 +56,31 @@ def is_number(got: Any) -> bool:
     return fraction(got) is not None
 
 
-NO_POSITIONS_MISTAKES = (
-    Mistake("positions kept", "that model still sees positions. Build it with no positional module — "
-            "`OrderModel(None)`, i.e. `make_positions=lambda: None`",
-            variant=lambda seed: trained(lambda: SinusoidalPositionalEncoding(32, 16), seed)[1],
+NO_RELU_MISTAKES = (
+    Mistake("nonlinearity kept", "that model still learns the task, so it still has a nonlinearity between its two "
+            "layers. Take the ReLU out: `per_token = nn.Sequential(nn.Linear(32, 64), nn.Linear(64, 64))`, and keep "
+            "the sinusoidal table", variant=lambda seed: trained(True, seed)[1],
             shows=lambda case, got, answer: is_number(got) and 0.9 < fraction(got) <= 1),
     Mistake("a percentage", "return the accuracy as a fraction (0.5 for 50 %), as `train_order_model` gives it",
-            variant=lambda seed: 100 * trained(lambda: None, seed)[1],
+            variant=lambda seed: 100 * trained(False, seed)[1],
             shows=lambda case, got, answer: is_number(got) and 1 < fraction(got) <= 100),
     Mistake("test set cut short", "measure on all 1000 test sequences, as `train_order_model` does: they come in "
-            "mirrored pairs, and a model without positions gets exactly one of each pair right",
+            "mirrored pairs, and this model gets exactly one of each pair right",
             variant=measured_on_999,
             shows=lambda case, got, answer: is_number(got) and 0.3 < fraction(got) < 0.7),
     Mistake("the whole result", "`train_order_model` returns (model, accuracy, losses): return only the accuracy, "
-            "its second result", variant=lambda seed: trained(lambda: None, seed),
+            "its second result", variant=lambda seed: trained(False, seed),
             shows=lambda case, got, answer: isinstance(got, tuple)),
 )
 
 
-def check_no_positions(ns) -> None:
-    function = learner_function(ns, "accuracy_without_positions")
+def check_no_relu(ns) -> None:
+    function = learner_function(ns, "accuracy_without_relu")
     seed = Draw().integer(3, 99)
-    case = Case(f"accuracy_without_positions({seed})", (seed,))
+    case = Case(f"accuracy_without_relu({seed})", (seed,))
 
     def run(answer, case):
-        return attempt(answer, "accuracy_without_positions", case.args, {})
+        return attempt(answer, "accuracy_without_relu", case.args, {})
 
     got = run(function, case)
     if fraction(got) != 0.5:
@@ -78,9 +88,9 @@ def check_no_positions(ns) -> None:
             what = f"raised {got.kind}: {got.message}"
         else:
             what = f"returned {fraction(got):g}" if is_number(got) else f"returned a {type(got).__name__}"
-        raise Mismatch(f"on {case.description}: your function {what}; it should train `OrderModel(None)` from that "
-                       "seed with `train_order_model` and return its test accuracy, a number", case, got, function,
-                       run, lambda a, b: a == b)
+        raise Mismatch(f"on {case.description}: your function {what}; it should train the order model with the "
+                       "sinusoidal table and no ReLU from that seed with `train_order_model` and return its test "
+                       "accuracy, a number", case, got, function, run, lambda a, b: a == b)
     prediction = fraction(ns.get("my_prediction"))
     if prediction is None or not 0 <= prediction <= 100:
         raise ExerciseFailure("your measurement is right; now `my_prediction` should hold a number: the test accuracy "
@@ -211,19 +221,80 @@ def check_shift_matrix(ns) -> None:
                    atol=1e-4, rtol=1e-4)
 
 
+# ---------------------------------------------------------------------------- q4: positions while generating
+class FedOneAtATime(nn.Module):
+    """A positional encoding that accepts one token at a time, as it is fed while a model generates."""
+
+    def __init__(self, encoding: nn.Module) -> None:
+        super().__init__()
+        self.encoding = encoding
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.size(1) != 1:
+            shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            raise ExerciseFailure(f"`encoding` was given {shape}: feed it one token at a time, x[:, t:t + 1] of "
+                                  "shape (batch, 1, d_model), as a model does while it generates.")
+        return self.encoding(x, offset=offset)
+
+
+def reference_one_at_a_time(encoding: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """Token ``t`` fed alone, at its own position: ``(batch, seq, d_model)``, equal to ``encoding(x)``."""
+    return torch.cat([encoding(x[:, t:t + 1], offset=t) for t in range(x.size(1))], dim=1)
+
+
+def generation_cases(draw: Draw) -> list[Case]:
+    cases = []
+    for kind, (batch, seq) in [("sinusoidal", (1, draw.integer(4, 9))), ("learned", (draw.integer(2, 3),
+                                                                                   draw.integer(5, 12)))]:
+        d_model = draw.choice(range(4, 17, 2))
+        max_len = seq + draw.integer(2, 6)
+        if kind == "sinusoidal":
+            encoding = SinusoidalPositionalEncoding(d_model, max_len)
+        else:
+            encoding = LearnedPositionalEncoding(d_model, max_len)
+            with torch.no_grad():
+                encoding.table.weight.copy_(draw.randn(max_len, d_model))
+        cases.append(Case(f"a {kind} encoding (d_model {d_model}, max_len {max_len}) and x of shape "
+                          f"{(batch, seq, d_model)}", (FedOneAtATime(encoding), draw.randn(batch, seq, d_model))))
+    return cases
+
+
+def every_token_at(offset_of):
+    """The planted bug: token ``t`` encoded at position ``offset_of(t)``."""
+    def encode_one_at_a_time(encoding, x):
+        return torch.cat([encoding(x[:, t:t + 1], offset=offset_of(t)) for t in range(x.size(1))], dim=1)
+    return encode_one_at_a_time
+
+
+GENERATION_MISTAKES = (
+    Mistake("offset 0 for every token", "every token got position 0's vector: a token fed alone is at position 0 "
+            "unless you tell the encoding where it stands (`forward`'s second argument)",
+            variant=every_token_at(lambda t: 0)),
+    Mistake("positions counted from 1", "each token got the next position's vector: the first token is at position "
+            "0, so token t needs `offset=t`, not t + 1", variant=every_token_at(lambda t: t + 1)),
+)
+
+
+def check_one_at_a_time(ns) -> None:
+    check_function(learner_function(ns, "encode_one_at_a_time"), reference_one_at_a_time,
+                   generation_cases(Draw()), "encode_one_at_a_time", scales=())
+
+
 q1 = Exercise(
-    name="Predict, then measure: no positions",
-    variables=("accuracy_without_positions",),
-    checker=check_no_positions,
-    hints=("What does the model without positions see of a sequence and of its mirror? What are their labels?",
-           "Write your prediction first. Then: a function of `seed` that calls `train_order_model` with a "
-           "`make_positions` that builds nothing, and returns the accuracy it measured (its second result)."),
-    solution=solution_of("lesson02", "my_prediction", "accuracy_without_positions"),
-    success=("Correct. Exactly 0.5, for every seed — not about 0.5. Without positions the model gives a sequence and "
-             "its mirror (the same tokens, the opposite label) the same scores, so it is right on exactly one of each "
-             "pair, however long it trains. Next, predict before you try: keep the sinusoidal table but take the ReLU "
-             "out of `per_token`."),
-    mistakes=NO_POSITIONS_MISTAKES,
+    name="Predict, then measure: no ReLU",
+    variables=("accuracy_without_relu",),
+    checker=check_no_relu,
+    hints=("Without the ReLU, `per_token` is one affine map. What is the mean over the tokens of an affine map of "
+           "(token vector + position vector)? Which part of it differs between a sequence and its mirror?",
+           "Write your prediction first. Then a `make_model` that builds `OrderModel` with the sinusoidal table and "
+           "replaces `per_token` by the two Linear layers alone, and a function of `seed` that passes it to "
+           "`train_order_model` and returns the accuracy (its second result)."),
+    solution=solution_of("lesson02", "my_prediction", "make_model_without_relu", "accuracy_without_relu"),
+    success=("Correct. Exactly 0.5, for every seed. Without the ReLU, the mean of A(token + position) is A(mean "
+             "token + mean position): the mean token is the same for a sequence and its mirror, the mean position "
+             "the same for every sequence. The positions are added but never meet the tokens, so the model gives "
+             "both sequences of a pair the same answer; a nonlinearity is what ties \"A\" to \"where A stands\"."),
+    mistakes=NO_RELU_MISTAKES,
 )
 
 q2 = Exercise(
@@ -249,4 +320,16 @@ q3 = Exercise(
            "for a block-diagonal matrix), zeros elsewhere; the result is float32 (d_model, d_model)."),
     solution=solution_of("lesson02", "shift_matrix"),
     mistakes=SHIFT_MISTAKES,
+)
+
+q4 = Exercise(
+    name="Find the bug: positions while generating",
+    variables=("encode_one_at_a_time",),
+    checker=check_one_at_a_time,
+    hints=("Look at what the loop added to each token above: which position's vector is it? How does the encoding "
+           "know where a token fed alone stands?",
+           "`forward(x, offset)` adds rows offset .. offset + seq − 1 of the table. Token t, fed as x[:, t:t + 1], "
+           "must get row t."),
+    solution=solution_of("lesson02", "encode_one_at_a_time"),
+    mistakes=GENERATION_MISTAKES,
 )

@@ -1,25 +1,30 @@
 """Typical wrong answers to the exercises of lesson02, each with the phrase its feedback must contain."""
 from . import Alternative, Mistake
 
-PRELUDE = 'import math\nimport torch\nfrom course_utils.data.order import train_order_model\n'
+PRELUDE = ('import math\nimport torch\nimport torch.nn as nn\nfrom course_utils.data.order import OrderModel, '
+           'train_order_model\nfrom course_utils.positional import SinusoidalPositionalEncoding\n')
 
 
 def q(exercise: str, name: str, code: str, message: str) -> Mistake:
     return Mistake("lesson02", exercise, name, code, message, PRELUDE)
 
 
-MEASURE = ('def accuracy_without_positions(seed):\n'
-           '    return train_order_model(lambda: None, seed)[1]\n')
+MAKE = ('def make_model():\n'
+        '    model = OrderModel(SinusoidalPositionalEncoding(32, 16))\n'
+        '    model.per_token = nn.Sequential(nn.Linear(32, 64), nn.Linear(64, 64))\n'
+        '    return model\n\n\n')
+MEASURE = MAKE + ('def accuracy_without_relu(seed):\n'
+                  '    return train_order_model(make_model, seed)[1]\n')
 
 MISTAKES = [
     # q1: predict, then measure
-    q('q1', 'an estimate typed in', 'my_prediction = 0.5\n\n\ndef accuracy_without_positions(seed):\n'
+    q('q1', 'an estimate typed in', 'my_prediction = 0.5\n\n\ndef accuracy_without_relu(seed):\n'
       '    return 0.52\n', 'all 1000 test sequences'),
     q('q1', 'prediction as a percentage', 'my_prediction = 50\n' + MEASURE, 'as a fraction (0.5 for 50'),
     q('q1', 'prediction in words', 'my_prediction = "about half"\n' + MEASURE, 'should hold a number'),
     q('q1', 'prediction above 100 %', 'my_prediction = 150\n' + MEASURE, 'should hold a number'),
     q('q1', 'prediction left out', MEASURE, 'should hold a number'),
-    q('q1', 'accuracy not a function', 'my_prediction = 0.5\naccuracy_without_positions = [0.5, 0.5, 0.5]\n',
+    q('q1', 'accuracy not a function', 'my_prediction = 0.5\naccuracy_without_relu = [0.5, 0.5, 0.5]\n',
       'should be a function'),
     # q2: the other layout
     q('q2', 'float indices', 'def to_halves(d_model):\n'
@@ -59,16 +64,20 @@ MISTAKES += [
 ]
 
 ALTERNATIVES = [
-    Alternative('lesson02', 'q1', 'fewer steps, a tensor prediction', 'my_prediction = torch.tensor(0.5)\n\n\n'
-                'def accuracy_without_positions(seed):\n'
-                '    model, accuracy, _ = train_order_model(lambda: None, seed, steps=200)\n'
+    Alternative('lesson02', 'q1', 'fewer steps, a tensor prediction', 'my_prediction = torch.tensor(0.5)\n' + MAKE +
+                'def accuracy_without_relu(seed):\n'
+                '    model, accuracy, _ = train_order_model(make_model, seed, steps=200)\n'
                 '    return accuracy\n', PRELUDE),
-    Alternative('lesson02', 'q1', 'a wrong prediction, an honest measurement', 'my_prediction = 0.75\n' + MEASURE,
+    Alternative('lesson02', 'q1', 'a wrong prediction, an honest measurement', 'my_prediction = 0.95\n' + MEASURE,
                 PRELUDE),
-    Alternative('lesson02', 'q1', 'measured by hand, as a tensor', 'my_prediction = 1 / 2\n'
+    Alternative('lesson02', 'q1', 'the ReLU replaced by Identity, measured by hand', 'my_prediction = 1 / 2\n'
                 'from course_utils.data.order import which_comes_first\n\n\n'
-                'def accuracy_without_positions(seed):\n'
-                '    model = train_order_model(lambda: None, seed)[0]\n'
+                'def accuracy_without_relu(seed):\n'
+                '    def build():\n'
+                '        model = OrderModel(SinusoidalPositionalEncoding(32, 16))\n'
+                '        model.per_token[1] = nn.Identity()\n'
+                '        return model\n'
+                '    model = train_order_model(build, seed)[0]\n'
                 '    ids, labels = which_comes_first(1000, 16, 16, seed=2)\n'
                 '    with torch.no_grad():\n'
                 '        return (model(ids).argmax(-1) == labels).double().mean()\n', PRELUDE),
@@ -97,4 +106,27 @@ ALTERNATIVES = [
                 '    m[even, even + 1] = angle.sin()\n'
                 '    m[even + 1, even] = -angle.sin()\n'
                 '    return m\n', PRELUDE),
+]
+
+MISTAKES += [
+    # q4: positions while generating (generic contract: the whole sequence at once, the wrong shape)
+    q('q4', 'the whole sequence at once', 'def encode_one_at_a_time(encoding, x):\n    return encoding(x)\n',
+      'one token at a time'),
+    q('q4', 'the last token only', 'def encode_one_at_a_time(encoding, x):\n'
+      '    t = x.size(1) - 1\n    return encoding(x[:, t:], offset=t)\n', 'shape'),
+    q('q4', 'concatenated along the batch', 'def encode_one_at_a_time(encoding, x):\n'
+      '    return torch.cat([encoding(x[:, t:t + 1], offset=t) for t in range(x.size(1))], dim=0)\n', 'shape'),
+]
+
+ALTERNATIVES += [
+    Alternative('lesson02', 'q4', 'a loop filling a tensor', 'def encode_one_at_a_time(encoding, x):\n'
+                '    out = torch.empty_like(x)\n'
+                '    for t in range(x.size(1)):\n'
+                '        out[:, t] = encoding(x[:, t].unsqueeze(1), t)[:, 0]\n'
+                '    return out\n', PRELUDE),
+    Alternative('lesson02', 'q4', 'a growing sequence, keyword offset', 'def encode_one_at_a_time(encoding, x):\n'
+                '    done = x[:, :0]\n'
+                '    for t in range(x.size(1)):\n'
+                '        done = torch.cat([done, encoding(x[:, t:t + 1], offset=done.size(1))], dim=1)\n'
+                '    return done\n', PRELUDE),
 ]
