@@ -1,8 +1,9 @@
-"""Exercises of lesson 01: byte-pair encoding from the learner's own pieces — q1 ``count_pairs``, q2 ``merge_pair``,
-q3 ``train``, q4 ``encode`` — and q5, the embedding's backward pass.
+"""Exercises of lesson 01: byte-pair encoding from the learner's own pieces — q1 ``count_pairs``, q2 ``merge_pair``
+(a draft with a bug to find first), q3 ``train``, q4 ``encode`` (a longest-match draft to find the bug in first), q5
+``decode`` (a token may end in the middle of a character) — and q6, the embedding's backward pass.
 
 Each check draws fresh inputs (``COURSE_CHECK_SEED`` fixes them) and compares the answer with the package, the
-reference: ``tokenization.count_pairs``, ``merge_pair``, ``BPETokenizer.train`` / ``.encode`` and the gradient of
+reference: ``tokenization.count_pairs``, ``merge_pair``, ``BPETokenizer.train`` / ``.encode`` / ``.decode`` and the gradient of
 ``TokenEmbedding``. Each exercise declares its typical mistakes once (``mistakes=``, see :mod:`.core`); the variants
 are written as a learner writes them, with their own pair counting and merging (``_pairs``, ``_merge``), never the
 package's.
@@ -89,6 +90,18 @@ def merge_dropping_last(ids, pair, new_id):
     return out
 
 
+def merge_draft(ids, pair, new_id):
+    """The notebook's first attempt at ``merge_pair``: it drops every id that ends an occurrence of the pair, so in
+    a run such as [4, 4, 4] the middle id is used twice."""
+    merged = []
+    for i in range(len(ids)):
+        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == tuple(pair):
+            merged.append(new_id)
+        elif i == 0 or (ids[i - 1], ids[i]) != tuple(pair):
+            merged.append(ids[i])
+    return merged
+
+
 def merge_first_only(ids, pair, new_id):
     for i in range(len(ids) - 1):
         if (ids[i], ids[i + 1]) == tuple(pair):
@@ -165,6 +178,26 @@ def encode_longest_match(text, merges):
     return ids
 
 
+def token_pieces(merges, first_merge=263, first_byte=7) -> dict[int, bytes]:
+    """The bytes of every token of a merge list (merge k creates id ``first_merge + k``)."""
+    pieces = {first_byte + b: bytes([b]) for b in range(256)}
+    for k, (a, b) in enumerate(merges):
+        pieces[first_merge + k] = pieces[a] + pieces[b]
+    return pieces
+
+
+def decode_with(ids, merges, per_token=False, errors="replace", codec="utf-8", first_merge=263, first_byte=7):
+    """The recipe of exercise 5, with one step done wrong where a flag says so."""
+    pieces = token_pieces(merges, first_merge, first_byte)
+    if per_token:
+        return "".join(pieces[i].decode(codec, errors=errors) for i in ids)
+    return b"".join(pieces[i] for i in ids).decode(codec, errors=errors)
+
+
+def decoded(**flags):
+    return lambda ids, merges: decode_with(ids, merges, **flags)
+
+
 def grad_with(ids, grad_output, vocab_size, scale="sqrt", accumulate=True, reduce="sum"):
     """The gradient of exercise 5, with one step done wrong where a flag says so."""
     d_model = grad_output.size(-1)
@@ -205,6 +238,8 @@ def gradient(**flags):
 
 FIRST_IDS = "merge k creates id 263 + k (7 special tokens and 256 bytes come first), not 256 + k"
 BYTE_IDS = "byte b has id 7 + b (ids 0..6 are the special tokens)"
+MID_CHARACTER = ("a token can end in the middle of a character (我 is 3 bytes, and a token may hold only the first "
+                 "of them): join the bytes of all the tokens first, then decode the whole once")
 TIES = "two pairs were equally frequent and you merged the other one: break ties with the smallest tie_break_key(pair)"
 
 MISTAKES: dict[str, tuple[Mistake, ...]] = {  # the table of each exercise, by the name it asks for
@@ -224,6 +259,9 @@ MISTAKES: dict[str, tuple[Mistake, ...]] = {  # the table of each exercise, by t
         Mistake("drops last", "you lost the last id: when the loop stops before the end, append the remaining id",
                 variant=merge_dropping_last),
         Mistake("first only", "replace *every* occurrence of the pair, not only the first", variant=merge_first_only),
+        Mistake("overlapping pairs", "in a run such as [4, 4, 4] the pair occurs twice, overlapping, and your merge "
+                "used the middle id twice (two new ids stand for four ids): once a pair is merged, jump over both of "
+                "its ids (i += 2) and look at the next id afresh", variant=merge_draft),
         Mistake("from the right", "scan from the left (i = 0 upwards): merging from the right pairs overlapping ids "
                 "differently", variant=merge_from_the_right),
     ),
@@ -254,6 +292,14 @@ MISTAKES: dict[str, tuple[Mistake, ...]] = {  # the table of each exercise, by t
                 variant=encoded(order=-1)),
         Mistake("stops early", "a merge that finds nothing in a word does not end the word: later merges may still "
                 "apply", variant=encoded(keep_going=False)),
+    ),
+    "decode": (
+        Mistake("token by token", MID_CHARACTER, variant=decoded(per_token=True)),
+        Mistake("token by token, errors ignored", MID_CHARACTER, variant=decoded(per_token=True, errors="ignore")),
+        Mistake("latin-1", "the bytes are UTF-8: decode them with .decode('utf-8'), not latin-1 (é is 2 bytes, 我 is "
+                "3)", variant=decoded(codec="latin-1")),
+        Mistake("no byte offset", BYTE_IDS, variant=decoded(first_byte=0)),
+        Mistake("ids from 256", FIRST_IDS, variant=decoded(first_merge=256)),
     ),
     "embedding_grad": (
         Mistake("assignment", "a token that occurs several times gets the *sum* of its output gradients; assigning "
@@ -379,7 +425,31 @@ def check_encode(ns) -> None:
           TRAIN_FORBIDDEN)
 
 
-# ---------------------------------------------------------------------------------------- q5: the backward pass
+# ---------------------------------------------------------------------------------------- q5: decode
+def decode_cases(draw: Draw) -> list[Case]:
+    cases = []
+    for texts, n_merges in ((["aé aé aé", "é"], 2), (["我爱你 我爱你。", "你爱我"], 3), (corpus(draw, 5), 30)):
+        merges = package_merges(texts, n_merges)
+        for text in texts[:2] + ["", "Tokens é, 12 我。"]:
+            ids = BPETokenizer(merges).encode(text)
+            cases.append(Case(f"decode({ids}, merges) with the {len(merges)} merges {merges} (the ids of {text!r})",
+                              (ids, merges)))
+    return cases
+
+
+def mid_character_hint(error: BaseException) -> str | None:
+    if isinstance(error, UnicodeDecodeError):
+        return MID_CHARACTER
+    return too_small_id_hint(error)
+
+
+def check_decode(ns) -> None:
+    forbidden = {"the package's BPETokenizer.decode": BPETokenizer.decode}
+    check(ns, "decode", lambda ids, merges: BPETokenizer(merges).decode(ids), decode_cases(Draw()), forbidden,
+          error_hint=mid_character_hint)
+
+
+# ---------------------------------------------------------------------------------------- q6: the backward pass
 def package_grad(ids, grad_output, vocab_size) -> torch.Tensor:
     """The gradient of ``TokenEmbedding``'s weight for the output gradient ``grad_output``, by autograd."""
     block = TokenEmbedding(vocab_size, grad_output.size(-1))
@@ -441,6 +511,14 @@ q4 = Exercise(
     mistakes=MISTAKES["encode"])
 
 q5 = Exercise(
+    name="Decode BPE", variables=("decode",), checker=check_decode,
+    hints=("Which bytes does each token stand for? Decode only once you have all of them.",
+           "build a dict id -> bytes: byte b is id 7 + b, merge k is id 263 + k, its bytes those of its two parts "
+           "joined; join the bytes of all the ids into one bytes object; decode it as UTF-8."),
+    solution=solution_of("lesson01", "decode"),
+    mistakes=MISTAKES["decode"])
+
+q6 = Exercise(
     name="The embedding's gradient", variables=("embedding_grad",), checker=check_embedding_grad,
     hints=("E = √d · one_hot(ids) @ W is linear in W: its gradient is the transposed one-hot matrix times the "
            "output gradient, times √d.",

@@ -74,20 +74,29 @@ ALTERNATIVES = [
                 '        for k, (a, b) in enumerate(merges):\n            w = merge_pair(w, (a, b), 263 + k)\n'
                 '        ids += [int(i) for i in w]\n    return torch.tensor(ids, dtype=torch.long)\n',
                 prelude("merge_pair")),
-    Alternative('lesson01', 'q5', 'index_add_', 'def embedding_grad(ids, grad_output, vocab_size):\n'
+    Alternative('lesson01', 'q5', 'a bytearray grown token by token', 'def decode(ids, merges):\n'
+                '    def token_bytes(i):\n        if i < 263:\n            return bytes([i - 7])\n'
+                '        a, b = merges[i - 263]\n        return token_bytes(a) + token_bytes(b)\n'
+                '    data = bytearray()\n    for i in ids:\n        data += token_bytes(i)\n'
+                '    return data.decode("utf-8", errors="strict")\n', PRELUDE),
+    Alternative('lesson01', 'q5', 'a list of pieces, errors replaced', 'def decode(ids, merges):\n'
+                '    pieces = [bytes([b]) for b in range(256)]\n    for a, b in merges:\n'
+                '        pieces.append(pieces[a - 7] + pieces[b - 7])\n'
+                '    return b"".join(pieces[i - 7] for i in ids).decode("utf-8", errors="replace")\n', PRELUDE),
+    Alternative('lesson01', 'q6', 'index_add_', 'def embedding_grad(ids, grad_output, vocab_size):\n'
                 '    d = grad_output.shape[-1]\n    grad = torch.zeros(vocab_size, d)\n'
                 '    grad.index_add_(0, ids.flatten(), grad_output.reshape(-1, d))\n    return grad * d ** 0.5\n',
                 PRELUDE),
-    Alternative('lesson01', 'q5', 'einsum', 'def embedding_grad(ids, grad_output, vocab_size):\n'
+    Alternative('lesson01', 'q6', 'einsum', 'def embedding_grad(ids, grad_output, vocab_size):\n'
                 '    one_hot = F.one_hot(ids, vocab_size).float()\n'
                 '    return torch.einsum("bsv,bsd->vd", one_hot, grad_output) * math.sqrt(grad_output.size(-1))\n',
                 PRELUDE),
-    Alternative('lesson01', 'q5', 'a loop over positions', 'def embedding_grad(ids, grad_output, vocab_size):\n'
+    Alternative('lesson01', 'q6', 'a loop over positions', 'def embedding_grad(ids, grad_output, vocab_size):\n'
                 '    scale = math.sqrt(grad_output.size(-1))\n'
                 '    grad = torch.zeros(vocab_size, grad_output.size(-1))\n'
                 '    for b in range(ids.size(0)):\n        for s in range(ids.size(1)):\n'
                 '            grad[ids[b, s]] += scale * grad_output[b, s]\n    return grad\n', PRELUDE),
-    Alternative('lesson01', 'q5', 'index_put with accumulate', 'def embedding_grad(ids, grad_output, vocab_size):\n'
+    Alternative('lesson01', 'q6', 'index_put with accumulate', 'def embedding_grad(ids, grad_output, vocab_size):\n'
                 '    d = grad_output.size(-1)\n    grad = torch.zeros(vocab_size, d)\n'
                 '    grad.index_put_((ids.reshape(-1),), grad_output.reshape(-1, d) * math.sqrt(d), accumulate=True)\n'
                 '    return grad\n', PRELUDE),

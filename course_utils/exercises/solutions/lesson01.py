@@ -53,6 +53,13 @@ def encode(text, merges):
     return ids
 
 
+def decode(ids, merges):
+    pieces = {7 + b: bytes([b]) for b in range(256)}  # byte b has id 7 + b
+    for k, (a, b) in enumerate(merges):
+        pieces[263 + k] = pieces[a] + pieces[b]  # merge k -> id 263 + k
+    return b"".join(pieces[i] for i in ids).decode("utf-8")  # all the bytes first: a token may end mid-character
+
+
 def embedding_grad(ids, grad_output, vocab_size):
     d_model = grad_output.size(-1)
     one_hot = F.one_hot(ids, num_classes=vocab_size).to(grad_output.dtype)      # (batch, seq, vocab)
