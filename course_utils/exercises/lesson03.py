@@ -52,8 +52,36 @@ def causal_cases(draw: Draw) -> list[Case]:
     return [Case(f"seq_len {n}", (n,)) for n in draw.distinct(3, 2, 12)] + [Case("seq_len 1", (1,))]
 
 
+Q1_FORBIDDEN = {"the package's course_utils.masks.causal_mask": causal_mask}   # the learner writes their own
+LEFT_PADDED = torch.tensor([[0, 0, 8, 7, 9]])   # [PAD] [PAD] it was tired: the ids of the notebook's LEXICON
+
+
+def fully_blocked_rows() -> list[int]:
+    """The queries of ``causal_mask(5) & padding_mask(LEFT_PADDED)`` that may see no key."""
+    allowed = combine_masks(causal_mask(5), padding_mask(LEFT_PADDED))[0, 0]
+    return [i for i in range(5) if not allowed[i].any()]
+
+
+def check_prediction(prediction: Any) -> None:
+    if prediction is None or prediction is Ellipsis:
+        raise ExerciseFailure("your `causal_mask` is right; now record your prediction in its cell: `my_prediction` = "
+                              "the list of rows (query positions 0-4) of `causal_mask(5) & padding_mask(left_ids)` "
+                              "that may see no key at all.")
+    try:
+        rows = sorted(int(i) for i in prediction)
+    except (TypeError, ValueError):
+        raise ExerciseFailure(f"`my_prediction` should be a list of row numbers such as [3, 4], got "
+                              f"{prediction!r}.") from None
+    if rows != fully_blocked_rows():
+        raise ExerciseFailure(f"`my_prediction` = {rows} is not what the mask gives. Measure it with a line of your "
+                              "own below your `causal_mask` (which rows of `causal_mask(5) & padding_mask(left_ids)` "
+                              "are all False?), and work out why before you change it: which keys may each query "
+                              "see?")
+
+
 def check_causal_mask(ns) -> None:
-    check_function(ns["causal_mask"], causal_mask, causal_cases(Draw()), "causal_mask")
+    check_function(ns["causal_mask"], causal_mask, causal_cases(Draw()), "causal_mask", forbidden=Q1_FORBIDDEN)
+    check_prediction(ns.get("my_prediction"))
 
 
 Q1_MISTAKES = (
@@ -132,8 +160,12 @@ Q2_MISTAKES = (
     Mistake("-inf fill gives NaN", "your result contains NaN: a sentence that is all [PAD] has queries that may see "
             "no key, and a -inf fill makes their softmax 0/0. Fill with torch.finfo(scores.dtype).min and set the "
             "blocked weights to 0 after the softmax", padded_with(fill=-math.inf, zero_after=False), shows=has_nan),
+    Mistake("4-D mask on 3-D scores", "the colleague's bug: padding_mask(ids) is (batch, 1, 1, seq), made for scores "
+            "(batch, heads, q_len, k_len); against these 3-D scores (batch, seq, seq) broadcasting adds a dimension "
+            "and every result comes out (batch, batch, ...). One dimension per score dimension: (batch, 1, seq)",
+            padded_with(padding_mask)),
     Mistake("mask on the query axis", "the mask hides [PAD] *queries* (rows) instead of [PAD] *keys* (columns) — "
-            "the colleague's bug: the padding mask is (batch, 1, seq), True at the real keys",
+            "the padding mask is (batch, 1, seq), True at the real keys",
             padded_with(lambda ids: (ids != 0)[:, :, None])),
     Mistake("convention inverted", "the mask convention is inverted: True = may attend, so the real tokens are True "
             "(ids != 0)", padded_with(lambda ids: (ids == 0)[:, None, :])),
@@ -304,7 +336,8 @@ def compare_block(answer: type[nn.Module], case: BlockCase, probes: tuple) -> No
     check_inputs_kept(before, {"x": x_learner, "mask": case.mask}, NAME, case.description)
     if not same_pair(got, expected):
         what = next((f"your {part} should have shape {tuple(e.shape)}, got {tuple(g.shape)}" if g.shape != e.shape
-                     else f"your {part} differ from the package's by up to {max_difference(g.detach(), e.detach()):.3g}")
+                     else f"your {part} differ from the package's by up to "
+                          f"{max_difference(g.detach(), e.detach()):.3g}")
                     for part, g, e in zip(("output", "weights"), got, expected)
                     if not (g.shape == e.shape and close(g.detach(), e.detach()))) if isinstance(got, tuple) \
             else f"your `{NAME}` raised {got.kind}: {got.message}"
@@ -399,26 +432,24 @@ q1 = Exercise(
            "have?",
            "A (seq_len, seq_len) matrix of True; keep its lower triangle, diagonal included (torch.tril or "
            ".tril()); bool dtype; add two leading axes of size 1."),
-    solution=solution_of("lesson03", "causal_mask"),
+    solution=solution_of("lesson03", "my_prediction", "causal_mask"),
     mistakes=Q1_MISTAKES,
-    success="Correct! (1, 1, seq, seq), True on and below the diagonal. With left padding, the [PAD] queries at the "
-            "start see only [PAD] keys: their rows are fully blocked, and `attention` gives them zero weights.",
-)
+    success="Correct, and your prediction matches the measurement.",)
 
 q2 = Exercise(
     name="A padding bug, found from its symptom",
     variables=("padded_self_attention",),
     checker=check_padded_self_attention,
-    hints=("The real tokens read the [PAD] vectors: which axis of the scores does the colleague's mask hide — the "
-           "queries (rows) or the keys (columns)?",
-           "The mask must hide [PAD] keys: (ids != 0) with a size-1 axis for the queries, (batch, 1, seq). Then "
-           "scores = x xᵀ / √d, blocked ← the most negative finite number, softmax over the keys, blocked weights "
-           "← 0, weights @ x."),
+    hints=("Print the shape of what the colleague's function returns, then the shapes of the scores and of the "
+           "mask inside it. Broadcasting lines shapes up from the right: what does it do with a dimension that only "
+           "one of them has?",
+           "Work out the shape section 5's rule asks of a mask for scores (batch, seq, seq); then: scores = x xᵀ / "
+           "√d, blocked ← the most negative finite number, softmax over the keys, blocked weights ← 0, weights @ x."),
     solution=solution_of("lesson03", "padded_self_attention"),
     mistakes=Q2_MISTAKES,
-    success="Correct! The colleague's mask was (batch, seq, 1): it hid the [PAD] rows (queries) and let every real "
-            "token read the [PAD] keys. A padding mask hides keys: (batch, 1, seq) here, (batch, 1, 1, seq) with "
-            "heads.",
+    success="Correct! padding_mask(ids) is (batch, 1, 1, seq), made for scores with a heads axis; on 3-D scores "
+            "broadcasting read its extra axis as a new batch axis, and every sentence was computed once per "
+            "sentence's mask. Masks and scores need the same number of dimensions.",
 )
 
 q3 = Exercise(
@@ -448,9 +479,11 @@ q3 = Exercise(
         "* Split heads, scale by $\\sqrt{d_\\text{head}}$, and merge as in section 7, written yourself (the "
         "package's attention and PyTorch's are refused).\n\n"
         "Checked against the package's `MultiHeadAttention` (weights copied into yours) on random sizes: outputs, "
-        "weights, gradients, dropout."
+        "weights, gradients, dropout. Stuck? `q3.solution()`, or move on with `from course_utils.attention import "
+        "MultiHeadAttention`."
     ),
     starter=(
+        "import torch.nn as nn\n\n\n"
         "class CausalSelfAttention(nn.Module):\n"
         "    def __init__(self, d_model, n_heads, dropout=0.0):\n"
         "        super().__init__()\n"

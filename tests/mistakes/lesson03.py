@@ -22,6 +22,15 @@ MISTAKES = [
       "torch.Tensor"),
     q("q1", "size fixed at 6", "def causal_mask(n):\n"
       "    return torch.ones(6, 6, dtype=torch.bool).tril()[None, None]\n", "shape"),
+    q("q1", "the package's causal_mask imported",
+      "from course_utils.masks import causal_mask\nmy_prediction = [0, 1]\n", "use your own code"),
+    q("q1", "the package's causal_mask wrapped", "from course_utils import masks\n\ndef causal_mask(n):\n"
+      "    return masks.causal_mask(n).clone()\n\nmy_prediction = [0, 1]\n", "use your own code"),
+    q("q1", "prediction not recorded", lesson03.q1.solution.replace("my_prediction = [0, 1]", "my_prediction = None"),
+      "record your prediction"),
+    q("q1", "prediction: the right-padding rows", lesson03.q1.solution.replace("my_prediction = [0, 1]",
+                                                                              "my_prediction = [3, 4]"),
+      "is not what the mask gives"),
     q("q2", "weights not returned", "def padded_self_attention(x, ids):\n    mask = (ids != 0)[:, None, :]\n"
       "    s = (x @ x.transpose(-2, -1) / math.sqrt(x.size(-1))).masked_fill(~mask, torch.finfo(x.dtype).min)\n"
       "    return torch.softmax(s, -1).masked_fill(~mask, 0.0) @ x\n", "tuple"),
@@ -52,9 +61,10 @@ MISTAKES = [
 
 ALTERNATIVES = [
     right("q1", "comparison of positions", "def causal_mask(n):\n"
-          "    positions = torch.arange(n)\n    return (positions[None, :] <= positions[:, None]).view(1, 1, n, n)\n"),
+          "    positions = torch.arange(n)\n    return (positions[None, :] <= positions[:, None]).view(1, 1, n, n)\n\n"
+          "my_prediction = (1, 0)\n"),
     right("q1", "torch.tril of floats", "def causal_mask(n):\n"
-          "    return torch.tril(torch.ones(n, n)).bool().unsqueeze(0).unsqueeze(0)\n"),
+          "    return torch.tril(torch.ones(n, n)).bool().unsqueeze(0).unsqueeze(0)\n\nmy_prediction = [0, 1]\n"),
     right("q2", "einsum and torch.where", "def padded_self_attention(x, ids):\n"
           "    real = (ids != 0).unsqueeze(1)                       # (batch, 1, seq)\n"
           "    s = torch.einsum('bqd,bkd->bqk', x, x) / x.size(-1) ** 0.5\n"

@@ -5,6 +5,8 @@ import math
 import torch
 import torch.nn as nn
 
+my_prediction = [0, 1]   # the two [PAD] queries: each may see only keys at or before it, and those are [PAD]
+
 
 def causal_mask(seq_len):
     allowed = torch.ones(seq_len, seq_len, dtype=torch.bool).tril()   # query i sees keys 0..i
