@@ -199,7 +199,8 @@ class CachedMultiHeadAttention(MultiHeadAttention):
     fused kernel computes the same output without forming them (``use_fast_path=True``:
     :func:`~course_utils.attention.fused_attention`) and ``None`` comes back in their place. ``kdim`` and
     ``vdim`` (default ``d_model``) are the feature sizes of keys and values, as in ``nn.MultiheadAttention``.
-    Lesson 09's :class:`~course_utils.modern.GroupedQueryAttention` overrides the three steps marked below.
+    Lesson 09's :class:`~course_utils.modern.GroupedQueryAttention` overrides three of its steps: ``split_kv_heads``,
+    ``_rotate_by_position`` and ``_repeat_kv_heads``.
     """
 
     @checked_by(check_cached_settings)
