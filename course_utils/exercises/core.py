@@ -72,6 +72,11 @@ class ExerciseFailure(AssertionError):
     """Raised by a checker; its message tells the learner what is wrong and how to fix it."""
 
 
+class NotAttempted(Exception):
+    """Raised by a checker that saw the learner's own ``raise NotImplementedError`` where Python cannot show it
+    (in another process): the answer is "not attempted"."""
+
+
 class Mismatch(ExerciseFailure):
     """The learner's ``answer`` broke the contract on ``case`` (an :class:`~.asserts.Case`, or any object with a
     ``description``), giving ``got``. ``run(answer, case)`` reruns an answer (the learner's, or a mistake's variant)
@@ -275,6 +280,8 @@ class Exercise:
             return Result(INCORRECT, self.diagnose(failure))
         except ExerciseFailure as failure:
             return Result(INCORRECT, str(failure))
+        except NotAttempted:
+            return Result(NOT_ATTEMPTED, "Not attempted yet: replace `raise NotImplementedError` with your code.")
         except NotImplementedError as error:
             if raised_by_the_learner(error):
                 return Result(NOT_ATTEMPTED, "Not attempted yet: replace `raise NotImplementedError` with your code.")

@@ -15,6 +15,8 @@ from ..masks import padding_mask
 from .asserts import (
     Case,
     Draw,
+    Raised,
+    attempt,
     call_learner,
     check_dropout_placement,
     check_function,
@@ -31,7 +33,7 @@ from .asserts import (
     same_content,
     snapshot,
 )
-from .core import Exercise, ExerciseFailure, solution_of
+from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 from .lesson04 import CONNECTION_MISTAKES, SUBLAYER_STARTER, WIRING_MISTAKES, connect
 
 DEFAULT_PAD, DEFAULT_BOS, DEFAULT_EOS = 0, 5, 6  # the course's ids (course_utils.tokenization); checks use others
@@ -91,58 +93,58 @@ def package_shift(tgt_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return tuple(shift_for_lm(tgt_ids))
 
 
-def diagnose_shift(case: Case, got) -> str | None:
-    tgt = case.args[0]
-    if not (isinstance(got, (tuple, list)) and len(got) == 2):
-        return (f"`shift_targets` should return a pair (decoder_input, labels) — two tensors — got "
-                f"{type(got).__name__}" + (f" of {len(got)}" if isinstance(got, (tuple, list)) else ""))
-    decoder_input, labels = got
-    if not all(isinstance(t, torch.Tensor) and t.dtype == tgt.dtype for t in got):
-        return None  # difference() names the type or dtype
-
-    def equal(a, b):
-        return a.shape == b.shape and bool(torch.equal(a, b))
-    if equal(decoder_input, tgt) and equal(labels, tgt):
-        return ("no shift: the decoder input and the labels are both the whole target, so position t is scored on "
-                "the very token it is reading. The decoder learns to copy the token it is fed: the training loss "
-                "falls far faster than a real translator's, while the model learns nothing usable — when it "
-                "generates, there is no correct token to copy. Feed decoder_input = tgt[:, :-1] and score against "
-                "labels = tgt[:, 1:]")
-    if equal(decoder_input, tgt[:, 1:]) and equal(labels, tgt[:, :-1]):
-        return ("shifted the wrong way: the decoder input must start with [BOS] (tgt[:, :-1]) and the labels are "
-                "the next tokens (tgt[:, 1:])")
-    batch, length = tgt.shape
-    shapes = f"got {tuple(decoder_input.shape)} and {tuple(labels.shape)}"
-    if decoder_input.dim() == 2 and decoder_input.size(0) != batch:
-        return (f"both should have shape (batch, tgt_len - 1) = {(batch, length - 1)}, {shapes}: you sliced the "
-                "batch axis (dim 0); slice the sequence axis (dim 1): tgt[:, :-1], tgt[:, 1:]")
-    if decoder_input.dim() == 2 and decoder_input.size(0) == batch and decoder_input.size(1) < length - 1:
-        return (f"both should have shape (batch, tgt_len - 1) = {(batch, length - 1)}, {shapes}: you shifted by "
-                "more than one position. Each label is the *next* token, one step ahead: tgt[:, :-1] and "
-                "tgt[:, 1:]")
-    if decoder_input.dim() != 2 or labels.dim() != 2 or decoder_input.shape != labels.shape:
-        return (f"both should have shape (batch, tgt_len - 1) = {(batch, length - 1)}, {shapes} (with batch 1 "
-                "too: no .squeeze()): decoder_input = tgt[:, :-1], labels = tgt[:, 1:]")
-    if equal(decoder_input, tgt[:, :-1]) and equal(labels, tgt[:, :-1]):
-        return "the labels are not shifted: they are the next tokens, labels = tgt[:, 1:] (ending with [EOS] or [PAD])"
-    if equal(decoder_input, tgt[:, 1:]) and equal(labels, tgt[:, 1:]):
-        return "the decoder input is not shifted: it is the target without its last column, tgt[:, :-1]"
-    if equal(decoder_input, tgt[:, :-1]) and labels.shape == tgt[:, 1:].shape:
-        keep = tgt[:, 1:] == labels
-        changed = tgt[:, 1:][~keep]
-        if changed.numel() and bool((changed == changed[0]).all()):
-            return (f"the labels are tgt[:, 1:] except that id {int(changed[0])} was replaced: return the ids "
-                    "unchanged — the loss skips [PAD] itself (ignore_index=pad_id), and the function is given no "
-                    "pad_id or eos_id to test against (a typed-in id is another vocabulary's)")
-    if equal(labels, tgt[:, 1:]) and decoder_input.shape == tgt[:, :-1].shape:
-        return ("the labels are right but the decoder input is not tgt[:, :-1]: keep every id, [EOS] included (its "
-                "label is [PAD], which the loss ignores), and add nothing — the targets already start with [BOS]")
-    return None
-
-
 def check_shift_targets(ns) -> None:
-    check_function(ns["shift_targets"], package_shift, shift_cases(Draw()), "shift_targets",
-                   diagnose=diagnose_shift)
+    draw = Draw()
+    cases = shift_cases(draw)
+    check_function(ns["shift_targets"], package_shift, cases, "shift_targets", twins=shift_cases(draw.twin()),
+                   probes=cases)
+
+
+def pair(got) -> bool:
+    return isinstance(got, (tuple, list)) and len(got) == 2 and all(isinstance(t, torch.Tensor) for t in got)
+
+
+BOTH_SHAPES = "both should have shape (batch, tgt_len - 1)"
+SHIFT_MISTAKES = (
+    Mistake("not a pair", "`shift_targets` should return a pair (decoder_input, labels) — two tensors",
+            variant=lambda tgt: tgt[:, :-1], shows=lambda case, got, _: not (isinstance(got, (tuple, list))
+                                                                            and len(got) == 2)),
+    Mistake("no shift", "no shift: the decoder input and the labels are both the whole target, so position t is "
+            "scored on the very token it is reading. The decoder learns to copy the token it is fed: the training "
+            "loss falls far faster than a real translator's, while the model learns nothing usable. Feed "
+            "decoder_input = tgt[:, :-1] and score against labels = tgt[:, 1:]",
+            variant=lambda tgt: (tgt.clone(), tgt.clone())),
+    Mistake("wrong direction", "shifted the wrong way: the decoder input must start with [BOS] (tgt[:, :-1]) and the "
+            "labels are the next tokens (tgt[:, 1:])", variant=lambda tgt: package_shift(tgt)[::-1]),
+    Mistake("batch axis", f"{BOTH_SHAPES}: you sliced the batch axis (dim 0); slice the sequence axis (dim 1): "
+            "tgt[:, :-1], tgt[:, 1:]", variant=lambda tgt: (tgt[:-1], tgt[1:]),
+            shows=lambda case, got, _: pair(got) and got[0].dim() == 2 and got[0].size(0) != case.args[0].size(0)),
+    Mistake("shifted by two positions", f"{BOTH_SHAPES}: you shifted by more than one position. Each label is the "
+            "*next* token, one step ahead: tgt[:, :-1] and tgt[:, 1:]", variant=lambda tgt: (tgt[:, :-2], tgt[:, 2:]),
+            shows=lambda case, got, _: pair(got) and got[0].dim() == 2 and got[0].size(0) == case.args[0].size(0)
+            and got[0].size(1) < case.args[0].size(1) - 1),
+    Mistake("squeezed (breaks batch 1)", f"{BOTH_SHAPES} (with batch 1 too: no .squeeze()): decoder_input = "
+            "tgt[:, :-1], labels = tgt[:, 1:]", variant=lambda tgt: tuple(t.squeeze() for t in package_shift(tgt)),
+            shows=lambda case, got, _: pair(got) and (got[0].dim() != 2 or got[1].dim() != 2
+                                                      or got[0].shape != got[1].shape)),
+    Mistake("labels not shifted", "the labels are not shifted: they are the next tokens, labels = tgt[:, 1:] (ending "
+            "with [EOS] or [PAD])", variant=lambda tgt: (tgt[:, :-1], tgt[:, :-1])),
+    Mistake("decoder input not shifted", "the decoder input is not shifted: it is the target without its last "
+            "column, tgt[:, :-1]", variant=lambda tgt: (tgt[:, 1:], tgt[:, 1:])),
+    Mistake("padding labels replaced by -100 (pad id typed in)", "the labels are tgt[:, 1:] except that one id was "
+            "replaced: return the ids unchanged — the loss skips [PAD] itself (ignore_index=pad_id), and the "
+            "function is given no pad_id or eos_id to test against (a typed-in id is another vocabulary's)",
+            variant=lambda tgt: (tgt[:, :-1], tgt[:, 1:].masked_fill(tgt[:, 1:] == DEFAULT_PAD, -100)),
+            shows=lambda case, got, _: pair(got) and got[1].dtype == got[0].dtype == case.args[0].dtype
+            and torch.equal(got[0], case.args[0][:, :-1])
+            and got[1].shape == case.args[0][:, 1:].shape and len(got[1][got[1] != case.args[0][:, 1:]].unique()) == 1),
+    Mistake("decoder input changed", "the labels are right but the decoder input is not tgt[:, :-1]: keep every id, "
+            "[EOS] included (its label is [PAD], which the loss ignores), and add nothing — the targets already "
+            "start with [BOS]", variant=lambda tgt: (torch.cat([tgt[:, :1], tgt[:, :-2]], 1), tgt[:, 1:]),
+            shows=lambda case, got, _: pair(got) and got[1].dtype == got[0].dtype == case.args[0].dtype
+            and torch.equal(got[1], case.args[0][:, 1:])
+            and got[0].shape == case.args[0][:, :-1].shape),
+)
 
 
 # ---------------------------------------------------------------------------- q2: cross_attention_mask
@@ -183,31 +185,39 @@ def mask_cases(draw: Draw) -> list[Case]:
     return cases
 
 
-def diagnose_mask(full: torch.Tensor, expected: torch.Tensor, src: torch.Tensor, pad: int) -> str:
-    """Why the learner's mask, broadcast to ``(batch, 1, tgt_len, src_len)``, differs from ``expected``."""
-    tgt_len = full.size(2)
-    if pad != DEFAULT_PAD and torch.equal(full, (src > pad)[:, None, None, :].expand_as(full)):
-        return (f"`src_ids > pad_id` assumes every real id lies above pad_id; here pad_id is {pad} and smaller ids "
-                "are real tokens: hide exactly the padding, src_ids != pad_id")
-    if torch.equal(full, ~expected):
-        return ("inverted: in this course True means *may attend*, so real tokens are True and padding is False "
-                "(src != pad_id)")
-    if torch.equal(full, expected & torch.ones(tgt_len, src.size(1), dtype=torch.bool).tril()):
-        return ("cross-attention is not causal: the whole source sentence is known before decoding starts, so "
-                "every target position may see every real source word. Only hide source padding")
-    if full.all():
-        return ("nothing is masked: the decoder would attend to the source's [PAD] positions, and a translation "
-                "would change with the amount of padding. Hide the keys where src == pad_id")
-    if pad != DEFAULT_PAD and torch.equal(full, padding_mask(src, DEFAULT_PAD).expand_as(full)):
-        return (f"you hid id 0, but this call's pad_id is {pad}: compare with the pad_id argument (src_ids != "
-                "pad_id), not with a typed-in 0")
-    if pad != DEFAULT_PAD and torch.equal(full, (src > DEFAULT_PAD)[:, None, None, :].expand_as(full)):
-        return (f"`src_ids > 0` assumes padding is id 0 and the smallest id; here pad_id is {pad}: compare with "
-                "the pad_id argument, src_ids != pad_id")
-    wrong = (full != expected).nonzero()[0].tolist()
-    return (f"expected True exactly at real (non-padding) source tokens, for every target position; at (row "
-            f"{wrong[0]}, target position {wrong[2]}, source position {wrong[3]}) the source id is "
-            f"{int(src[wrong[0], wrong[3]])} (pad_id {pad}) and your mask says {bool(full[tuple(wrong)])}")
+def keys_of(src: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """A (batch, 1, 1, src_len) mask from a (batch, src_len) choice of visible keys."""
+    return keep[:, None, None, :]
+
+
+def expanded(answer, case: Case):
+    """The answer's mask broadcast to (batch, 1, tgt_len, src_len), or what it returned or raised."""
+    src, tgt_len = case.args[:2]
+    out = attempt(answer, "cross_attention_mask", snapshot(case.args), {})
+    try:
+        return out.expand(src.size(0), 1, tgt_len, src.size(1)) if isinstance(out, torch.Tensor) else out
+    except RuntimeError:
+        return out
+
+
+MASK_MISTAKES = (
+    Mistake("real ids assumed above pad_id", "`src_ids > pad_id` assumes every real id lies above pad_id, but smaller "
+            "ids are real tokens: hide exactly the padding, src_ids != pad_id",
+            variant=lambda src, tgt_len, pad_id=DEFAULT_PAD: keys_of(src, src > pad_id)),
+    Mistake("inverted", "inverted: in this course True means *may attend*, so real tokens are True and padding is "
+            "False (src != pad_id)", variant=lambda src, tgt_len, pad_id=DEFAULT_PAD: ~padding_mask(src, pad_id)),
+    Mistake("causal", "cross-attention is not causal: the whole source sentence is known before decoding starts, so "
+            "every target position may see every real source word. Only hide source padding",
+            variant=lambda src, tgt_len, pad_id=DEFAULT_PAD: padding_mask(src, pad_id) & torch.ones(
+                tgt_len, src.size(1), dtype=torch.bool).tril()),
+    Mistake("no mask", "nothing is masked: the decoder would attend to the source's [PAD] positions, and a translation "
+            "would change with the amount of padding. Hide the keys where src == pad_id",
+            variant=lambda src, tgt_len, pad_id=DEFAULT_PAD: keys_of(src, torch.ones_like(src, dtype=torch.bool)),
+            shows=lambda case, got, _: isinstance(got, torch.Tensor) and bool(got.all())),
+    Mistake("pad_id accepted but 0 compared", "you hid id 0, but this call's pad_id is another id: compare with the "
+            "pad_id argument (src_ids != pad_id), not with a typed-in 0",
+            variant=lambda src, tgt_len, pad_id=DEFAULT_PAD: padding_mask(src, DEFAULT_PAD)),
+)
 
 
 def mask_error_hint(error: BaseException) -> str | None:
@@ -219,7 +229,8 @@ def mask_error_hint(error: BaseException) -> str | None:
 
 def check_cross_attention_mask(ns) -> None:
     function = ns["cross_attention_mask"]
-    for case in mask_cases(Draw()):
+    cases = mask_cases(Draw())
+    for case in cases:
         src, tgt_len = case.args[:2]
         pad = case.args[2] if len(case.args) > 2 else DEFAULT_PAD
         before = {"src_ids": snapshot(src)}
@@ -249,7 +260,13 @@ def check_cross_attention_mask(ns) -> None:
         full = got.expand(target)
         expected = padding_mask(src, pad).expand(target)
         if not torch.equal(full, expected):
-            raise ExerciseFailure(f"on {case.description}: {diagnose_mask(full, expected, src, pad)}.")
+            wrong = (full != expected).nonzero()[0].tolist()
+            raise Mismatch(f"on {case.description}: expected True exactly at real (non-padding) source tokens, for "
+                           f"every target position; at (row {wrong[0]}, target position {wrong[2]}, source position "
+                           f"{wrong[3]}) the source id is {int(src[wrong[0], wrong[3]])} (pad_id {pad}) and your "
+                           f"mask says {bool(full[tuple(wrong)])}.", case, full, function, expanded,
+                           lambda a, b: isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
+                           and a.shape == b.shape and bool(torch.equal(a, b)), probes=tuple(cases))
 
 
 # ---------------------------------------------------------------------------- q3: append_to_cache
@@ -282,35 +299,29 @@ def package_append(cached: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
     return cache.append(new, new)[0]
 
 
-def diagnose_append(case: Case, got) -> str | None:
-    cached, new = case.args
-    if not isinstance(got, torch.Tensor) or got.dtype != cached.dtype:
-        return None
-    expected = torch.cat([cached, new], dim=2)
-    if got.shape == new.shape:
-        return ("you kept only the new step: the cache must hold the keys of *every* earlier position, or the new "
-                "token cannot attend to them. Concatenate old and new")
-    if got.shape == cached.shape:
-        return ("the cache did not grow: the result must hold every cached position and the new one, "
-                f"{tuple(expected.shape)}")
-    if got.shape == expected.shape and torch.equal(got, torch.cat([new, cached], dim=2)):
-        return "the new step went first: positions must stay in order, old ones then the new one"
-    if got.shape != expected.shape and got.numel() >= expected.numel():
-        return (f"concatenated along the wrong axis (got {tuple(got.shape)}, expected {tuple(expected.shape)}): "
-                "the layout is (batch, heads, seq, d_head), so positions are dim 2")
-    return None
-
-
-def append_error_hint(error: BaseException) -> str | None:
-    if "Sizes of tensors must match" in str(error) or "must match the size" in str(error):
-        return ("You concatenated along the wrong axis (the other axes do not match): the layout is (batch, heads, "
-                "seq, d_head), so positions are dim 2")
-    return None
-
-
 def check_append_to_cache(ns) -> None:
-    check_function(ns["append_to_cache"], package_append, cache_cases(Draw()), "append_to_cache",
-                   diagnose=diagnose_append, error_hint=append_error_hint, atol=0.0, rtol=0.0)
+    draw = Draw()
+    cases = cache_cases(draw)
+    check_function(ns["append_to_cache"], package_append, cases, "append_to_cache", atol=0.0, rtol=0.0, probes=cases,
+                   twins=cache_cases(draw.twin()))
+
+
+WRONG_AXIS = ("concatenated along the wrong axis: the layout is (batch, heads, seq, d_head), so positions are dim 2")
+APPEND_MISTAKES = (
+    Mistake("replace", "you kept only the new step: the cache must hold the keys of *every* earlier position, or the "
+            "new token cannot attend to them. Concatenate old and new", variant=lambda cached, new: new.clone()),
+    Mistake("cache did not grow", "the cache did not grow: the result must keep every earlier position and add the "
+            "new one",
+            variant=lambda cached, new: cached.clone(), shows=lambda case, got, _: isinstance(got, torch.Tensor)
+            and got.shape == case.args[0].shape),
+    Mistake("new first", "the new step went first: positions must stay in order, old ones then the new one",
+            variant=lambda cached, new: package_append(new, cached)),
+    Mistake("heads axis", WRONG_AXIS, variant=lambda cached, new: torch.cat([cached, new], dim=1),
+            shows=lambda case, got, _: isinstance(got, Raised) and ("Sizes of tensors must match" in got.message
+                                                                    or "must match the size" in got.message)
+            or isinstance(got, torch.Tensor) and got.shape != package_append(*case.args).shape
+            and got.numel() >= package_append(*case.args).numel()),
+)
 
 
 q1 = Exercise(
@@ -323,6 +334,7 @@ q1 = Exercise(
            "the labels are the target without its first column; return both, as a pair, without changing the ids "
            "or the input."),
     solution=solution_of("lesson07", "shift_targets"),
+    mistakes=SHIFT_MISTAKES,
 )
 
 q2 = Exercise(
@@ -335,6 +347,7 @@ q2 = Exercise(
            "tokens; insert a head axis and a query axis of size 1 (positions 1 and 2) so it broadcasts to "
            "(batch, heads, tgt_len, src_len). tgt_len only fixes the shape — nothing causal here."),
     solution=solution_of("lesson07", "cross_attention_mask"),
+    mistakes=MASK_MISTAKES,
 )
 
 q3 = Exercise(
@@ -345,6 +358,7 @@ q3 = Exercise(
            "Join the cached tensor and the new one, old first, along the positions axis (the third, dim 2) with "
            "torch.cat; build a new tensor — do not write into the cached one."),
     solution=solution_of("lesson07", "append_to_cache"),
+    mistakes=APPEND_MISTAKES,
 )
 
 

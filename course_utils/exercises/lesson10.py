@@ -43,7 +43,7 @@ from .asserts import (
     check_function,
     learner_function,
 )
-from .core import Exercise, ExerciseFailure, Mistake, learner_frames, solution_of
+from .core import Exercise, ExerciseFailure, Mistake, NotAttempted, learner_frames, raised_by_the_learner, solution_of
 
 
 # ---------------------------------------------------------------------------- q1: the loss each rank backpropagates
@@ -429,8 +429,13 @@ def run_rank(rank: int, function, setup: StepSetup, folder: str) -> None:
             try:
                 with recorder:
                     function(model, optimizer, batch, setup.loss_sum, setup.target_count)
-            except NotImplementedError:
-                result["error"] = {"kind": "not implemented", "step": step}
+            except NotImplementedError as error:
+                if raised_by_the_learner(error):
+                    result["error"] = {"kind": "not implemented", "step": step}
+                    break
+                result["error"] = {"kind": "raised", "step": step, "type": "NotImplementedError",
+                                   "message": (str(error).strip().splitlines() or [""])[0], "learner": True,
+                                   "forbidden": recorder.guard.used}
                 break
             except Exception as error:  # noqa: BLE001 - the learner's code may raise anything
                 result["error"] = {"kind": "raised", "step": step, "type": type(error).__name__,
@@ -608,7 +613,7 @@ def check_data_parallel_step(ns) -> None:
     results = run_ranks(function, setup)
     errors = [(rank, r["error"]) for rank, r in enumerate(results) if r is not None and r["error"]]
     if any(error["kind"] == "not implemented" for _, error in errors):
-        raise NotImplementedError
+        raise NotAttempted
     for _, error in errors:
         if error["kind"] == "forbidden" or (error["kind"] == "raised" and error.get("forbidden")):
             raise ExerciseFailure(f"your `data_parallel_step` calls {error.get('what') or error['forbidden']} to do "

@@ -16,41 +16,9 @@ def right(exercise: str, name: str, code: str) -> Alternative:
 
 
 MISTAKES = [
-    q('q1', 'no shift',
-      'def shift_targets(t):\n'
-      '    return t, t\n',
-      'no shift'),
-    q('q1', 'wrong direction',
-      'def shift_targets(t):\n'
-      '    return t[:, 1:], t[:, :-1]\n',
-      'wrong way'),
-    q('q1', 'batch axis',
-      'def shift_targets(t):\n'
-      '    return t[:-1], t[1:]\n',
-      'sequence axis'),
-    q('q1', 'labels not shifted',
-      'def shift_targets(t):\n'
-      '    return t[:, :-1], t[:, :-1]\n',
-      'tgt[:, 1:]'),
-    q('q1', 'not a pair',
-      'def shift_targets(t):\n'
-      '    return t[:, :-1]\n',
-      'pair'),
     q('q2', 'special ids hidden too', 'def cross_attention_mask(src_ids, tgt_len, pad_id=0):\n'
                                       '    return ((src_ids != pad_id) & (src_ids >= 7))[:, None, None, :]\n',
       'expected True exactly at real (non-padding) source tokens'),
-    q('q2', 'inverted',
-      'def cross_attention_mask(s, n):\n'
-      '    return (s == 0)[:, None, None, :]\n',
-      'inverted'),
-    q('q2', 'causal',
-      'def cross_attention_mask(s, n):\n'
-      '    return (s != 0)[:, None, None, :] & torch.ones(n, s.size(1), dtype=torch.bool).tril()\n',
-      'not causal'),
-    q('q2', 'no mask',
-      'def cross_attention_mask(s, n):\n'
-      '    return torch.ones(s.shape[0], 1, 1, s.shape[1], dtype=torch.bool)\n',
-      'nothing is masked'),
     q('q2', '2-D',
       'def cross_attention_mask(s, n):\n'
       '    return s != 0\n',
@@ -59,41 +27,17 @@ MISTAKES = [
       'def cross_attention_mask(s, n):\n'
       '    return (s != 0).long()[:, None, None, :]\n',
       'bool'),
-    q('q3', 'replace',
-      'def append_to_cache(c, n):\n'
-      '    return n\n',
-      'only the new step'),
-    q('q3', 'heads axis',
-      'def append_to_cache(c, n):\n'
-      '    return torch.cat([c, n], dim=1)\n',
-      'wrong axis'),
     q('q3', 'stacked',
       'def append_to_cache(c, n):\n'
       '    return torch.cat([c, n.expand(-1, -1, 3, -1)], dim=1)\n',
       'wrong axis'),
-    q('q3', 'new first',
-      'def append_to_cache(c, n):\n'
-      '    return torch.cat([n, c], dim=2)\n',
-      'went first'),
 ]
 MISTAKES += [
-    q('q1', 'shifted by two positions', "def shift_targets(t):\n    return t[:, :-2], t[:, 2:]\n",
-      'more than one position'),
 ]
 
 # ------------------------------------------------------------------ new: the classes of wrong answer of issue 21
 MISTAKES += [
     # q1: typed-in special ids, batch 1, dtype, mutation
-    q('q1', 'padding labels replaced by -100 (pad id typed in)',
-      'def shift_targets(t):\n'
-      '    labels = t[:, 1:].clone()\n'
-      '    labels[labels == 0] = -100\n'
-      '    return t[:, :-1], labels\n',
-      'was replaced'),
-    q('q1', 'squeezed (breaks batch 1)',
-      'def shift_targets(t):\n'
-      '    return t[:, :-1].squeeze(), t[:, 1:].squeeze()\n',
-      'no .squeeze()'),
     q('q1', 'float ids',
       'def shift_targets(t):\n'
       '    t = t.float()\n'
@@ -114,14 +58,6 @@ MISTAKES += [
       '    return t[:, :5], t[:, 1:6]\n',
       'tgt_len - 1'),
     # q2: pad id typed in, the query axis, float mask, wrong tgt axis
-    q('q2', 'pad_id accepted but 0 compared',
-      'def cross_attention_mask(src_ids, tgt_len, pad_id=0):\n'
-      '    return (src_ids != 0)[:, None, None, :]\n',
-      'not with a typed-in 0'),
-    q('q2', 'real ids assumed above pad_id',
-      'def cross_attention_mask(src_ids, tgt_len, pad_id=0):\n'
-      '    return (src_ids > pad_id)[:, None, None, :]\n',
-      'above pad_id'),
     q('q2', 'mask on the query axis',
       'def cross_attention_mask(src_ids, tgt_len, pad_id=0):\n'
       '    return (src_ids != pad_id)[:, None, :, None]\n',
