@@ -429,7 +429,7 @@ q1 = Exercise(
     variables=("causal_mask",),
     checker=check_causal_mask,
     hints=("Which keys may query i see: those before it, after it, or both? And how many dimensions do the scores "
-           "have?",
+           "have? For the prediction, list for each query the keys it may see, then strike the [PAD] ones.",
            "A (seq_len, seq_len) matrix of True; keep its lower triangle, diagonal included (torch.tril or "
            ".tril()); bool dtype; add two leading axes of size 1."),
     solution=solution_of("lesson03", "my_prediction", "causal_mask"),
