@@ -192,7 +192,8 @@ def time_sentence(parts: dict) -> str:
     if capstones:
         exercises += (f" (about {capstones * MINUTES_PER_CAPSTONE} of them for the capstone" if capstones == 1 else
                       f" (about {capstones * MINUTES_PER_CAPSTONE} of them for the {capstones} capstones") + ")"
-    return (f"**Time:** about {parts['minutes']} minutes{split} — about {round(parts['reading'])} to read, "
+    reading = max(parts["minutes"] - round(parts["code"]) - parts["exercise minutes"], 0)  # the parts add up
+    return (f"**Time:** about {parts['minutes']} minutes{split} — about {reading} to read, "
             f"{round(parts['code'])} to work through the code, {parts['exercise minutes']} for the {exercises}; "
             f"running every cell takes {running}.")
 

@@ -61,7 +61,7 @@ def test_write_then_check_agree(tmp_path):
     rewritten = nbformat.read(path, as_version=4)
     assert lesson_times.stated_minutes(rewritten) == 55
     assert rewritten.cells[0].source.startswith(
-        "**Time:** about 55 minutes — about 15 to read, 1 to work through the code, 38 for the 2 exercises "
+        "**Time:** about 55 minutes — about 16 to read, 1 to work through the code, 38 for the 2 exercises "
         "(about 30 of them for the capstone); running every cell takes about 2 minutes")
     assert "sittings" not in rewritten.cells[0].source
 
