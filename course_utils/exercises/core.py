@@ -12,8 +12,8 @@ An exercise is three things, declared once in ``course_utils/exercises/lessonNN.
    learner's signature, built from the package's reference with the bug planted (never a readable full solution) —
    optionally a predicate ``shows(case, got, answer)`` that recognises the bug from the learner's output, and the
    message that names the bug. On a :class:`Mismatch` the exercise consults its table: the first mistake whose
-   ``shows`` holds, or else whose variant gives the learner's output on the failing input and on the check's probe
-   inputs, names the bug; without one, the contract's own message (what differs, where) is reported.
+   ``shows`` holds or whose variant gives the learner's output on the failing input and on the check's probe inputs
+   names the bug; without one, the contract's own message (what differs, where) is reported.
 
 The tests read the same table: each variant, plugged in as the learner's answer, must be rejected with its own
 message (``tests/test_exercise_mistakes.py``) — no bug is written twice. Right answers written differently
@@ -111,8 +111,11 @@ class Mistake:
         """Whether this mistake explains ``failure``: ``shows`` holds, or the variant gives the learner's output on
         the failing input and on every probe input (any error while trying means no)."""
         try:
-            if self.shows is not None:
-                return bool(self.shows(failure.case, failure.got, failure.answer))
+            if self.shows is not None and self.shows(failure.case, failure.got, failure.answer):
+                return True
+        except Exception:  # noqa: BLE001 - a predicate that cannot judge this output does not name the mistake
+            pass
+        try:
             if not failure.same(failure.got, failure.run(self.variant, failure.case)):
                 return False
             return all(failure.same(failure.run(failure.answer, probe), failure.run(self.variant, probe))

@@ -21,6 +21,7 @@ from ..tokenization import BOS_ID, CLS_ID, EOS_ID, MASK_ID, N_SPECIAL_TOKENS, PA
 from .asserts import (
     Case,
     Draw,
+    Raised,
     call_learner,
     call_own,
     check_function,
@@ -33,7 +34,7 @@ from .asserts import (
     snapshot,
     state_of,
 )
-from .core import Exercise, ExerciseFailure, solution_of
+from .core import Exercise, ExerciseFailure, Mistake, solution_of
 
 # ---------------------------------------------------------------------------- q1: 80/10/10 corruption
 
@@ -340,62 +341,57 @@ def accuracy_cases(draw: Draw) -> list[Case]:
     ]
 
 
-def accuracy_diagnosis(case: Case, got) -> str | None:
-    logits, labels = case.args
-    if isinstance(got, torch.Tensor):
-        return None
-    try:
-        value = float(got)
-    except (TypeError, ValueError):
-        return None
-    selected = labels != IGNORE_INDEX
-    hits = (logits.argmax(-1) == labels) & selected
-    expected = float(hits.sum()) / float(selected.sum())
-    rows = [float(hits[r].sum()) / float(selected[r].sum()) for r in range(len(labels)) if selected[r].any()]
-    positive = labels > 0
-    candidates = [
-        (float(hits.sum()) / labels.numel(), f"you divided by every position ({labels.numel()}); divide by the "
-                                             "number of selected positions, those with labels != -100"),
-        (100 * expected, "return a fraction between 0 and 1, not a percentage"),
-        (sum(rows) / len(rows), "you averaged the accuracy of each row, but rows hold different numbers of selected "
-                                "positions: count the hits over all selected positions together and divide by "
-                                "their total number"),
-        (float((hits & positive).sum()) / max(float(positive.sum()), 1.0),
-         "label 0 is a real token id: only -100 marks a position that was not selected (labels != -100)"),
-    ]
-    if math.isnan(value):
-        if bool((labels == 0).any()):
-            return ("got NaN: your mask kept no position here — label 0 is a real token id: only -100 marks a "
-                    "position that was not selected (labels != -100)")
-        return "got NaN: count the positions with labels != -100 and divide the hits by that number"
-    if 0 < expected < 1:
-        candidates.append((1 - expected, "that is the error rate: return the share of *right* predictions"))
-    if value == 0.0 and expected > 0:
-        return ("got 0: compare the arg-max position over the *last* axis (the vocabulary), logits.argmax(dim=-1), "
-                "with the labels — not the largest score itself")
-    for candidate, message in candidates:
-        if math.isclose(value, candidate, rel_tol=1e-6, abs_tol=1e-9) and not math.isclose(value, expected,
-                                                                                            abs_tol=1e-9):
-            return message
-    return None
-
-
-def accuracy_error_hint(error: BaseException) -> str | None:
-    message = str(error)
-    if any(text in message for text in ("must match the size", "shape mismatch", "does not match the shape")):
-        return ("Take the arg-max over the last axis (the vocabulary): logits.argmax(dim=-1) has the shape of "
-                "labels")
-    if "is invalid for input of size" in message:
-        return "Take every size from the tensors themselves (logits.size(-1), …), never a fixed number"
-    return None
-
-
 def check_masked_accuracy(ns) -> None:
     from ..mlm import masked_accuracy
 
-    check_function(ns["masked_accuracy"], masked_accuracy, accuracy_cases(Draw()), "masked_accuracy",
+    draw = Draw()
+    cases = accuracy_cases(draw)
+    check_function(ns["masked_accuracy"], masked_accuracy, cases, "masked_accuracy", probes=cases,
                    forbidden={"the package's course_utils.mlm.masked_accuracy": masked_accuracy},
-                   diagnose=accuracy_diagnosis, error_hint=accuracy_error_hint, atol=1e-6, rtol=1e-6)
+                   twins=accuracy_cases(draw.twin()), atol=1e-6, rtol=1e-6)
+
+
+def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
+    from ..mlm import masked_accuracy
+
+    return masked_accuracy(logits, labels)
+
+
+def row_means(logits: torch.Tensor, labels: torch.Tensor) -> float:
+    rows = [accuracy(logits[r:r + 1], labels[r:r + 1]) for r in range(len(labels)) if (labels[r] != IGNORE_INDEX).any()]
+    return sum(rows) / len(rows)
+
+
+def raised(*texts: str):
+    return lambda case, got, _: isinstance(got, Raised) and any(text in got.message for text in texts)
+
+
+LABEL_ZERO = "label 0 is a real token id: only -100 marks a position that was not selected (labels != -100)"
+ACCURACY_MISTAKES = (
+    Mistake("counts hits over all positions", "you divided by every position; divide by the number of selected "
+            "positions, those with labels != -100", variant=lambda logits, labels: accuracy(logits, labels) * float(
+                (labels != IGNORE_INDEX).sum()) / labels.numel()),
+    Mistake("percentage", "return a fraction between 0 and 1, not a percentage",
+            variant=lambda logits, labels: 100 * accuracy(logits, labels)),
+    Mistake("mean of the per-row accuracies", "you averaged the accuracy of each row, but rows hold different numbers "
+            "of selected positions: count the hits over all selected positions together and divide by their total "
+            "number", variant=row_means),
+    Mistake("labels > 0 as the mask", LABEL_ZERO, variant=lambda logits, labels: accuracy(
+        logits, labels.masked_fill(labels == 0, IGNORE_INDEX)) if (labels > 0).any() else float("nan"),
+        shows=lambda case, got, _: isinstance(got, float) and math.isnan(got) and bool((case.args[1] == 0).any())),
+    Mistake("error rate", "that is the error rate: return the share of *right* predictions",
+            variant=lambda logits, labels: 1 - accuracy(logits, labels)),
+    Mistake("max instead of argmax", "got 0: compare the arg-max position over the *last* axis (the vocabulary), "
+            "logits.argmax(dim=-1), with the labels — not the largest score itself",
+            variant=lambda logits, labels: 0.0, shows=lambda case, got, _: got == 0.0),
+    Mistake("arg-max over the sequence axis", "take the arg-max over the last axis (the vocabulary): "
+            "logits.argmax(dim=-1) has the shape of labels",
+            variant=lambda logits, labels: logits.argmax(1)[labels != IGNORE_INDEX],
+            shows=raised("must match the size", "shape mismatch", "does not match the shape")),
+    Mistake("vocabulary size hard-coded", "take every size from the tensors themselves (logits.size(-1), …), never a "
+            "fixed number", variant=lambda logits, labels: logits.view(-1, 50),
+            shows=raised("is invalid for input of size")),
+)
 
 
 # ---------------------------------------------------------------------------- q3: weight tying
@@ -519,6 +515,7 @@ q2 = Exercise(
            "3) compare predictions with labels at the masked positions only; 4) the share of matches over all of "
            "them together, returned as a Python float (.item())."),
     solution=solution_of("lesson06", "masked_accuracy"),
+    mistakes=ACCURACY_MISTAKES,
     success="Correct! Only the selected positions count.",
 )
 

@@ -63,21 +63,6 @@ MISTAKES = [
       '    x = torch.where(selected & (u >= 0.8) & (u < 0.9), r, x)\n'
       '    return x, ids.masked_fill(~selected, -100)\n',
       'generator=generator'),
-    q('q2', 'counts hits over all positions',
-      'def masked_accuracy(logits, labels):\n'
-      '    s = labels != -100\n'
-      '    return ((logits.argmax(-1) == labels) & s).sum().item() / s.numel()\n',
-      'divided by every position'),
-    q('q2', 'percentage',
-      'def masked_accuracy(logits, labels):\n'
-      '    s = labels != -100\n'
-      '    return 100 * (logits.argmax(-1)[s] == labels[s]).float().mean().item()\n',
-      'percentage'),
-    q('q2', 'max instead of argmax',
-      'def masked_accuracy(logits, labels):\n'
-      '    s = labels != -100\n'
-      '    return (logits.max(-1).values[s] == labels[s]).float().mean().item()\n',
-      'argmax(dim=-1)'),
     q('q2', 'ignores the mask',
       'def masked_accuracy(logits, labels):\n'
       '    return (logits.argmax(-1) == labels).float().mean().item()\n',
@@ -149,42 +134,17 @@ MISTAKES += [
       '    inputs, labels = mask_tokens(ids.masked_fill(~selected, 0), vocab_size, generator, select_prob=1.0)\n'
       '    return torch.where(selected, inputs, ids), labels\n',
       "calls the package's course_utils.mlm.mask_tokens"),
-    q('q2', 'mean of the per-row accuracies',
-      'def masked_accuracy(logits, labels):\n'
-      '    rows = []\n'
-      '    for row_logits, row_labels in zip(logits, labels):\n'
-      '        s = row_labels != -100\n'
-      '        if s.any():\n'
-      '            rows.append((row_logits.argmax(-1)[s] == row_labels[s]).float().mean().item())\n'
-      '    return sum(rows) / len(rows)\n',
-      'averaged the accuracy of each row'),
-    q('q2', 'labels > 0 as the mask',
-      'def masked_accuracy(logits, labels):\n'
-      '    s = labels > 0\n'
-      '    return (logits.argmax(-1)[s] == labels[s]).float().mean().item()\n',
-      'label 0 is a real token'),
     q('q2', '0-d tensor returned',
       'def masked_accuracy(logits, labels):\n'
       '    s = labels != -100\n'
       '    return (logits.argmax(-1)[s] == labels[s]).float().mean()\n',
       'Python float'),
-    q('q2', 'arg-max over the sequence axis',
-      'def masked_accuracy(logits, labels):\n'
-      '    s = labels != -100\n'
-      '    return (logits.argmax(1)[s] == labels[s]).float().mean().item()\n',
-      'last axis'),
     q('q2', 'logits changed in place',
       'def masked_accuracy(logits, labels):\n'
       '    logits[labels == -100] = float("-inf")\n'
       '    s = labels != -100\n'
       '    return (logits.argmax(-1)[s] == labels[s]).float().mean().item()\n',
       'changed its input `logits` in place'),
-    q('q2', 'vocabulary size hard-coded',
-      'def masked_accuracy(logits, labels):\n'
-      '    flat, targets = logits.view(-1, 50), labels.view(-1)\n'
-      '    s = targets != -100\n'
-      '    return (flat.argmax(-1)[s] == targets[s]).float().mean().item()\n',
-      'never a fixed number'),
     q('q2', "the package's masked_accuracy",
       'from course_utils import mlm\n\n'
       'def masked_accuracy(logits, labels):\n'
