@@ -185,6 +185,48 @@ def check_dropout_placement(package_block: nn.Module, learner_block: nn.Module, 
                           "times). Apply it exactly where the task says, with nn.Dropout modules.")
 
 
+def check_block_dropout(package: nn.Module, learner: nn.Module, run: Callable, name: str, case: str,
+                        dropout: float, attention_input: torch.Tensor | None = None) -> None:
+    """A block built with ``dropout``, in train mode: it drops exactly what the package's drops
+    (:func:`check_dropout_placement`, every ``self_attn`` in eval mode so that only the block's own dropout counts);
+    a failure caused by an ``nn.Dropout`` of another probability says so. Then every ``self_attn`` must drop
+    something itself (called twice on ``attention_input``; one with a float ``dropout`` attribute must hold
+    ``dropout``). Shared by the capstones that build blocks (lessons 04 and 08)."""
+    def attentions(block):
+        return [(key, m) for key, m in block.named_modules() if key.split(".")[-1] == "self_attn"]
+
+    def run_without_attention_dropout(block):
+        for _, attention in attentions(block):
+            attention.eval()
+        return run(block)
+
+    with torch.no_grad():
+        try:
+            check_dropout_placement(package, learner, run_without_attention_dropout, name, case)
+        except ExerciseFailure as failure:
+            wrong = [(key, m.p) for key, m in learner.named_modules() if isinstance(m, nn.Dropout) and m.p != dropout]
+            if wrong:
+                raise ExerciseFailure(f"on {case}: your `{name}.{wrong[0][0]}` drops with p={wrong[0][1]}, but it was "
+                                      f"built with dropout={dropout}: pass the dropout on to every nn.Dropout (and to "
+                                      "the attention).") from None
+            raise failure from None
+        learner.train()
+        for key, attention in attentions(learner):
+            if isinstance(getattr(attention, "dropout", None), float):
+                if attention.dropout != dropout:
+                    raise ExerciseFailure(f"your `{name}.{key}` was built with dropout={attention.dropout}, the "
+                                          f"block with dropout={dropout}: pass it on to the attention.")
+                continue
+            if attention_input is None:
+                continue
+            first, second = (call_learner(attention, name, case, attention_input, attention_input, attention_input)
+                             for _ in range(2))
+            first, second = (x[0] if isinstance(x, tuple) else x for x in (first, second))
+            if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and torch.equal(first, second):
+                raise ExerciseFailure(f"on {case}: in train mode your `{name}.{key}` never drops anything: build the "
+                                      "attention with the block's dropout.")
+
+
 def check_generator_use(draw: Callable[[torch.Generator], Any], name: str, case: str) -> None:
     """``draw(generator)`` calls the learner's code with ``generator``: two generators with one seed must give the
     same result, another seed a different one — and the global random state must not matter."""

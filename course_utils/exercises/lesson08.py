@@ -24,7 +24,7 @@ from .asserts import (
     attempt,
     backpropagate_both,
     call_learner,
-    check_dropout_placement,
+    check_block_dropout,
     check_function,
     check_generator_use,
     check_inputs_kept,
@@ -841,38 +841,9 @@ def check_no_future(learner: nn.Module, case: GPTCase, logits: torch.Tensor) -> 
 def check_gpt_dropout(package: nn.Module, learner: nn.Module, case: GPTCase) -> None:
     """Train mode: the learner's GPT drops exactly what the package's drops (the embedding's dropout and each
     block's), the attention's own dropout aside; then every attention must drop something too."""
-    dropout = case.config.dropout
-    where = f"{case.description}, dropout={dropout}"
-
-    def run(model):
-        for key, m in model.named_modules():
-            if key.split(".")[-1] == "self_attn":
-                m.eval()
-        return model(snapshot(case.ids))
-    with torch.no_grad():
-        try:
-            check_dropout_placement(package, learner, run, "GPT", where)
-        except ExerciseFailure as failure:
-            wrong = [(key, m.p) for key, m in learner.named_modules() if isinstance(m, nn.Dropout) and m.p != dropout]
-            if wrong:
-                key, p = wrong[0]
-                raise ExerciseFailure(f"on {where}: your `GPT.{key}` drops with p={p}, but the config says "
-                                      f"dropout={dropout}: pass config.dropout on to every nn.Dropout (and to the "
-                                      "attention).") from None
-            raise failure from None
-        learner.train()
-        h = torch.randn(2, 3, case.config.d_model, generator=torch.Generator().manual_seed(2))
-        for key, attention in ((k, m) for k, m in learner.named_modules() if k.split(".")[-1] == "self_attn"):
-            if isinstance(getattr(attention, "dropout", None), float):
-                if attention.dropout != dropout:
-                    raise ExerciseFailure(f"your `GPT.{key}` was built with dropout={attention.dropout}, the config "
-                                          f"says {dropout}: pass config.dropout on to the attention.")
-                continue
-            first, second = (call_learner(lambda module=attention: module(h, h, h)[0], "GPT", where)
-                             for _ in range(2))
-            if isinstance(first, torch.Tensor) and torch.equal(first, second):
-                raise ExerciseFailure(f"on {where}: in train mode your `GPT.{key}` never drops anything: build the "
-                                      "attention with config.dropout.")
+    h = torch.randn(2, 3, case.config.d_model, generator=torch.Generator().manual_seed(2))
+    check_block_dropout(package, learner, lambda model: model(snapshot(case.ids)), "GPT",
+                        f"{case.description}, dropout={case.config.dropout}", case.config.dropout, h)
 
 
 def check_gpt(ns) -> None:

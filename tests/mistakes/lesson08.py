@@ -313,6 +313,9 @@ MISTAKES += [
                              "positions))",
                    "return self.tokens.lookup(ids) * self.scale + self.positions.table(positions)"),
              'dropout is applied in a different place'),
+    capstone('q5', 'embedding dropout probability typed in',
+             plant(GPT_CODE, "        self.dropout = nn.Dropout(config.dropout)\n",
+                   "        self.dropout = nn.Dropout(0.5)\n"), 'drops with p=0.5'),
     capstone('q5', 'dropout active in eval',
              plant(GPT_CODE, "return self.dropout(self.tokens.lookup(ids) * self.scale + self.positions.table("
                              "positions))",
