@@ -4,27 +4,61 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import course_utils.layers as package_layers
 from course_utils.attention import MultiHeadAttention
+from course_utils.layers import EncoderLayer, PositionwiseFeedForward
 
 
-def encoder_layer_parameters(d_model, d_ff):
-    attention = 4 * (d_model * d_model + d_model)              # W_q, W_k, W_v, W_o with biases
+def encoder_parameters(n_layers, d_model, d_ff):
+    attention = 4 * (d_model * d_model + d_model)              # W_q, W_k, W_v, W_o, each with its bias
     feed_forward = d_model * d_ff + d_ff + d_ff * d_model + d_model
-    layer_norms = 2 * (2 * d_model)                            # gain and bias, twice
-    return attention + feed_forward + layer_norms
+    per_layer = attention + feed_forward + 2 * (2 * d_model)   # two LayerNorms: gain and bias each
+    return n_layers * per_layer + 2 * d_model                  # the final LayerNorm, once
 
 
-def pre_ln_sublayer(x, sublayer, norm):
-    return x + sublayer(norm(x))
-
-
-def layer_norm(x, eps=1e-5):
-    mean = x.mean(dim=-1, keepdim=True)
-    var = x.var(dim=-1, unbiased=False, keepdim=True)
+def batch_norm(x, eps=1e-5):
+    mean = x.mean(dim=(0, 1), keepdim=True)                    # one mean per feature, over batch × seq
+    var = x.var(dim=(0, 1), unbiased=False, keepdim=True)
     return (x - mean) / torch.sqrt(var + eps)
 
 
+def stream_norms(encoder, x, mask):
+    real = mask[:, 0, 0, :]                                    # (batch, seq): True at real tokens
+    norms = []
+    with torch.no_grad():
+        for layer in encoder.layers:                           # the final encoder.norm is left out
+            x = layer(x, mask)
+            norms.append(x[real].norm(dim=-1).mean())
+    return torch.stack(norms)
+
+
+class SharedEncoder(nn.Module):
+    def __init__(self, n_layers, d_model, n_heads, d_ff, dropout=0.1, norm="pre"):
+        super().__init__()
+        self.n_layers = n_layers
+        self.layer = EncoderLayer(d_model, n_heads, d_ff, dropout, norm=norm)   # one set of weights
+        self.norm = nn.LayerNorm(d_model)
+
+    def forward(self, x, mask=None):
+        for _ in range(self.n_layers):
+            x = self.layer(x, mask)                            # the same layer, every pass
+        return self.norm(x)
+
+
+class ParallelEncoderLayer(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.1):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.feed_forward = PositionwiseFeedForward(d_model, d_ff, dropout)     # linear1, dropout, linear2
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, mask=None):
+        h = self.norm(x)                                       # one LayerNorm, read by both branches
+        attended = self.self_attn(h, h, h, mask)[0]
+        return x + self.dropout(attended) + self.dropout(self.feed_forward(h))
+
+
+# Lesson 07's DecoderLayer solution is built from these two sublayers (notebook 04, sections 1 and 4).
 class FeedForward(nn.Module):
     def __init__(self, d_model, d_ff, dropout):
         super().__init__()
@@ -47,30 +81,3 @@ class Residual(nn.Module):
         if self.pre:
             return x + self.dropout(sublayer(self.norm(x)))   # Pre-LN
         return self.norm(x + self.dropout(sublayer(x)))        # Post-LN
-
-
-class EncoderLayer(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff, dropout=0.1, norm="post"):
-        super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout)
-        self.attn_block = Residual(d_model, dropout, norm)
-        self.ff_block = Residual(d_model, dropout, norm)
-
-    def forward(self, x, mask=None):
-        x = self.attn_block(x, lambda h: self.self_attn(h, h, h, mask)[0])
-        return self.ff_block(x, self.feed_forward)
-
-
-class Encoder(nn.Module):
-    def __init__(self, n_layers, d_model, n_heads, d_ff, dropout=0.1, norm="post"):
-        super().__init__()
-        # the package's layer here; yours from q4 works the same
-        self.layers = nn.ModuleList(package_layers.EncoderLayer(d_model, n_heads, d_ff, dropout=dropout, norm=norm)
-                                    for _ in range(n_layers))
-        self.norm = nn.LayerNorm(d_model)
-
-    def forward(self, x, mask=None):
-        for layer in self.layers:
-            x = layer(x, mask)
-        return self.norm(x)   # once, after the stack
