@@ -11,6 +11,9 @@ The target learner is a second-year student who reads every cell, runs it and wo
 
     prose words / 100  +  code lines / 8  +  8 per small exercise  +  30 per capstone  +  the stored run time,
 
+where an exercise whose heading states its own time (``### Exercise 3 · TinyMLP (about 15 minutes)``) counts that
+time instead;
+
 rounded to the nearest 5 minutes (at least 5); a lesson's total is the sum of its sittings. Prose = every markdown
 cell; code lines = non-blank lines of code cells; an exercise = a distinct ``qN`` whose ``qN.check()`` the notebook
 calls, counted in the sitting of its first check; a capstone = a markdown cell that starts an exercise with
@@ -43,6 +46,7 @@ TIME_LINE = re.compile(r"^\*\*Time:?\*\*:?.*$", re.MULTILINE)
 STATED = re.compile(r"\*\*Time:?\*\*:?\s*about\s+(\d+)\s+minutes")
 CHECK_CALL = re.compile(r"\b(q\d+)\.check\(\)")
 CAPSTONE = re.compile(r"^\s*\*\*Capstone", re.MULTILINE)
+ANNOUNCED = re.compile(r"^#+\s.*?\bExercise\s+(\d+)\b.*?\(about (\d+) minutes\)", re.MULTILINE)
 BREAK = re.compile(r"\A\s*###\s+Break\b")
 RESUME_LINE = re.compile(r"^\*\*Coming back later\?\*\*.*$", re.MULTILINE)
 ORDINALS = ("first", "second", "third", "fourth")
@@ -84,7 +88,13 @@ def round_minutes(minutes: float) -> int:
     return max(5, 5 * round(minutes / 5))
 
 
-def _estimate_cells(cells, seen: set[str]) -> dict:
+def announced_minutes(notebook) -> dict[str, int]:
+    """``{"q3": 15}`` for an exercise heading that states its own time: ``### Exercise 3 · … (about 15 minutes)``."""
+    return {f"q{number}": int(minutes) for cell in notebook.cells if cell.cell_type == "markdown"
+            for number, minutes in ANNOUNCED.findall(cell.source)}
+
+
+def _estimate_cells(cells, seen: set[str], announced: dict[str, int]) -> dict:
     markdown = [c.source for c in cells if c.cell_type == "markdown"]
     code = [c for c in cells if c.cell_type == "code"]
     words = sum(len(text.split()) for text in markdown)
@@ -93,11 +103,13 @@ def _estimate_cells(cells, seen: set[str]) -> dict:
     new = [name for name in dict.fromkeys(names) if name not in seen]
     seen.update(new)
     exercises = len(new)
-    capstones = min(exercises, sum(len(CAPSTONE.findall(text)) for text in markdown))
+    plain = [name for name in new if name not in announced]
+    capstones = min(len(plain), sum(len(CAPSTONE.findall(text)) for text in markdown))
     timed = [run_seconds(c) for c in code]
     seconds = sum(s for s in timed if s is not None)
     parts = {"reading": words / WORDS_PER_MINUTE, "code": lines / CODE_LINES_PER_MINUTE,
-             "exercise minutes": MINUTES_PER_EXERCISE * (exercises - capstones) + MINUTES_PER_CAPSTONE * capstones,
+             "exercise minutes": MINUTES_PER_EXERCISE * (len(plain) - capstones) + MINUTES_PER_CAPSTONE * capstones
+             + sum(announced[name] for name in new if name in announced),
              "running": seconds / 60}
     return {"words": words, "code lines": lines, "exercises": exercises, "capstones": capstones,
             "run seconds": seconds, "untimed cells": sum(s is None for s in timed), **parts,
@@ -108,7 +120,8 @@ def estimate(notebook) -> dict:
     """The parts of the rule for one notebook (an ``nbformat`` node): the counts and minutes of the whole lesson,
     ``"sittings"`` (the same for each sitting) and ``"minutes"``, the rounded total (the sum of the sittings)."""
     seen: set[str] = set()
-    per_sitting = [_estimate_cells(cells, seen) for cells in sittings(notebook)]
+    announced = announced_minutes(notebook)
+    per_sitting = [_estimate_cells(cells, seen, announced) for cells in sittings(notebook)]
     whole = {key: sum(part[key] for part in per_sitting) for key in per_sitting[0] if key != "minutes"}
     return {**whole, "minutes": sum(part["minutes"] for part in per_sitting), "sittings": per_sitting}
 

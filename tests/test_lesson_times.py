@@ -42,6 +42,17 @@ def two_sittings():
     return notebook
 
 
+def test_an_exercise_heading_may_state_its_own_time():
+    """'### Exercise 1 · … (about 15 minutes)' counts 15 for q1 instead of the rule's 8; the capstone keeps 30."""
+    notebook = synthetic_notebook()
+    notebook.cells.insert(1, nbformat.v4.new_markdown_cell("### Exercise 1 · a model (about 15 minutes)"))
+    plain = lesson_times.estimate(synthetic_notebook())["exercise minutes"]
+    assert plain == 8 + 30
+    assert lesson_times.estimate(notebook)["exercise minutes"] == 15 + 30
+    notebook.cells[1].source = "### Exercise 1 · a model, about 15 minutes"   # no parentheses: not an announcement
+    assert lesson_times.estimate(notebook)["exercise minutes"] == plain
+
+
 def test_the_rule():
     parts = lesson_times.estimate(synthetic_notebook())
     assert (lesson_times.WORDS_PER_MINUTE, lesson_times.CODE_LINES_PER_MINUTE) == (100, 8)
