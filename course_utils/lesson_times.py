@@ -11,8 +11,8 @@ The target learner is a second-year student who reads every cell, runs it and wo
 
     prose words / 100  +  code lines / 8  +  8 per small exercise  +  30 per capstone  +  the stored run time,
 
-where an exercise whose heading states its own time (``### Exercise 3 · TinyMLP (about 15 minutes)``) counts that
-time instead;
+where an exercise whose heading states its own time (``### Exercise 3 · TinyMLP (about 15 minutes)``, or a line
+starting ``**Exercise 3 — … (about 15 minutes)``) counts that time instead;
 
 rounded to the nearest 5 minutes (at least 5); a lesson's total is the sum of its sittings. Prose = every markdown
 cell; code lines = non-blank lines of code cells; an exercise = a distinct ``qN`` whose ``qN.check()`` the notebook
@@ -46,7 +46,7 @@ TIME_LINE = re.compile(r"^\*\*Time:?\*\*:?.*$", re.MULTILINE)
 STATED = re.compile(r"\*\*Time:?\*\*:?\s*about\s+(\d+)\s+minutes")
 CHECK_CALL = re.compile(r"\b(q\d+)\.check\(\)")
 CAPSTONE = re.compile(r"^\s*\*\*Capstone", re.MULTILINE)
-ANNOUNCED = re.compile(r"^#+\s.*?\bExercise\s+(\d+)\b.*?\(about (\d+) minutes\)", re.MULTILINE)
+ANNOUNCED = re.compile(r"^(?:#+\s|\*\*).*?\bExercise\s+(\d+)\b.*?\(about (\d+) minutes\)", re.MULTILINE)
 BREAK = re.compile(r"\A\s*###\s+Break\b")
 RESUME_LINE = re.compile(r"^\*\*Coming back later\?\*\*.*$", re.MULTILINE)
 ORDINALS = ("first", "second", "third", "fourth")
@@ -89,7 +89,8 @@ def round_minutes(minutes: float) -> int:
 
 
 def announced_minutes(notebook) -> dict[str, int]:
-    """``{"q3": 15}`` for an exercise heading that states its own time: ``### Exercise 3 · … (about 15 minutes)``."""
+    """``{"q3": 15}`` for an exercise heading that states its own time: ``### Exercise 3 · … (about 15 minutes)`` or
+    a line ``**Exercise 3 — … (about 15 minutes).**``."""
     return {f"q{number}": int(minutes) for cell in notebook.cells if cell.cell_type == "markdown"
             for number, minutes in ANNOUNCED.findall(cell.source)}
 

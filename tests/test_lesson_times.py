@@ -49,6 +49,8 @@ def test_an_exercise_heading_may_state_its_own_time():
     plain = lesson_times.estimate(synthetic_notebook())["exercise minutes"]
     assert plain == 8 + 30
     assert lesson_times.estimate(notebook)["exercise minutes"] == 15 + 30
+    notebook.cells[1].source = "**Exercise 1 — a model (about 12 minutes).** Write it."
+    assert lesson_times.estimate(notebook)["exercise minutes"] == 12 + 30
     notebook.cells[1].source = "### Exercise 1 · a model, about 15 minutes"   # no parentheses: not an announcement
     assert lesson_times.estimate(notebook)["exercise minutes"] == plain
 
