@@ -774,7 +774,7 @@ def check_function(function: Callable, reference: Callable, cases: list[Case], n
             specific = diagnose(case, got) if diagnose else None
             if specific:
                 raise ExerciseFailure(f"on {case.description}: {specific}.")
-            raise Mismatch(f"on {case.description}: {gap}.", case, got, function, run, same, probes)
+            raise Mismatch(f"on {case.description}: {gap}.", case, got, function, run, same, probes, expected)
         previous[shapes] = (expected, snapshot(got))
     for case in cases:
         for scale in scales:

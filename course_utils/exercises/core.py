@@ -84,9 +84,10 @@ class Mismatch(ExerciseFailure):
     variant must agree with the learner's answer too before it names the mistake."""
 
     def __init__(self, message: str, case: Any, got: Any, answer: Any, run: Callable[[Any, Any], Any],
-                 same: Callable[[Any, Any], bool], probes: tuple = ()) -> None:
+                 same: Callable[[Any, Any], bool], probes: tuple = (), expected: Any = None) -> None:
         super().__init__(message)
         self.case, self.got, self.answer, self.run, self.same, self.probes = case, got, answer, run, same, probes
+        self.expected = expected  # the reference's output on ``case``, where known: a variant giving it is no bug here
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,9 @@ class Mistake:
         except Exception:  # noqa: BLE001 - a predicate that cannot judge this output does not name the mistake
             pass
         try:
-            if not failure.same(failure.got, failure.run(self.variant, failure.case)):
+            planted = failure.run(self.variant, failure.case)
+            if not failure.same(failure.got, planted) or (failure.expected is not None
+                                                          and failure.same(planted, failure.expected)):
                 return False
             return all(failure.same(failure.run(failure.answer, probe), failure.run(self.variant, probe))
                        for probe in failure.probes)

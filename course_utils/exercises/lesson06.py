@@ -22,6 +22,7 @@ from .asserts import (
     Case,
     Draw,
     Raised,
+    attempt,
     call_learner,
     call_own,
     check_function,
@@ -34,7 +35,7 @@ from .asserts import (
     snapshot,
     state_of,
 )
-from .core import Exercise, ExerciseFailure, Mistake, solution_of
+from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 
 # ---------------------------------------------------------------------------- q1: 80/10/10 corruption
 
@@ -1039,74 +1040,89 @@ def loss_error_hint(error: BaseException) -> str | None:
     return None
 
 
-def loss_diagnosis(case: Case, got: torch.Tensor) -> str | None:
-    """Name the mistake behind a wrong loss value on ``case``, from the typical wrong formulas."""
-    logits, labels = case.args
-    value = float(got.detach())
-    z = logits.double()
-    selected = labels != IGNORE_INDEX
-    targets = labels.clamp(min=0)[..., None]
-    log_probs = z.log_softmax(-1)
-    nll = -log_probs.gather(-1, targets)[..., 0]                        # (batch, seq)
-    expected = float(nll[selected].mean())
-    rows = [float(nll[r][selected[r]].mean()) for r in range(len(labels)) if bool(selected[r].any())]
-    if math.isnan(value):
-        if float(logits.abs().max()) > 80:
-            return ("got NaN: exp() of large logits overflows (inf / inf); compute log-probabilities with "
-                    "torch.log_softmax (or logits - logsumexp), which stays finite")
-        if bool((~selected).all(dim=1).any()):
-            return ("got NaN: a row without any selected position gives 0/0 in a per-row mean. Take one mean over all "
-                    "selected positions of the batch together")
-        if bool((labels == 0).any()):
-            return ("got NaN: your mask kept no position here — label 0 is a real token id: only -100 marks a "
-                    "position that is not selected (labels != -100)")
-        return "got NaN: divide by the number of selected positions of the whole batch (never 0 here)"
-    if math.isinf(value):
-        return ("got inf: exp() of large logits overflows, or log(softmax(…)) underflows to log(0) for very unlikely "
-                "tokens; compute log-probabilities with torch.log_softmax (or logits - logsumexp), which stays finite")
-    positive = labels > 0
-    candidates = [
-        (float(nll[selected].sum()) / labels.numel(),
-         f"you divided by every position ({labels.numel()} = batch × seq); divide by the number of selected "
-         "positions, those with labels != -100"),
-        (float(nll.mean()), "the positions labelled -100 were scored too (as token 0): average over the selected "
-                            "positions only"),
-        (sum(rows) / len(rows), "you averaged the loss of each row, but rows hold different numbers of selected "
-                                "positions: one mean over all selected positions of the batch together"),
-        (float(nll[selected].sum()), "that is the sum over the selected positions: divide by their number (the "
-                                     "mean)"),
-        (-expected, "the sign is flipped: the loss is *minus* the mean log-probability of the labels"),
-        (float(nll[positive].mean()) if bool(positive.any()) else math.nan,
-         "label 0 is a real token id: only -100 marks a position that is not selected (labels != -100)"),
-        (float(-z.log_softmax(1).gather(-1, targets)[..., 0][selected].mean()),
-         "the softmax runs over the vocabulary, the last axis (dim=-1), not over the sequence or the batch axis"),
-        (float(-z.log_softmax(0).gather(-1, targets)[..., 0][selected].mean()),
-         "the softmax runs over the vocabulary, the last axis (dim=-1), not over the sequence or the batch axis"),
-        (float(nll[selected].sum()) / len(labels),
-         f"you divided by the batch size ({len(labels)}); divide by the number of selected positions"),
-        (expected / logits.size(-1),
-         "you averaged over the vocabulary axis too: only the label's entry counts at each position (sum over the "
-         "vocabulary or pick the entry), then average over the selected positions"),
-        (float(-z.softmax(-1).log_softmax(-1).gather(-1, targets)[..., 0][selected].mean()),
-         "softmax applied twice: log_softmax already normalises the raw logits — pass the logits themselves"),
-        (float(-z.softmax(-1).gather(-1, targets)[..., 0][selected].mean()),
-         "that is minus the mean *probability*: the cross-entropy takes its log (log_softmax)"),
-        (float(-log_probs[selected].mean()),
-         "you averaged the log-probabilities of every token of the vocabulary: take only the label's entry at each "
-         "position (gather, or indexing with the labels)"),
-    ]
-    for candidate, message in candidates:
-        if not math.isnan(candidate) and math.isclose(value, candidate, rel_tol=1e-4, abs_tol=1e-5) and \
-                not math.isclose(value, expected, rel_tol=1e-4, abs_tol=1e-5):
-            return message
-    if float(logits.abs().max()) > 80:  # the ordinary cases before this one passed
-        return (f"the loss should be {expected:.6g}, got {value:.6g}: right on ordinary logits, wrong on large ones — "
-                "log(softmax + ε) or exp() without subtracting the maximum loses the small probabilities; compute "
-                "log-probabilities with torch.log_softmax (or logits - logsumexp)")
-    return None
+def nll(logits: torch.Tensor, labels: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Minus the log-probability (softmax over ``dim``) of each label, (batch, seq); -100 read as token 0."""
+    return -logits.log_softmax(dim).gather(-1, labels.clamp(min=0)[..., None])[..., 0]
 
 
-def check_loss_case(function, case: Case) -> None:
+def selected_mean(values: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    return values[labels != IGNORE_INDEX].mean()
+
+
+def row_mean_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    keep = (labels != IGNORE_INDEX).float()
+    return ((nll(logits, labels) * keep).sum(1) / keep.sum(1)).mean()
+
+
+def big_logits(case: Case) -> bool:
+    return float(case.args[0].abs().max()) > 80
+
+
+def not_finite(case: Case, got, what) -> bool:
+    return isinstance(got, torch.Tensor) and got.dim() == 0 and got.is_floating_point() and what(float(got))
+
+
+STABLE = ("exp() of large logits overflows (inf / inf), or log(softmax(…)) underflows to log(0) for very unlikely "
+          "tokens: compute log-probabilities with torch.log_softmax (or logits - logsumexp), which stays finite")
+SOFTMAX_AXIS = "the softmax runs over the vocabulary, the last axis (dim=-1), not over the sequence or the batch axis"
+LOSS_MISTAKES = (
+    Mistake("exp over sum without the max", f"got inf or NaN: {STABLE}",
+            variant=lambda logits, labels: selected_mean(-(logits.exp() / logits.exp().sum(-1, keepdim=True)).log()
+                                                         .gather(-1, labels.clamp(min=0)[..., None])[..., 0], labels),
+            shows=lambda case, got, _: big_logits(case) and not_finite(case, got, lambda v: not math.isfinite(v))),
+    Mistake("log of softmax", f"got inf or NaN: {STABLE}", variant=lambda logits, labels: selected_mean(
+                -logits.softmax(-1).log().gather(-1, labels.clamp(min=0)[..., None])[..., 0], labels),
+            shows=lambda case, got, _: not_finite(case, got, math.isinf)),
+    Mistake("per-row means", "a row without any selected position gives 0/0 in a per-row mean, and rows hold "
+            "different numbers of selected positions: one mean over all selected positions of the batch together",
+            variant=row_mean_loss, shows=lambda case, got, _: not_finite(case, got, math.isnan)
+            and bool((case.args[1] == IGNORE_INDEX).all(dim=1).any())),
+    Mistake("mean over every position", "you divided by every position (batch × seq); divide by the number of "
+            "selected positions, those with labels != -100", variant=lambda logits, labels: (
+                nll(logits, labels) * (labels != IGNORE_INDEX)).sum() / labels.numel()),
+    Mistake("ignored positions scored as token 0", "the positions labelled -100 were scored too (as token 0): average "
+            "over the selected positions only", variant=lambda logits, labels: nll(logits, labels).mean()),
+    Mistake("per-row means of the rows with a selection", "you averaged the loss of each row, but rows hold different "
+            "numbers of selected positions: one mean over all selected positions of the batch together",
+            variant=lambda logits, labels: torch.stack([selected_mean(nll(logits[r], labels[r]), labels[r])
+                                                        for r in range(len(labels))
+                                                        if (labels[r] != IGNORE_INDEX).any()]).mean()),
+    Mistake("sum instead of mean", "that is the sum over the selected positions: divide by their number (the mean)",
+            variant=lambda logits, labels: nll(logits, labels)[labels != IGNORE_INDEX].sum()),
+    Mistake("sign flipped", "the sign is flipped: the loss is *minus* the mean log-probability of the labels",
+            variant=lambda logits, labels: -selected_mean(nll(logits, labels), labels)),
+    Mistake("labels > 0 as the mask", "label 0 is a real token id: only -100 marks a position that is not selected "
+            "(labels != -100)", variant=lambda logits, labels: selected_mean(
+                nll(logits, labels), labels.masked_fill(labels == 0, IGNORE_INDEX))),
+    Mistake("softmax over the sequence axis", SOFTMAX_AXIS,
+            variant=lambda logits, labels: selected_mean(nll(logits, labels, 1), labels)),
+    Mistake("softmax over the batch axis", SOFTMAX_AXIS,
+            variant=lambda logits, labels: selected_mean(nll(logits, labels, 0), labels)),
+    Mistake("divided by the batch size", "you divided by the batch size; divide by the number of selected positions",
+            variant=lambda logits, labels: nll(logits, labels)[labels != IGNORE_INDEX].sum() / len(labels)),
+    Mistake("averaged over the vocabulary too", "you averaged over the vocabulary axis too: only the label's entry "
+            "counts at each position, then average over the selected positions",
+            variant=lambda logits, labels: selected_mean(nll(logits, labels), labels) / logits.size(-1)),
+    Mistake("softmax applied twice", "softmax applied twice: log_softmax already normalises the raw logits — pass the "
+            "logits themselves", variant=lambda logits, labels: selected_mean(nll(logits.softmax(-1), labels), labels)),
+    Mistake("probabilities without the log", "that is minus the mean *probability*: the cross-entropy takes its log "
+            "(log_softmax)", variant=lambda logits, labels: selected_mean(-(-nll(logits, labels)).exp(), labels)),
+    Mistake("every vocabulary entry averaged", "you averaged the log-probabilities of every token of the vocabulary: "
+            "take only the label's entry at each position (gather, or indexing with the labels)",
+            variant=lambda logits, labels: -logits.log_softmax(-1)[labels != IGNORE_INDEX].mean()),
+    Mistake("wrong only on large logits", f"right on ordinary logits, wrong on large ones: {STABLE} (log(softmax + ε) "
+            "loses the small probabilities)",
+            variant=lambda logits, labels: selected_mean(-(logits.softmax(-1) + 1e-9).log().gather(
+                -1, labels.clamp(min=0)[..., None])[..., 0], labels), shows=lambda case, got, _: big_logits(case)),
+)
+
+
+def loss_outcome(answer, case: Case):
+    out = attempt(answer, "mlm_loss", snapshot(case.args), {}, forbidden_losses())
+    return out.detach() if isinstance(out, torch.Tensor) else out
+
+
+def check_loss_case(function, case: Case, probes: list[Case]) -> None:
     from ..losses import masked_lm_loss
 
     logits, labels = case.args
@@ -1138,8 +1154,11 @@ def check_loss_case(function, case: Case) -> None:
                               f"{tuple(got.shape)}: average over all selected positions together.")
     gap = difference(got, expected.detach(), "the loss", atol=1e-5, rtol=1e-5)
     if gap:
-        specific = loss_diagnosis(case, got) if got.is_floating_point() and got.dtype == logits.dtype else None
-        raise ExerciseFailure(f"{where}: {specific or gap}.")
+        raise Mismatch(f"{where}: {gap}.", case, got.detach(), function, loss_outcome, probes=tuple(probes),
+                       expected=expected.detach(), same=lambda a, b: isinstance(a, torch.Tensor) and isinstance(
+                           b, torch.Tensor) and a.dim() == b.dim() == 0 and a.dtype == b.dtype and (
+                           bool(a.isnan() and b.isnan()) or math.isclose(float(a), float(b), rel_tol=1e-4,
+                                                                        abs_tol=1e-5)))
     if not got.requires_grad or got.grad_fn is None:
         raise ExerciseFailure(f"{where}: the value is right but the loss has no graph back to `logits` (.item(), "
                               "float(), .detach(), torch.no_grad() or torch.tensor(…) cut it): loss.backward() would "
@@ -1158,8 +1177,9 @@ def check_loss_case(function, case: Case) -> None:
 
 def check_mlm_loss(ns) -> None:
     function = ns["mlm_loss"]
-    for case in loss_cases(Draw()):
-        check_loss_case(function, case)
+    cases = loss_cases(Draw())
+    for case in cases:
+        check_loss_case(function, case, cases)
 
 
 q4 = Exercise(
@@ -1233,6 +1253,7 @@ q5 = Exercise(
            "(gather, or indexing with an arange); 5) minus the mean of those n_selected numbers — keep it a tensor "
            "(no .item()) so that backward() reaches the logits."),
     solution=solution_of("lesson06", "mlm_loss"),
+    mistakes=LOSS_MISTAKES,
     success="Correct! One mean over the selected positions only, equal to the package's loss, gradients included.",
     task=(
         "**Capstone — the masked-LM loss.** Write `mlm_loss(logits, labels)` for `logits (batch, seq, vocab_size)` "
