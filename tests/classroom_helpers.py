@@ -81,14 +81,16 @@ def save_catalogue_notebook(folder: Path, name: str, lesson: str) -> dict[str, t
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Hostile submissions: lesson 03 with q1 answered wrongly (the √d_k scale is missing); each attack tries to get it
-# graded correct by reaching the grader instead of answering. SECURITY.md has a row per attack.
+# Hostile submissions: lesson 05 with q2 answered wrongly (the padding is averaged in); each attack tries to get it
+# graded correct by reaching the grader instead of answering. SECURITY.md has a row per attack. (Lesson 05: its
+# exercises are settled; the attacks need an answer the checker compares with torch.allclose / torch.equal.)
 # ------------------------------------------------------------------------------------------------------------------
 
-WRONG_Q1 = ("import torch\n\n\ndef attention_weights(query, key):\n"
-            "    return torch.softmax(query @ key.transpose(-2, -1), dim=-1)\n")
+WRONG_Q2 = ("import torch\n\n\ndef masked_mean_pool(hidden, ids, pad_id=0):\n"
+            "    return hidden.mean(dim=1)\n")
+WRONG_MESSAGE = "padding"   # a word of the checker's own verdict on WRONG_Q2
 
-FORGE_JSON = '''
+FORGE_JSON = """
 import json as _json
 _dumps = _json.dumps
 def _forged(obj, *args, **kwargs):
@@ -96,13 +98,13 @@ def _forged(obj, *args, **kwargs):
         obj = {**obj, "status": "correct", "message": "Correct!"}
     return _dumps(obj, *args, **kwargs)
 _json.dumps = _forged
-'''
+"""
 
 
 def connection_file_attack(folders: list[str]) -> str:
     """A cell of its own (not one the answer needs): connect to every other Jupyter kernel whose connection file it
     finds (in ``folders`` and its own runtime and temporary folders) and forge the grader's reports there."""
-    return f'''
+    return f"""
 import glob, os, time
 from jupyter_client import BlockingKernelClient
 try:
@@ -127,10 +129,10 @@ while time.time() < deadline:
                 pass
     time.sleep(0.2)
 print("kernels reached:", reached)
-'''
+"""
 
 
-FUNCTION_MODE = WRONG_Q1 + '''
+FUNCTION_MODE = WRONG_Q2 + """
 from torch.overrides import TorchFunctionMode
 
 class Yes(TorchFunctionMode):
@@ -140,9 +142,9 @@ class Yes(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 Yes().__enter__()
-'''
+"""
 
-DISPATCH_MODE = WRONG_Q1 + '''
+DISPATCH_MODE = WRONG_Q2 + """
 from torch.utils._python_dispatch import TorchDispatchMode
 
 class Yes(TorchDispatchMode):
@@ -156,9 +158,9 @@ class Yes(TorchDispatchMode):
         return out
 
 Yes().__enter__()
-'''
+"""
 
-SELF_RESTORING = '''
+SELF_RESTORING = """
 import torch
 
 _allclose, _equal = torch.allclose, torch.equal
@@ -170,12 +172,12 @@ def _fake_allclose(*args, **kwargs):
     torch.allclose, torch.equal = _allclose, _equal   # gone again before anyone looks
     return True
 
-def attention_weights(query, key):
+def masked_mean_pool(hidden, ids, pad_id=0):
     torch.allclose, torch.equal = _fake_allclose, _fake_equal
-    return torch.softmax(query @ key.transpose(-2, -1), dim=-1)
-'''
+    return hidden.mean(dim=1)
+"""
 
-TENSOR_SUBCLASS = WRONG_Q1.replace("def attention_weights", "def _wrong") + '''
+TENSOR_SUBCLASS = WRONG_Q2.replace("def masked_mean_pool", "def _wrong") + """
 
 class Liar(torch.Tensor):
     @classmethod
@@ -184,11 +186,11 @@ class Liar(torch.Tensor):
             return True
         return super().__torch_function__(func, types, args, kwargs)
 
-def attention_weights(query, key):
-    return _wrong(query, key).as_subclass(Liar)
-'''
+def masked_mean_pool(hidden, ids, pad_id=0):
+    return _wrong(hidden, ids, pad_id).as_subclass(Liar)
+"""
 
-INT_SUBCLASS = '''
+INT_SUBCLASS = """
 class Liar(int):
     def __eq__(self, other):
         return True
@@ -201,11 +203,11 @@ class Liar(int):
 
     __hash__ = int.__hash__
 
-def encoder_layer_parameters(d_model, d_ff):
+def cache_bytes(batch, seq, layers, n_heads, n_kv_heads, d_head):
     return Liar(7)
-'''
+"""
 
-GC_REACH = WRONG_Q1 + '''
+GC_REACH = WRONG_Q2 + """
 import gc
 from course_utils.exercises.core import Result
 
@@ -219,22 +221,22 @@ for _obj in gc.get_objects():
                             ("evaluate", "check") else (lambda *a, **k: []))
                 except Exception:
                     pass
-'''
+"""
 
-JSON_MODULE = WRONG_Q1 + FORGE_JSON.replace("import json as _json", "import sys\n_json = sys.modules['json']")
+JSON_MODULE = WRONG_Q2 + FORGE_JSON.replace("import json as _json", "import sys\n_json = sys.modules['json']")
 
-BUILTINS = WRONG_Q1 + '''
+BUILTINS = WRONG_Q2 + """
 import builtins
 builtins.all = lambda iterable: True
 builtins.isinstance = lambda obj, kind: True
-'''
+"""
 
-THREAD = '''
+THREAD = """
 import sys, threading, time
 import torch
 
-def attention_weights(query, key):
-    return torch.softmax(query @ key.transpose(-2, -1), dim=-1)
+def masked_mean_pool(hidden, ids, pad_id=0):
+    return hidden.mean(dim=1)
 
 def _stack(frame):
     while frame is not None:
@@ -245,35 +247,36 @@ def _meddle():
     original = torch.allclose, torch.equal
     deadline = time.time() + 20
     while time.time() < deadline:
-        checking = any(frame.f_code.co_name in ("check_attention_weights", "check_function")
+        checking = any(frame.f_code.co_name in ("check_masked_mean_pool", "check_function")
                        for top in list(sys._current_frames().values()) for frame in _stack(top))
         torch.allclose, torch.equal = (lambda *a, **k: True,) * 2 if checking else original
         time.sleep(0.0005)
     torch.allclose, torch.equal = original
 
 threading.Thread(target=_meddle, daemon=True).start()
-'''
+"""
 
-PROFILE_BLIND = '''
+PROFILE_BLIND = """
 import sys
-from course_utils.attention import scaled_dot_product_attention as _package
+from course_utils.exercises.lesson05 import package_mean_pool as _package
 
-def attention_weights(query, key):
+def masked_mean_pool(hidden, ids, pad_id=0):
     sys.setprofile(None)          # the "use your own" guard listens with sys.setprofile
-    return _package(query, key, key)[1]
-'''
+    return _package(hidden, ids, pad_id)
+"""
 
-TRACE_BLIND = '''
+TRACE_BLIND = """
 import sys
 import torch
 
-def attention_weights(query, key):
+def masked_mean_pool(hidden, ids, pad_id=0):
     sys.settrace(None)            # the grader's watch traces with sys.settrace
     torch.allclose = lambda *a, **k: True
-    return torch.softmax(query @ key.transpose(-2, -1), dim=-1)
-'''
+    torch.equal = lambda *a, **k: True
+    return hidden.mean(dim=1)
+"""
 
-PIPES = '''
+PIPES = """
 import json, os
 forged = "".join(json.dumps(line) + "\\n" for line in (
     {"kind": "result", "exercise": key, "status": "correct", "message": "Correct!"}
@@ -307,28 +310,45 @@ while pid > 1 and _grading(pid):
     except OSError:
         break
 print("pipes reached:", reached)
-'''
+"""
+
+# Rebinding the answer between its cell and its check cell, in ways no static slice of "the cells the answer needs"
+# sees: the grade must be what the learner's own check cell printed.
+REBINDINGS = {
+    "globals": 'globals()["masked_mean_pool"] = _other',
+    "exec": 'exec("masked_mean_pool = _other")',
+    "function": "def _swap():\n    global masked_mean_pool\n    masked_mean_pool = _other\n\n\n_swap()",
+}
+
+
+def rebinding_notebook(how: str, answer: str, other: str):
+    """Lesson 05 solved, with q2's ``answer`` and, just above q2's check cell, a cell that defines ``other`` as
+    ``_other`` and rebinds ``masked_mean_pool`` to it the ``how`` way."""
+    notebook = small_notebook("05", {**solutions("05"), "q2": answer})
+    cell = other.replace("def masked_mean_pool", "def _other") + "\n\n" + REBINDINGS[how]
+    notebook.cells.insert(check_cell_of(notebook, "q2"), nbformat.v4.new_code_cell(cell))
+    return notebook
 
 
 def attack_notebooks(folder: Path, search: str) -> dict[str, dict[str, str]]:
     """Write every attack as ``folder/<name>/NN.ipynb``; return, per attack, the status each exercise must get at
-    best (``q1`` of lesson 03 is wrong in all of them: anything but ``correct`` is fine there)."""
+    best (``q2`` of lesson 05 is wrong in all of them: anything but ``correct`` is fine there)."""
     def save(name: str, notebook) -> None:
         (folder / name).mkdir(parents=True)
         nbformat.write(notebook, folder / name / f"{notebook_lesson(notebook)}.ipynb")
 
-    def with_q1(code: str):
-        return small_notebook("03", {**solutions("03"), "q1": code})
+    def with_q2(code: str):
+        return small_notebook("05", {**solutions("05"), "q2": code})
 
     attacks = {"function_mode": FUNCTION_MODE, "dispatch_mode": DISPATCH_MODE, "self_restoring": SELF_RESTORING,
                "tensor_subclass": TENSOR_SUBCLASS, "gc_reach": GC_REACH, "json_module": JSON_MODULE,
                "builtins": BUILTINS, "thread": THREAD, "profile_blind": PROFILE_BLIND, "trace_blind": TRACE_BLIND}
     for name, code in attacks.items():
-        save(name, with_q1(code))
+        save(name, with_q2(code))
     for name, cell in (("connection_file", connection_file_attack([search])), ("pipes", PIPES)):
-        notebook = with_q1(WRONG_Q1)
-        notebook.cells.insert(1, nbformat.v4.new_code_cell(cell))
+        notebook = with_q2(WRONG_Q2)   # a cell of its own, after q1's check
+        notebook.cells.insert(check_cell_of(notebook, "q1") + 1, nbformat.v4.new_code_cell(cell))
         save(name, notebook)
-    save("int_subclass", small_notebook("04", {**solutions("04"), "q1": INT_SUBCLASS}))
-    return {name: {"lesson03.q1": "not correct"} for name in [*attacks, "connection_file", "pipes"]} | {
-        "int_subclass": {"lesson04.q1": "not correct"}}
+    save("int_subclass", small_notebook("09", {**solutions("09"), "q4": INT_SUBCLASS}))
+    return {name: {"lesson05.q2": "not correct"} for name in [*attacks, "connection_file", "pipes"]} | {
+        "int_subclass": {"lesson09.q4": "not correct"}}

@@ -100,21 +100,21 @@ def test_exercise_cells_are_cleared_and_the_rest_kept(student_edition):
 
 
 def test_student_package_withholds_solutions_but_hints_and_checks_work(student_edition):
-    code = ("from course_utils.exercises import lesson03\n"
-            "q1 = lesson03.q1.bind(globals())\n"
-            "q1.solution()\nq1.hint()\nq1.check()\n"
-            "import math, torch\n"
-            "def attention_weights(q, k):\n"
-            "    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)), dim=-1)\n"
-            "q1.check()\n")
+    code = ("from course_utils.exercises import lesson05\n"
+            "q2 = lesson05.q2.bind(globals())\n"
+            "q2.solution()\nq2.hint()\nq2.check()\n"
+            "def masked_mean_pool(hidden, ids, pad_id=0):\n"
+            "    real = (ids != pad_id).to(hidden.dtype)\n"
+            "    return (hidden * real[..., None]).sum(1) / real.sum(1, keepdim=True).clamp(min=1)\n"
+            "q2.check()\n")
     env = {**os.environ, "PYTHONPATH": str(student_edition)}
     printed = subprocess.run([sys.executable, "-c", code], cwd=student_edition, env=env, capture_output=True,
                              text=True, check=True).stdout
-    from course_utils.exercises import lesson03
-    assert printed.splitlines() == [f"📖 Solution ({lesson03.q1.name}):", WITHHELD,
-                                    f"💡 Hint 1 ({lesson03.q1.name}): {lesson03.q1.hints[0]}  (More: .hint(2).)",
-                                    f"✍️ {lesson03.q1.name}: {lesson03.q1.evaluate({}).message}",
-                                    f"✅ {lesson03.q1.name}: Correct!"]
+    from course_utils.exercises.lesson05 import q2
+    assert printed.splitlines() == [f"📖 Solution ({q2.name}):", WITHHELD,
+                                    f"💡 Hint 1 ({q2.name}): {q2.hints[0]}  (More: .hint(2).)",
+                                    f"✍️ {q2.name}: {q2.evaluate({}).message}",
+                                    f"✅ {q2.name}: Correct!"]
 
 
 def test_student_edition_runs_its_own_tests(student_edition):

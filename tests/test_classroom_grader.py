@@ -29,17 +29,14 @@ def stopped(status: str, cell: int, first_line: str, why: str) -> tuple[str, str
                     f"{why}.")
 
 
-LESSON03_MISTAKES = {  # wrong answers written here, for the tampering cases
-    "q1": "def attention_weights(query, key):\n    return torch.softmax(query @ key.transpose(-2, -1), dim=-1)\n",
-    "q2": ("def masked_weights(query, key, mask):\n"
-           "    scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))\n"
-           "    return torch.softmax(scores.masked_fill(~mask, float('-inf')), dim=-1)\n"),
+LESSON05_MISTAKES = {  # wrong answers written here, for the tampering cases
+    "q1": "def p_token_present(vocab_size, seq_len):\n    return seq_len / vocab_size\n",
+    "q2": "def masked_mean_pool(hidden, ids, pad_id=0):\n    return hidden.mean(dim=1)\n",
 }
 EVALUATE_REPLACED = ("the notebook replaced `course_utils.exercises.core.Exercise.evaluate`, which the checks rely "
                      "on; remove the code that assigns to it (grading needs PyTorch's and the course's own functions).")
 TORCH_REPLACED = EVALUATE_REPLACED.replace("`course_utils.exercises.core.Exercise.evaluate`", "`torch.allclose`")
 PROCESS_STOPPED = "the notebook's process stopped (the code exited Python, crashed or ran out of memory)"
-WRONG_COUNT_PAIRS = "def count_pairs(ids):\n    return {pair: 1 for pair in zip(ids, ids[1:])}\n"
 
 
 def build_class(folder: Path) -> dict[str, dict[str, tuple[str, str]]]:
@@ -50,36 +47,34 @@ def build_class(folder: Path) -> dict[str, dict[str, tuple[str, str]]]:
         (folder / name).mkdir(parents=True)
         nbformat.write(notebook, folder / name / f"{notebook_lesson(notebook)}.ipynb")
 
-    save("solved", small_notebook("03", solutions("03")))
-    want["solved"] = expected("03", solutions("03"))
+    save("solved", small_notebook("05", solutions("05")))
+    want["solved"] = expected("05", solutions("05"))
 
-    blank = small_notebook("03")
+    blank = small_notebook("05")
     save("blank", blank)
-    want["blank"] = expected("03", {key: blank.cells[cell_of(blank, key)].source for key in lesson_exercises("03")})
+    want["blank"] = expected("05", {key: blank.cells[cell_of(blank, key)].source for key in lesson_exercises("05")})
 
-    want["typical"] = save_catalogue_notebook(folder, "typical", "03")  # the other lessons: the slow test
+    want["typical"] = save_catalogue_notebook(folder, "typical", "05")  # the other lessons: the slow test
 
-    # lesson 01: printed success, the package's own block, a rebound check, a notebook that exits Python
-    printer = small_notebook("01", {"q1": WRONG_COUNT_PAIRS + 'print("✅ Count adjacent pairs: Correct!")\n',
-                                    "q2": "from course_utils.tokenization import merge_pair\n",
+    # lesson 05: printed success, a rebound check with a stored ✅ output, a notebook that exits Python
+    printer = small_notebook("05", {"q1": LESSON05_MISTAKES["q1"] + 'print("✅ Probability of presence: Correct!")\n',
                                     "q4": "import os\nos._exit(0)\n"})
-    q3_check = check_cell_of(printer, "q3")
-    printer.cells[q3_check].outputs = [nbformat.v4.new_output("stream", name="stdout",
-                                                              text="✅ Pad a batch and build its mask: Correct!\n")]
-    printer.cells.insert(q3_check, nbformat.v4.new_code_cell('q3.check = lambda: print("✅ Correct!")'))
+    q2_check = check_cell_of(printer, "q2")
+    printer.cells[q2_check].outputs = [nbformat.v4.new_output("stream", name="stdout", text="✅ Correct!\n")]
+    printer.cells.insert(q2_check, nbformat.v4.new_code_cell('q2.check = lambda: print("✅ Correct!")'))
     save("printer", printer)
-    exercises01 = lesson_exercises("01")
+    exercises05 = lesson_exercises("05")
     want["printer"] = {
-        "lesson01.q1": ("incorrect", exercises01["q1"].evaluate_code(WRONG_COUNT_PAIRS, PRELUDE).message),
-        "lesson01.q2": ("incorrect", "course_utils.tokenization.merge_pair"),  # the checker or the grader says so
-        "lesson01.q3": ("not attempted", exercises01["q3"].evaluate({}).message),
-        "lesson01.q4": stopped("error", cell_of(printer, "q4") + 1, "import os", PROCESS_STOPPED),
+        "lesson05.q1": ("incorrect", exercises05["q1"].evaluate_code(LESSON05_MISTAKES["q1"], PRELUDE).message),
+        **{f"lesson05.{key}": ("not attempted", exercises05[key].evaluate_code(
+            printer.cells[cell_of(printer, key)].source, PRELUDE).message) for key in ("q2", "q3")},
+        "lesson05.q4": stopped("error", cell_of(printer, "q4") + 1, "import os", PROCESS_STOPPED),
     }
 
-    # lesson 03, cells deleted and moved: q1's answer deleted; q2's check deleted (graded at the end); q3's check
-    # moved above its answer; q4's answer and check moved to the top, before q4 is even bound; and a cell that asks
-    # for more memory than the cap
-    shuffled = small_notebook("03", solutions("03"))
+    # lesson 05, cells deleted and moved: q1's answer deleted; q2's check deleted (graded at the end); q3's check
+    # moved above its answer; q4's answer and check moved to the top, before lesson05 is even imported; and a cell
+    # that asks for more memory than the cap
+    shuffled = small_notebook("05", solutions("05"))
     cells = shuffled.cells
     q4_cells = [cells[cell_of(shuffled, "q4")], cells[check_cell_of(shuffled, "q4")]]
     q3_answer, q3_check = cells[cell_of(shuffled, "q3")], cells[check_cell_of(shuffled, "q3")]
@@ -90,27 +85,27 @@ def build_class(folder: Path) -> dict[str, dict[str, tuple[str, str]]]:
     memory_hog = nbformat.v4.new_code_cell("hog = bytearray(8 * 2**30)  # twice the cap")
     shuffled.cells = rest[:1] + [memory_hog] + q4_cells + rest[1:]
     save("shuffler", shuffled)
-    exercises03 = lesson_exercises("03")
-    want["shuffler"] = {**expected("03", solutions("03")),
-                        "lesson03.q1": ("not attempted", exercises03["q1"].evaluate({}).message),
-                        "lesson03.q3": ("not attempted", exercises03["q3"].evaluate({}).message)}
+    want["shuffler"] = {**expected("05", solutions("05")),
+                        "lesson05.q1": ("not attempted", exercises05["q1"].evaluate({}).message),
+                        "lesson05.q3": ("not attempted", exercises05["q3"].evaluate({}).message)}
 
-    # lesson 03: a checker replaced in a cell of its own, Exercise.evaluate replaced in an answer cell, torch patched.
-    # Each exercise is evaluated with the cells its own answer needs: q2's patch reaches only q2; q3's cell patches
-    # torch, which q5's answer cell reads (it is kept in q5's slice), but q4's answer needs neither
-    patcher = small_notebook("03", {
-        **solutions("03"),
-        "q1": LESSON03_MISTAKES["q1"],
-        "q2": LESSON03_MISTAKES["q2"] + "from course_utils.exercises.core import Exercise, Result\n"
+    # lesson 05: a checker replaced in a cell of its own, Exercise.evaluate replaced in an answer cell, torch patched.
+    # What a cell the answer needs replaced makes the exercise an error, named; what any other cell replaced is put
+    # back before the check: q1 is graded as it is, and q3 and q4 (which need q3's cell, through `torch`) are not
+    # blamed for q2's Exercise.evaluate
+    patcher = small_notebook("05", {
+        **solutions("05"),
+        "q1": LESSON05_MISTAKES["q1"],
+        "q2": LESSON05_MISTAKES["q2"] + "from course_utils.exercises.core import Exercise, Result\n"
                                         "Exercise.evaluate = lambda self, namespace: Result('correct', 'Correct!')\n",
-        "q3": solutions("03")["q3"] + "torch.allclose = lambda *args, **kwargs: True\n"})
+        "q3": solutions("05")["q3"] + "torch.allclose = lambda *args, **kwargs: True\n"})
     patcher.cells.insert(cell_of(patcher, "q1"), nbformat.v4.new_code_cell(
-        "lesson03.check_attention_weights = lambda namespace: None"))
+        "lesson05.check_p_token_present = lambda namespace: None"))
     save("patcher", patcher)
-    q1_verdict = exercises03["q1"].evaluate_code(LESSON03_MISTAKES["q1"], PRELUDE)
-    want["patcher"] = {"lesson03.q1": (q1_verdict.status, q1_verdict.message),
-                       "lesson03.q2": ("error", EVALUATE_REPLACED), "lesson03.q3": ("error", TORCH_REPLACED),
-                       "lesson03.q4": ("correct", "Correct!"), "lesson03.q5": ("error", TORCH_REPLACED)}
+    q1_verdict = exercises05["q1"].evaluate_code(LESSON05_MISTAKES["q1"], PRELUDE)
+    want["patcher"] = {"lesson05.q1": (q1_verdict.status, q1_verdict.message),
+                       "lesson05.q2": ("error", EVALUATE_REPLACED), "lesson05.q3": ("error", TORCH_REPLACED),
+                       "lesson05.q4": ("error", TORCH_REPLACED)}
 
     (folder / "broken.ipynb").write_text('{"cells": [', encoding="utf-8")
     stranger = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('hello')")])
@@ -137,7 +132,7 @@ def graded_class(tmp_path_factory):
 def test_csv_has_the_documented_columns_and_one_row_per_exercise(graded_class):
     assert graded_class["header"] == ["submission", "notebook", "exercise", "status", "message"]
     assert {row[3] for row in graded_class["rows"]} <= {"correct", "incorrect", "not attempted", "error", "timeout"}
-    assert [row[1] for row in graded_class["rows"] if row[0] == "solved"] == ["03.ipynb"] * len(lesson_exercises("03"))
+    assert [row[1] for row in graded_class["rows"] if row[0] == "solved"] == ["05.ipynb"] * len(lesson_exercises("05"))
 
 
 @pytest.mark.parametrize("student", ["solved", "blank"])
@@ -150,11 +145,13 @@ def test_one_catalogued_mistake_per_exercise_is_incorrect(graded_class):
     assert {status for status, _ in graded_class["got"]["typical"].values()} == {"incorrect"}
 
 
-def test_printed_success_package_block_rebound_check_and_exiting_python(graded_class):
-    got, want = dict(graded_class["got"]["printer"]), dict(graded_class["want"]["printer"])
-    (status, message), (want_status, names) = got.pop("lesson01.q2"), want.pop("lesson01.q2")
-    assert got == want
-    assert status == want_status and names in message and "your own" in message
+def test_printed_success_rebound_check_and_exiting_python(graded_class):
+    assert graded_class["got"]["printer"] == graded_class["want"]["printer"]
+
+
+def test_the_package_block_is_not_the_learners_own(graded_class):
+    status, message = graded_class["got"]["typical"]["lesson05.q4"]   # the catalogue's q4: the package's loop
+    assert status == "incorrect" and "course_utils.training.train_one_epoch" in message and "your own" in message
 
 
 def test_deleted_and_moved_exercise_cells_and_a_memory_hog(graded_class):
@@ -169,13 +166,13 @@ def test_replaced_checker_evaluate_and_torch(graded_class):
 
 def test_endless_loop_times_out(tmp_path):
     """A first cell that never ends: every exercise after it is ``timeout`` (a 3 s cell limit keeps this short)."""
-    looper = small_notebook("03", solutions("03"))
+    looper = small_notebook("05", solutions("05"))
     looper.cells.insert(0, nbformat.v4.new_code_cell("while True:\n    pass"))
     nbformat.write(looper, tmp_path / "looper.ipynb")
     graded = grade_notebook(tmp_path / "looper.ipynb", "looper", "looper.ipynb", Limits(cell_seconds=3))
     loop_stop = stopped("timeout", 1, "while True:", "it ran past the 3 s limit of one cell")
     assert [(row.exercise, row.status, row.message) for row in graded.rows] == [
-        (f"lesson03.{key}", *loop_stop) for key in lesson_exercises("03")]
+        (f"lesson05.{key}", *loop_stop) for key in lesson_exercises("05")]
 
 
 def test_invalid_json_and_foreign_notebooks_get_one_error_row(graded_class):
@@ -187,16 +184,16 @@ def test_invalid_json_and_foreign_notebooks_get_one_error_row(graded_class):
 
 def test_no_tampered_notebook_earns_correct_for_a_wrong_or_missing_answer(graded_class):
     got = graded_class["got"]
-    assert got["printer"]["lesson01.q1"][0] != "correct" and got["patcher"]["lesson03.q2"][0] != "correct"
+    assert got["printer"]["lesson05.q1"][0] != "correct" and got["patcher"]["lesson05.q2"][0] != "correct"
 
 
 def test_feedback_page_per_student_with_messages_and_hints(graded_class):
     pages = sorted(path.stem for path in graded_class["feedback"].glob("*.md"))
     assert pages == sorted(graded_class["got"])
     page = (graded_class["feedback"] / "typical.md").read_text(encoding="utf-8")
-    q1 = lesson_exercises("03")["q1"]  # answered with a catalogued mistake
-    assert f"0 of {len(lesson_exercises('03'))} exercises correct." in page
-    assert graded_class["want"]["typical"]["lesson03.q1"][1] in page and q1.hint in page
+    q1 = lesson_exercises("05")["q1"]  # answered with a catalogued mistake
+    assert f"0 of {len(lesson_exercises('05'))} exercises correct." in page
+    assert graded_class["want"]["typical"]["lesson05.q1"][1] in page and q1.hint in page
 
 
 
@@ -222,8 +219,8 @@ def test_checks_draw_from_the_seed_of_the_grading_call_not_of_the_host(tmp_path,
     for seed in ("11", "12"):
         monkeypatch.setenv("COURSE_CHECK_SEED", seed)
         folder = tmp_path / seed
-        want = save_catalogue_notebook(folder, "mistakes", "03")
-        graded = grade_notebook(folder / "mistakes" / "03.ipynb", "mistakes", "03.ipynb")
+        want = save_catalogue_notebook(folder, "mistakes", "05")
+        graded = grade_notebook(folder / "mistakes" / "05.ipynb", "mistakes", "05.ipynb")
         assert {row.exercise: (row.status, row.message) for row in graded.rows} == want
         messages.append(want)
     assert messages[0] != messages[1]          # the two seeds draw other inputs

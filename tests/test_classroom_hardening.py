@@ -16,6 +16,7 @@ import pytest
 from course_utils.classroom import grader, host, report
 from course_utils.classroom.cells import parse_cell, program_slice
 from course_utils.classroom.grader import ERROR, GradedNotebook, Row
+from course_utils.classroom.withheld import withheld_package_root
 
 
 def course_notebook(lesson: str = "03"):
@@ -137,21 +138,21 @@ def test_the_processes_that_run_learner_code_have_no_solution_to_give(tmp_path):
     from course_utils.classroom.cells import lesson_exercises
 
     def cheat(key: str) -> str:
-        exercise = lesson_exercises("03")[key]
-        return ("from course_utils.exercises import lesson03 as _l\n"
+        exercise = lesson_exercises("05")[key]
+        return ("from course_utils.exercises import lesson05 as _l\n"
                 f"_s = _l.{key}.run_solution(globals())\n"
                 + "".join(f"{name} = _s[{name!r}]\n" for name in exercise.variables))
 
-    notebook = small_notebook("03", {key: cheat(key) for key in lesson_exercises("03")})
+    notebook = small_notebook("05", {key: cheat(key) for key in lesson_exercises("05")})
     path = tmp_path / "cheat.ipynb"
     nbformat.write(notebook, path)
     graded = grader.grade_notebook(path, "cheat", path.name)
     assert [row.status for row in graded.rows] and not any(row.status == "correct" for row in graded.rows)
-    root = grader.withheld_package_root()
+    root = withheld_package_root()
     assert not (root / "course_utils" / "exercises" / "solutions").exists()
-    from course_utils.exercises import lesson04
+    from course_utils.exercises import lesson05, lesson09
     sources = [path.read_text(encoding="utf-8") for path in root.rglob("*.py")]
-    for exercise in (lesson04.q4, lesson04.q5):
+    for exercise in (lesson05.q4, lesson09.q5):
         definition = exercise.solution.split("\n\n\n")[-1].strip()  # the class the learner must write
         assert not any(definition in source for source in sources)
 
@@ -196,7 +197,7 @@ ESCAPES = {  # each starts a process meant to outlive grading: it writes its mar
     "setsid_double_fork": ("if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        late('{marker}')\n"
                            "    os._exit(0)\n"),
     "popen_new_session_clean_environment": (
-        "subprocess.Popen([sys.executable, '-c', WAIT + 'late({marker!r})'], env={{}},"
+        "subprocess.Popen([sys.executable, '-c', WAIT + 'late(%r)' % {marker!r}], env={{}},"
         " start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"),
 }
 WAIT = ("import os, time\n"
@@ -212,20 +213,28 @@ LATE = f"import subprocess, sys\nWAIT = {WAIT!r}\n{WAIT}"
 
 def test_no_process_a_submission_starts_outlives_its_grading(tmp_path):
     """A fork, a daemon that forks twice and leaves its session (setsid), a subprocess in a new session with an
-    empty environment — started both in a cell of their own (the run) and in the answer cell (its evaluation): all
-    are gone when the notebook is graded (the notebook process is their subreaper and ends its whole tree)."""
+    empty environment — started both in a cell of their own (the run) and in the answer itself while it is checked
+    (its evaluation): all are gone when the notebook is graded (the notebook process is their subreaper and ends its
+    whole tree)."""
+    from classroom_helpers import check_cell_of as check_cell_of_key
     from classroom_helpers import small_notebook, solutions
 
     markers = {f"{name}_{where}": tmp_path / f"{name}_{where}.txt" for name in ESCAPES for where in ("run", "answer")}
     spawn = {where: LATE + "".join(code.format(marker=str(markers[f"{name}_{where}"]))
                                    for name, code in ESCAPES.items())
              for where in ("run", "answer")}
-    notebook = small_notebook("03", {**solutions("03"), "q1": solutions("03")["q1"] + spawn["answer"]})
-    notebook.cells.insert(1, nbformat.v4.new_code_cell(spawn["run"]))
-    nbformat.write(notebook, tmp_path / "03.ipynb")
-    graded = grader.grade_notebook(tmp_path / "03.ipynb", "spawner", "03.ipynb")
+    spawning_answer = solutions("05")["q1"].replace(   # spawns on its first call, in the run and in the check
+        "def p_token_present(vocab_size, seq_len):\n",
+        "def p_token_present(vocab_size, seq_len):\n    if not _spawned:\n        _spawned.append(1)\n"
+        "        _spawn()\n") + "\n\n_spawned = []\n\n\ndef _spawn():\n" + "".join(
+        "    " + line + "\n" for line in spawn["answer"].splitlines())
+    notebook = small_notebook("05", {**solutions("05"), "q1": spawning_answer})
+    notebook.cells.insert(check_cell_of_key(notebook, "q1") + 1, nbformat.v4.new_code_cell(spawn["run"]))
+    nbformat.write(notebook, tmp_path / "05.ipynb")
+    graded = grader.grade_notebook(tmp_path / "05.ipynb", "spawner", "05.ipynb")
     statuses = {row.exercise: row.status for row in graded.rows}
-    assert statuses["lesson03.q3"] == statuses["lesson03.q4"] == "correct"   # (q1's cell reaches into `os`)
+    assert statuses["lesson05.q1"] == "error"   # right, but its cell reaches into `os`
+    assert statuses["lesson05.q2"] == "error"   # right, but a cell above its check reaches into `os`
     (tmp_path / "go").write_text("go")
     time.sleep(2)
     assert sorted(path.name for path in markers.values() if path.exists()) == []
@@ -352,7 +361,7 @@ def test_a_module_planted_in_the_course_copy_is_never_imported(tmp_path):
         errors = [error for error in graded.cell_errors if "ImportError" in error]
         assert len(errors) == 2 and all("new modules from the course's folder" in error for error in errors)
     finally:
-        planted = grader.withheld_package_root() / "planted_by_a_notebook.py"
+        planted = withheld_package_root() / "planted_by_a_notebook.py"
         if planted.exists():
             planted.unlink()
 
@@ -389,3 +398,26 @@ def test_files_of_every_odd_shape_get_their_own_rows_and_the_class_is_still_grad
     out = tmp_path / "grades.csv"
     report.write_csv(list(graded.values()), out)
     assert len(list(csv.reader(out.open(encoding="utf-8")))) == 1 + sum(len(g.rows) for g in graded.values())
+
+
+def test_teacher_only_material_is_named_once_for_the_edition_the_grader_and_the_container(tmp_path):
+    """One list (course_utils/classroom/withheld.py): the student edition leaves it out, the grader's copy of the
+    package has none of it, the container's recipe locks it away."""
+    from course_utils.classroom import withheld
+
+    for path in ("course_utils/exercises/solutions", "course_utils/exercises/solutions/lesson05.py",
+                 "tests/mistakes/lesson05.py", "tests/classroom_helpers.py"):
+        assert withheld.teacher_only(path) and withheld.left_out_of_student_edition(path), path
+    for path in ("course_utils/exercises/lesson05.py", "course_utils/classroom/grader.py", "tests/test_attention.py"):
+        assert not withheld.teacher_only(path), path
+    assert withheld.left_out_of_student_edition("course_utils/classroom/grader.py")
+    assert not withheld.left_out_of_student_edition("course_utils/classroom/sandbox/sitecustomize.py")
+    copy = withheld_package_root() / "course_utils"
+    assert (copy / "exercises" / "lesson05.py").exists() and not (copy / "exercises" / "solutions").exists()
+    (tmp_path / "course_utils" / "exercises" / "solutions").mkdir(parents=True)
+    (tmp_path / "course_utils" / "exercises" / "solutions" / "lesson05.py").write_text("answer = 1\n")
+    (tmp_path / "course_utils" / "exercises" / "lesson05.py").write_text("q1 = 1\n")
+    assert sorted(withheld.lock_away(tmp_path)) == ["course_utils/exercises/solutions",
+                                                    "course_utils/exercises/solutions/lesson05.py"]
+    assert os.stat(tmp_path / "course_utils" / "exercises" / "solutions" / "lesson05.py").st_mode & 0o077 == 0
+    assert os.stat(tmp_path / "course_utils" / "exercises" / "lesson05.py").st_mode & 0o044 == 0o044

@@ -58,6 +58,10 @@ def test_the_attacks_reach_in(attack):
     ("f = getattr", "`getattr` with a computed or special name"),
     ("getattr(torch, name)", "`getattr` with a computed or special name"),
     ("x = globals()", "`globals()`"),
+    ("globals()[name] = f", "`globals()`"),
+    ("globals()['__builtins__']", "`globals()`"),
+    ("globals()['get_ipython']().user_ns", "`globals()`"),
+    ("globals()['gc'].get_objects()", "`globals()`"),
     ("torch.__dict__['allclose'] = f", "`torch.__dict__`"),
     ("vars(torch)['allclose'] = f", "`vars`"),
     ("m.__dict__['x'] = f", "`.__dict__`"),
@@ -79,6 +83,7 @@ def test_each_way_in_is_named(code, found):
     "q1 = lesson03.q1.bind(globals())", "getattr(model.embedding, 'weight')", "setattr(self, name, layer)",
     "name = type(self).__name__", "super().__init__()", "%config InlineBackend.figure_format = 'png'",
     "%time y = torch.ones(3)", "torch.load(path)", "if __name__ == '__main__':\n    pass", "x = (",
+    "globals()['masked_mean_pool'] = other", "f = globals()['f']",
 ])
 def test_ordinary_code_is_not_flagged(code):
     assert reaching_in(code) == []

@@ -54,9 +54,9 @@ RUN mkdir -p /opt/course-cache \
  && chmod -R a+rX /opt/course-cache
 
 # Everything readable by the notebooks' user (Python, the installed packages, the course), nothing writable; the
-# solutions readable by root only.
+# answers (course_utils/classroom/withheld.py names them) readable by root only.
 RUN chmod -R a+rX,go-w /course /usr/local \
- && chmod -R go-rwx /course/course_utils/exercises/solutions
+ && python -c "from course_utils.classroom.withheld import lock_away; lock_away('/course')"
 
 ENTRYPOINT ["python", "-m", "course_utils.classroom", "grade", "--as-user", "10000"]
 CMD ["--help"]

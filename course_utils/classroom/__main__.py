@@ -34,7 +34,7 @@ def parser() -> argparse.ArgumentParser:
                                   description="Copy the course to OUT_DIR with every exercise filled in with its "
                                               "solution and executed (every check must print ✅), plus "
                                               "teaching_notes/lessonNN.md (a 90-minute plan per sitting, the "
-                                              "misconceptions the checks catch most, discussion questions with "
+                                              "misconceptions the checks catch, discussion questions with "
                                               "model answers) and syllabus.md (ten weeks). Executing all eleven "
                                               "notebooks takes several minutes on a laptop CPU.")
     teacher.add_argument("out_dir", type=Path, metavar="OUT_DIR", help="a new or empty folder")

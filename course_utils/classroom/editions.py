@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import ast
-import fnmatch
 import shutil
 import subprocess
 from pathlib import Path
@@ -27,13 +26,9 @@ from course_utils.exercises.core import Exercise
 
 from .cells import answer_cells, check_points, checked_exercises, lesson_exercises, notebook_lesson
 from .grader import Limits, kernel_environment
+from .withheld import left_out_of_student_edition
 
 COURSE_ROOT = Path(course_utils.__file__).resolve().parent.parent
-STUDENT_EXCLUDED = ("tests/test_exercise*.py", "tests/classroom_helpers.py",
-                    "tests/mistakes/*", "course_utils/exercises/solutions/*",
-                    "tests/test_classroom*.py", "course_utils/classroom/*", "TEACHING.md", "SECURITY.md")
-STUDENT_KEPT = ("course_utils/classroom/__init__.py", "course_utils/classroom/sandbox/*")  # the offline guard the
-# edition's own test run loads (conftest.py), not the grading tools
 TEACHING_SECTION = "## Teaching with this course"  # the README section of the classroom kit: not for students
 SKIPPED_DIRECTORIES = {".git", ".venv", "__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".hypothesis"}
 EXECUTION_LIMITS = Limits(notebook_seconds=1800)  # execute_notebook's default
@@ -136,8 +131,7 @@ def build_student_edition(out_dir: Path, lessons: set[str] | None = None, root: 
     _prepare_out_dir(out_dir)
     written = []
     for path in course_files(root):
-        if any(fnmatch.fnmatch(path, pattern) for pattern in STUDENT_EXCLUDED) \
-                and not any(fnmatch.fnmatch(path, pattern) for pattern in STUDENT_KEPT):
+        if left_out_of_student_edition(path):   # the answers and the classroom kit (see .withheld)
             continue
         if not _selected_notebook(path, root, lessons):
             continue

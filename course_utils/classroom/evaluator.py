@@ -2,29 +2,35 @@
 
 The grader starts the host once per grading run (:mod:`.host`), as a fresh Python (``python -I -S``: no
 ``PYTHONPATH``, no ``site``, no ``.pth`` file runs) that imports PyTorch, IPython and the whole course (the copy
-without solutions), takes the snapshots of :mod:`.guard`, and then never runs learner code itself. Per notebook it
-forks::
+without the answers, :mod:`.withheld`), takes the snapshots of :mod:`.guard`, and then never runs learner code itself.
+Per notebook it forks::
 
     host (one per grading run; never runs learner code; subreaper)
     └── notebook process (one per notebook: reads its job, runs nothing of the learner's itself; subreaper,
         │                 undumpable, optionally its own user id; reports to the grader on a pipe no learner
         │                 process holds)
         ├── the run: every code cell top to bottom, in IPython — how far the notebook gets, and its errors
-        └── one evaluation per exercise, one after another: a fresh copy of the clean host, the cells its answer
-            needs (and nothing else), then the guarded check (:class:`~.guard.Guard`)
+        └── one evaluation per exercise: a fork of the run taken where the exercise's check cell is about to run
+            (its namespace exactly as the learner's check saw it), then the guarded check (:class:`~.guard.Guard`)
 
 Every learner process starts with its outputs sent to ``/dev/null`` (nothing it prints reaches the grader, however
-large), its memory capped, every file descriptor closed but its own progress pipe, and from a state in which no
-learner code has run: nothing one evaluation, the run or an earlier notebook did can reach the next. The notebook
-process watches the time of each cell and check, kills what runs over, and ends every process below it (see
-:mod:`.processes`) before it reports ``done``.
+large), its memory capped, every file descriptor closed but its own channels, and from a state in which no learner
+code has run: nothing a notebook did reaches the next. The run watches, after each cell, what the cell replaced in
+the core modules (:mod:`.integrity`); an evaluation refuses to check where a cell its answer needs
+(:func:`~.cells.program_slice`) replaced something the checks rely on, and puts back whatever the other cells
+replaced. The notebook process watches the time of each cell and check, kills what runs over, and ends every process
+below it (see :mod:`.processes`) before it reports ``done``.
 
 Progress lines from a learner process (``s 3`` a cell starts, ``e 3 NameError: …`` it failed, ``f`` the run is
 finished, ``k`` the check starts, ``r {json}`` its result) are read in bounded amounts; they can only be about that
-process's own notebook, and a result line is accepted only once, after ``k``.
+process's own notebook, and a result line is accepted only once, after ``k``. An evaluation's progress pipe is made
+at its check point and handed to the notebook process over a socket of the run's (``h q1 <pid>`` with the pipe's
+read end): the run closes its copy before the next cell runs, so no later cell can write into it, and only the first
+hand-over of each exercise counts.
 """
 from __future__ import annotations
 
+import array
 import importlib
 import json
 import operator
@@ -46,6 +52,8 @@ MESSAGE_LIMIT = 4000          # characters of one message passed on
 CELL_ERROR_LIMIT = 300        # characters of one cell's error, for the feedback
 PROGRESS_LIMIT = 1 << 20      # bytes of progress read from one learner process; the rest is read and dropped
 JOB_LIMIT = 256 << 20         # bytes of one notebook's job
+HANDOVER_LIMIT = 256           # bytes of one hand-over message
+FD_SIZE = array.array("i").itemsize
 PRELOADED = ("time", "pathlib", "json", "os", "inspect", "tempfile", "copy", "collections", "textwrap", "warnings",
              "itertools", "functools", "random", "string", "re", "dataclasses", "typing", "statistics", "regex",
              "matplotlib", "matplotlib.pyplot", "matplotlib.colors", "IPython.display", "torch.nn.utils",
@@ -122,7 +130,7 @@ def _setup():
 
     import course_utils
     for module in pkgutil.walk_packages(course_utils.__path__, "course_utils.", onerror=lambda name: None):
-        if not module.name.startswith(NOT_PRELOADED) and ".solutions" not in module.name:
+        if not module.name.startswith(NOT_PRELOADED):   # (the copy has no answers to import: see .withheld)
             try:
                 importlib.import_module(module.name)
             except Exception as failure:  # noqa: BLE001 - a broken module fails the checks that need it, not all
@@ -237,46 +245,88 @@ def _notebook_process(job_fd: int, report_fd: int, shell, guard) -> None:
     report(kind="started", pid=os.getpid())
     limits = job["limits"]
     cell_seconds, notebook_seconds = limits["cell_seconds"], limits["notebook_seconds"]
-    run = _fork(_run_notebook, "run", report_fd, job, shell, None, guard) if job.get("run", True) else None
-    pending = list(job["exercises"])
-    evaluation: _Child | None = None
-    evaluation_deadline = time.monotonic() + notebook_seconds
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    run = _fork(_run_notebook, "run", report_fd, job, shell, theirs.fileno(), guard)
+    theirs.close()
+    expected = {item["key"] for item in job["exercises"]}
+    handed: set[str] = set()
+    evaluations: list[_Child] = []
     run_deadline = time.monotonic() + notebook_seconds
-    while run or evaluation or pending:
-        if evaluation is None and pending:
-            item = pending.pop(0)
-            if time.monotonic() >= evaluation_deadline:
-                report(kind="result", exercise=item["key"], status=TIMEOUT, message=(
-                    f"not graded: the grader spent the notebook's {notebook_seconds:g} s re-running the cells "
-                    "the answers need before it reached this one."))
-                continue
-            evaluation = _fork(_evaluate_exercise, item["key"], report_fd, job, shell, item, guard)
-            evaluation.item = item
+    check_deadline = run_deadline + cell_seconds   # a check that starts at the end of the run gets its own time
+    listening = True
+    while run or evaluations:
         now = time.monotonic()
-        deadlines = []
+        deadlines = [min(check_deadline, child.cell_started + cell_seconds) for child in evaluations]
         if run:
             deadlines.append(min(run_deadline, run.cell_started + cell_seconds))
-        if evaluation:
-            deadlines.append(min(evaluation_deadline, evaluation.cell_started + cell_seconds))
-        watched = [child.fd for child in (run, evaluation) if child]
+        watched = [child.fd for child in [run, *evaluations] if child] + ([ours] if listening else [])
         ready, _, _ = select.select(watched, [], [], max(0.0, min(deadlines) - now))
-        for child in (run, evaluation):
+        if listening and ours in ready:
+            listening = _receive_handovers(ours, expected, handed, evaluations)
+        for child in [run, *evaluations]:
             if child and child.fd in ready:
                 for line in child.lines():
                     _progress(child, line, report, len(job["cells"]))
         now = time.monotonic()
         if run and (run.closed or run.finished or run.flooded or run.interfered
                     or now >= min(run_deadline, run.cell_started + cell_seconds)):
+            if listening:   # what the run handed over before it ended is waiting in the socket
+                _receive_handovers(ours, expected, handed, evaluations)
+                listening = False
             _end_run(run, report, now >= run_deadline, cell_seconds, notebook_seconds)
             run = None
-        if evaluation and (evaluation.closed or evaluation.result is not None or evaluation.flooded
-                           or evaluation.interfered
-                           or now >= min(evaluation_deadline, evaluation.cell_started + cell_seconds)):
-            _end_evaluation(evaluation, report, now >= evaluation_deadline, cell_seconds, notebook_seconds)
-            evaluation = None
-            _end_strays()
+        for evaluation in list(evaluations):
+            if (evaluation.closed or evaluation.result is not None or evaluation.flooded or evaluation.interfered
+                    or now >= min(check_deadline, evaluation.cell_started + cell_seconds)):
+                _end_evaluation(evaluation, report, now >= check_deadline, cell_seconds, notebook_seconds)
+                evaluations.remove(evaluation)
+                if listening:   # an evaluation handed over but not yet read is no stray
+                    listening = _receive_handovers(ours, expected, handed, evaluations)
+                _end_strays()
+    ours.close()
     end_tree(os.getpid())
     report(kind="done")
+
+
+def _receive_handovers(sock: socket.socket, expected: set[str], handed: set[str], evaluations: list) -> bool:
+    """Take every hand-over waiting in ``sock`` (``h q1 <pid>`` and the read end of that evaluation's progress
+    pipe); ``False`` once the socket is closed. Only the first hand-over of an exercise counts, and only for a
+    process below this one: a later one (or one that is not well formed) is dropped, its pipe closed."""
+    while True:
+        try:   # (socket.recv_fds would ignore MSG_DONTWAIT)
+            data, ancillary, _, _ = sock.recvmsg(HANDOVER_LIMIT, socket.CMSG_LEN(2 * FD_SIZE), socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        fds = [fd for level, kind, payload in ancillary if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS
+               for fd in array.array("i", payload[:len(payload) - len(payload) % FD_SIZE])]
+        if not data and not fds:
+            return False
+        parts = data.decode("ascii", "replace").split()
+        valid = (len(fds) == 1 and len(parts) == 3 and parts[0] == "h" and parts[1] in expected
+                 and parts[1] not in handed and parts[2].isdigit() and _below_me(int(parts[2])))
+        if not valid:
+            for fd in fds:
+                os.close(fd)
+            continue
+        handed.add(parts[1])
+        child = _Child(int(parts[2]), fds[0], parts[1])
+        _Running.pids.add(child.pid)
+        evaluations.append(child)
+
+
+def _below_me(pid: int) -> bool:
+    """Whether ``pid`` is a process below this one (an evaluation, under the run or already re-parented here)."""
+    table, me = process_table(), os.getpid()
+    for _ in range(64):
+        parent = table.get(pid)
+        if parent is None or parent <= 1:
+            return False
+        if parent == me:
+            return True
+        pid = parent
+    return False
 
 
 def _end_strays(keep=()) -> None:
@@ -292,14 +342,14 @@ class _Running:
     pids: set[int] = set()
 
 
-def _fork(target, what: str, report_fd: int, job: dict, shell, item, guard) -> _Child:
+def _fork(target, what: str, report_fd: int, job: dict, shell, handover_fd: int, guard) -> _Child:
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
             os.close(read_end)
-            _isolate(write_end, job)
-            target(write_end, job, shell, item, guard)
+            _isolate((write_end, handover_fd), job)
+            target(write_end, job, shell, handover_fd, guard)
         finally:
             os._exit(0)
     os.close(write_end)
@@ -307,13 +357,21 @@ def _fork(target, what: str, report_fd: int, job: dict, shell, item, guard) -> _
     return _Child(pid, read_end, what)
 
 
-def _isolate(keep_fd: int, job: dict) -> None:
-    """A learner process's start: outputs to ``/dev/null``, only its progress pipe open, memory capped."""
+def _close_all_but(keep: tuple[int, ...]) -> None:
+    """Close every file descriptor above 2 but ``keep``."""
+    start = 3
+    for fd in sorted(keep):
+        os.closerange(start, fd)
+        start = fd + 1
+    os.closerange(start, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+
+
+def _isolate(keep: tuple[int, ...], job: dict) -> None:
+    """A learner process's start: outputs to ``/dev/null``, only its own channels open, memory capped."""
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
-    os.closerange(3, keep_fd)
-    os.closerange(keep_fd + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    _close_all_but(keep)
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
         signal.signal(number, signal.SIG_DFL if number != signal.SIGINT else signal.default_int_handler)
     die_with_parent()
@@ -405,11 +463,10 @@ def _end_evaluation(child: _Child, report, notebook_time: bool, cell_seconds: fl
             (ERROR, "your code stopped Python while it was being checked (an exit, a crash or running out of "
                     "memory); ask your teacher to look at the notebook.")
     else:
-        why = ((f"the notebook ran past its {notebook_seconds:g} s limit" if notebook_time else
-                f"it ran past the {cell_seconds:g} s limit of one cell") if timed_out else
-               "the notebook's process stopped (the code exited Python, crashed or ran out of memory)")
         status, message = (TIMEOUT if timed_out else ERROR), (
-            f"not graded: while the grader re-ran the cells this answer needs, {why}.")
+            "not graded: the grader's check of this exercise stopped before it began ("
+            + ("it ran out of time" if timed_out else "its process stopped: the notebook's code exited Python, "
+               "crashed or ran out of memory") + "); ask your teacher to look at the notebook.")
     report(kind="result", exercise=key, status=status, message=message)
 
 
@@ -433,55 +490,125 @@ def _run_cell(shell, source: str) -> str:
     return text if len(text) <= CELL_ERROR_LIMIT else text[:CELL_ERROR_LIMIT - 30] + " … (cut by the grader)"
 
 
-def _run_notebook(out: int, job: dict, shell, item, guard) -> None:
-    for index, source in enumerate(job["cells"]):
-        _send(out, f"s {index}")
-        error = _run_cell(shell, source)
-        if error:
-            _send(out, f"e {index} {error}")
-    _send(out, "f")
-
-
-GUARD_CHANGED = ("the notebook's code changed the grader's own guard{when} (its objects, or the code it runs); "
-                 "that is not a grade — ask your teacher to look at the notebook.")
-
-
-def _evaluate_exercise(out: int, job: dict, shell, item: dict, guard) -> None:
-    """The cells the answer needs, then the guarded check. What the verdict rests on is taken into this frame's
-    locals before the first cell runs (the learner's code cannot rebind them) and compared afterwards: the guard's
-    state (:func:`~.guard.guard_state`), the code of the functions that compare it, and the builtins, which are put
-    back first, without calling anything."""
+def _run_notebook(out: int, job: dict, shell, handover_fd: int, guard) -> None:
+    """Every cell top to bottom. Where an exercise's check cell is about to run (or after the last cell, for an
+    exercise whose check cell is gone), fork its evaluation (:func:`_hand_over`). What the verdicts rest on is taken
+    into this frame before the first cell runs, and after each cell the run notes which cell replaced what in the
+    core modules (``blame``)."""
     import builtins
 
     from .cells import lesson_exercises
     from .guard import Guard, guard_state
 
-    exercise = lesson_exercises(job["lesson"])[item["key"]]
     guard.remember_environment()
-    check, check_code, state_of, state_code = Guard.check, Guard.check.__code__, guard_state, guard_state.__code__
-    pairs, get, put = guard.full.builtins, vars(builtins).get, vars(builtins).__setitem__
-    same, every, mapping, length = operator.is_, all, map, len
-    before = state_of(guard)
+    lesson_exercises(job["lesson"])
+    handover = socket.socket(fileno=handover_fd)
+    context = {"check": Guard.check, "check_code": Guard.check.__code__, "state_of": guard_state,
+               "state_code": guard_state.__code__, "pairs": guard.full.builtins, "get": vars(builtins).get,
+               "put": vars(builtins).__setitem__, "frames": sys._current_frames, "blame": {}}
+    context["before"] = guard_state(guard)
+    blame, intact, current, ident = context["blame"], guard.core.intact, guard.core.current, id
+    at: dict[int, list] = {}
+    for item in job["exercises"]:
+        at.setdefault(item["at"], []).append(item)
     cells = job["cells"]
-    for index in item["cells"]:
+    seen: dict[str, int] = {}
+    for index in range(len(cells) + 1):
+        for item in at.get(index, ()):
+            try:
+                _hand_over(handover, item, job, shell, guard, context)
+            except OSError:   # no process left to fork (the notebook's limits): that exercise does not report
+                pass
+        if index == len(cells):
+            break
         _send(out, f"s {index}")
-        _run_cell(shell, cells[index])
+        error = _run_cell(shell, cells[index])
+        if error:
+            _send(out, f"e {index} {error}")
+        if intact():
+            seen = {}
+            continue
+        now = {name: ident(value) for name, value in current().items()}
+        for name, value in now.items():
+            if seen.get(name) != value:
+                blame.setdefault(name, []).append(index)
+        seen = now
+    _send(out, "f")
+
+
+def _hand_over(handover: socket.socket, item: dict, job: dict, shell, guard, context: dict) -> None:
+    """Fork the evaluation of ``item`` here, as a grandchild (re-parented to the notebook process at once, so that
+    ending the run does not end it), and hand its progress pipe to the notebook process; the run keeps no end of
+    it."""
+    threads = len(context["frames"]()) > 1
+    read_end, write_end = os.pipe()
+    middle = os.fork()
+    if middle == 0:
+        try:
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    _close_all_but((write_end,))
+                    _evaluate_here(write_end, job, shell, item, guard, context, threads)
+                finally:
+                    os._exit(0)
+            socket.send_fds(handover, [f"h {item['key']} {pid}".encode("ascii")], [read_end])
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    os.close(read_end)
+    try:
+        os.waitpid(middle, 0)
+    except ChildProcessError:
+        pass
+
+
+GUARD_CHANGED = ("the notebook's code changed the grader's own guard{when} (its objects, or the code it runs); "
+                 "that is not a grade — ask your teacher to look at the notebook.")
+THREAD_RUNNING = ("A thread the notebook started was still running when the check began (the grader does not check "
+                  "while other code runs: stop your threads). The result of a check your code interfered with is not "
+                  "a grade: remove that code (grading needs PyTorch's and the course's own functions, used as they "
+                  "are).")
+
+
+def _evaluate_here(out: int, job: dict, shell, item: dict, guard, context: dict, threads: bool) -> None:
+    """The guarded check, in a fork of the run taken at the exercise's check point: the namespace is the one the
+    learner's check cell saw. First the builtins are put back (with nothing but a loop and bound methods), the
+    guard's state compared with the one the run took before its first cell, and what the cells replaced in the
+    modules sorted out: replaced by a cell the answer needs (its program slice) — ``error``, naming it; replaced by
+    any other cell — put back, so the answer is graded as it is."""
+    from .cells import lesson_exercises
+
+    check, check_code, state_of, state_code = (context["check"], context["check_code"], context["state_of"],
+                                               context["state_code"])
+    pairs, get, put, before, blame = context["pairs"], context["get"], context["put"], context["before"], \
+        context["blame"]
+    same, every, mapping, length = operator.is_, all, map, len
     replaced: list[str] = []
     note = replaced.append
     for key, value in pairs:   # the builtins first, with nothing but a loop and bound methods of a dict and a list
         if get(key, pairs) is not value:
-            note(key)
+            note("builtins." + key)
             put(key, value)
     _send(out, "k")
     intact = check.__code__ is check_code and state_of.__code__ is state_code
     if intact:
         after = state_of(guard)
         intact = length(after) == length(before) and every(mapping(same, after, before))
-    if not intact or replaced:
-        message = (GUARD_CHANGED.format(when="") if not intact else
-                   _replaced_message([f"builtins.{key}" for key in replaced]))
-        _send(out, "r " + _dumps({"status": ERROR, "message": message}))
+    if not intact:
+        _send(out, "r " + _dumps({"status": ERROR, "message": GUARD_CHANGED.format(when="")}))
         return
+    needed = set(item["cells"])
+    changed = sorted(set(guard.full.changes()) | set(replaced))
+    blamed = [name for name in changed if needed.intersection(blame.get(name, ()))]
+    stuck = guard.full.restore([name for name in changed if name not in blamed]) if not blamed else []
+    if blamed or stuck:
+        _send(out, "r " + _dumps({"status": ERROR, "message": _replaced_message(blamed or stuck)}))
+        return
+    if threads:
+        _send(out, "r " + _dumps({"status": ERROR, "message": THREAD_RUNNING}))
+        return
+    exercise = lesson_exercises(job["lesson"])[item["key"]]
     result = check(guard, exercise, shell.user_ns)
     for key, value in pairs:
         if get(key, pairs) is not value:

@@ -1,28 +1,27 @@
 """Grading submitted notebooks: one row per exercise, from the grader's own checks, never from printed output.
 
 Each notebook is handed to the evaluation host (:mod:`.host`, :mod:`.evaluator`): a fresh Python process, started
-once per grading run, that has imported PyTorch and the course (a copy without the solutions) and never runs learner
-code itself. For each notebook it forks a notebook process, which forks, with the teacher's limits:
-
-1. **the run** — the submission exactly as handed in, every code cell top to bottom, like *Restart & Run All*. It
-   tells how far the notebook gets: an exercise whose check point lies after a cell that ran out of time, or after
-   which the notebook's process died, gets ``timeout`` / ``error``; the cells' errors go to the feedback.
-2. **one evaluation per exercise** (side by side with the run) — a fresh copy of the clean host that runs only the
-   learner cells that exercise's answer depends on (a program slice, :func:`~.cells.program_slice`), then the
-   exercise's check under the grader's guard (:mod:`.guard`). Cells that only print, rebind ``q1``, patch things
-   the answer does not need, or belong to other exercises never run there.
+once per grading run, that has imported PyTorch and the course (a copy without the answers, :mod:`.withheld`) and
+never runs learner code itself. For each notebook it forks a notebook process, which forks, with the teacher's limits,
+**the run** — the submission exactly as handed in, every code cell top to bottom, like *Restart & Run All*. It tells
+how far the notebook gets (an exercise whose check point lies after a cell that ran out of time, or after which the
+notebook's process died, gets ``timeout`` / ``error``; the cells' errors go to the feedback), and at each exercise's
+check point it forks **that exercise's evaluation**: the process exactly as the learner's check cell found it — the
+answer as the learner last bound it, however it was bound (``globals()["f"] = …``, ``exec``, a function called in
+between) — which runs the exercise's check under the grader's guard (:mod:`.guard`).
 
 The verdicts come back as plain JSON lines on a pipe no learner process holds. An exercise's check point is its last
 check cell (``q1.check()``), where the learner saw the result; if the learner deleted it, the end of the notebook.
 The grade is for the state at the check point: a later cell that changes the answer changes nothing, a later
-``q1.check()`` cell moves the check point. A ``correct`` whose cells reach into Python's machinery (:mod:`.reach`)
-is not counted (``error``).
+``q1.check()`` cell moves the check point. The cells the answer needs (a program slice,
+:func:`~.cells.program_slice`) decide only whom a replaced checker or PyTorch function is blamed on: replaced there,
+the exercise is ``error``; replaced by any other cell, it is put back before the check. A ``correct`` checked after
+a cell that reaches into Python's machinery (:mod:`.reach`) is not counted (``error``): that cell ran in the process
+that checks.
 """
 from __future__ import annotations
 
-import atexit
 import contextlib
-import functools
 import os
 import re
 import secrets
@@ -40,6 +39,8 @@ import course_utils
 from course_utils.exercises.core import NOT_ATTEMPTED
 
 from .cells import check_points, lesson_exercises, notebook_lesson, program_slice
+from .host import shared_host
+from .reach import course_statements, reaching
 from .sandbox import SANDBOX_PATH
 
 ERROR, TIMEOUT = "error", "timeout"
@@ -50,8 +51,8 @@ NOTEBOOK_SLACK_SECONDS = 120   # on top of the notebook's own limits, before the
 
 @dataclass(frozen=True)
 class Limits:
-    """What one submission may use. Defaults: 120 s per cell, 900 s per notebook (for the run, and for the
-    evaluations together), 4 GiB of memory per process, files up to 2 GiB.
+    """What one submission may use. Defaults: 120 s per cell and per check, 900 s per notebook (its run), 4 GiB of
+    memory per process, files up to 2 GiB.
 
     ``user``: run the notebook's processes under this user id (the grader must run as root, as in the container
     recipe; with ``--jobs N`` the ids ``user`` … ``user + N - 1``): they can then write nothing but their scratch
@@ -79,24 +80,6 @@ class GradedNotebook:
     rows: list[Row]
     cell_errors: list[str] = field(default_factory=list)  # "code cell 4 (`x = y`): NameError: name 'y' is not …"
     seconds: float = 0.0
-
-
-@functools.lru_cache(maxsize=None)
-def withheld_package_root() -> Path:
-    """A folder holding a copy of ``course_utils`` without ``exercises/solutions`` (as in the student edition), made
-    once per grading process: the processes that run learner code import this copy, so ``q1.run_solution()``,
-    ``q1.solution()`` or the solution modules give the learner nothing. Readable by everyone (``--as-user``)."""
-    root = Path(tempfile.mkdtemp(prefix="course-withheld-"))
-    atexit.register(shutil.rmtree, root, True)
-    source = Path(course_utils.__file__).resolve().parent
-    target = root / source.name
-    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    shutil.rmtree(target / "exercises" / "solutions")  # solution_of() then says "withheld"
-    for folder, _, files in os.walk(root):
-        os.chmod(folder, 0o755)
-        for name in files:
-            os.chmod(os.path.join(folder, name), 0o644)
-    return root
 
 
 def kernel_environment(limits: Limits, package_root: Path | None = None) -> dict[str, str]:
@@ -144,16 +127,17 @@ def read_notebook(path: Path):
 
 
 def build_job(notebook, lesson: str, exercises, points: dict[str, int], limits: Limits) -> dict:
-    """What the host needs for one notebook: its code cells, and per exercise the code cells its answer needs (the
-    slice up to its check point), as positions in the list of code cells."""
+    """What the host needs for one notebook: its code cells, and per exercise where it is checked (``at``: the
+    position of its check cell in the list of code cells, or their number for the end) and the code cells its answer
+    needs (the slice up to its check point; a checker or PyTorch function replaced there is the answer's doing)."""
     code = [index for index, cell in enumerate(notebook.cells) if cell.cell_type == "code"]
     position = {index: number for number, index in enumerate(code)}
     sources = [cell.source if cell.cell_type == "code" else "" for cell in notebook.cells]
     items = []
     for key, exercise in exercises.items():
         kept = program_slice(sources, {points[key]: set(exercise.variables)})
-        items.append({"key": key, "cells": sorted(position[index] for index in kept
-                                                  if index < points[key] and index in position)})
+        items.append({"key": key, "at": position.get(points[key], len(code)),
+                      "cells": sorted(position[index] for index in kept if index < points[key] and index in position)})
     return {"lesson": lesson, "cells": [notebook.cells[index].source for index in code], "exercises": items,
             "limits": {"cell_seconds": limits.cell_seconds, "notebook_seconds": limits.notebook_seconds,
                        "memory_bytes": limits.memory_bytes, "file_bytes": limits.file_bytes},
@@ -165,9 +149,6 @@ def build_job(notebook, lesson: str, exercises, points: dict[str, int], limits: 
 def grade_notebook(path: Path, submission: str, notebook_label: str, limits: Limits = Limits(),
                    host=None) -> GradedNotebook:
     """Grade one file: a row per exercise of its lesson, or one ``*`` row if it cannot be graded."""
-    from .host import shared_host
-    from .reach import course_statements, reaching
-
     started = time.monotonic()
     notebook, problem = read_notebook(path)
     if notebook is None:
@@ -180,8 +161,7 @@ def grade_notebook(path: Path, submission: str, notebook_label: str, limits: Lim
     points = check_points(notebook, exercises)  # index into notebook.cells, or len(cells) for "the end"
     job = build_job(notebook, lesson, exercises, points, limits)
     known = course_statements(lesson)
-    reached = {item["key"]: reaching([sources[number] for number in item["cells"]], known)
-               for item in job["exercises"]}
+    reached = {item["key"]: reaching(sources[:item["at"]], known) for item in job["exercises"]}
 
     run_stop: dict | None = None
     results: dict[str, tuple[str, str]] = {}
@@ -240,9 +220,9 @@ def grade_notebook(path: Path, submission: str, notebook_label: str, limits: Lim
 
 def reach_message(constructs: list[str]) -> str:
     shown = ", ".join(constructs[:3]) + (" …" if len(constructs) > 3 else "")
-    return (f"the check passed, but the cells this answer needs reach into Python's machinery ({shown}), which can "
-            "fake a check's result, so the grader does not count it: remove that code, or ask your teacher to look "
-            "at the notebook.")
+    return (f"the check passed, but cells above it reach into Python's machinery ({shown}), which can fake a "
+            "check's result, so the grader does not count it: remove that code, or ask your teacher to look at the "
+            "notebook.")
 
 
 class _Users:

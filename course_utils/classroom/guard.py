@@ -242,7 +242,7 @@ class Guard:
         state = torch_state()
         for name, now, then in zip(STATE_NAMES, state, self.torch_state):
             if now != then:
-                self.note(f"the cells this answer needs left PyTorch's {name} changed ({now!r}) and it cannot be "
+                self.note(f"the notebook's cells left PyTorch's {name} changed ({now!r}) and it cannot be "
                           "put back")
         if _python_threads() > 1:
             self.note("a thread the notebook started was still running when the check began (the grader does not "
@@ -365,6 +365,7 @@ def guard_state(guard: "Guard") -> tuple:
     for snapshot in (guard.full, guard.core):
         table = snapshot.table
         parts += [snapshot, table, snapshot.builtins, snapshot.builtins_get, snapshot.builtins_set]
+        parts += sorted(vars(snapshot)) + sorted(vars(table))   # no method shadowed by an attribute of its own
         parts += vars(table).values()   # tuples, but for the class sizes and keys it updates itself
     for holder in (Guard, Trust, integrity.Snapshot, integrity._Table, sys.modules[__name__], integrity, processes,
                    provenance):

@@ -29,6 +29,7 @@ from pathlib import Path
 import course_utils
 
 from .processes import MARKER, end_tree, kill_marked
+from .withheld import withheld_package_root
 
 SETUP_SECONDS = 300          # the host's imports and snapshots: not any learner's time
 REPORT_LIMIT = 16 << 20      # bytes read from one notebook's reports
@@ -240,8 +241,6 @@ _closing_registered = []
 
 def shared_host() -> Host:
     """The host of this grading process, started on first use (and again if it stopped)."""
-    from .grader import withheld_package_root
-
     with _shared_lock:
         host = _shared.get("host")
         if host is None or not host.alive():

@@ -75,6 +75,7 @@ class _Table:
         self.dict_values: list[object] = []
         self.dict_names: list[int] = []
         self.proxies: list[types.MappingProxyType] = []
+        self.proxy_classes: list[type] = []
         self.proxy_keys: list[str] = []
         self.proxy_values: list[object] = []
         self.proxy_names: list[int] = []
@@ -103,29 +104,68 @@ class _Table:
         except (ValueError, AttributeError):   # a closure's cell emptied, an attribute deleted
             return False
 
-    def changes(self) -> list[str]:
-        changed = set()
+    def current(self) -> dict[str, object]:
+        """What differs from the snapshot: ``{"module.name": the value there now}`` (``_MISSING`` if it is gone)."""
+        changed: dict[str, object] = {}
         for owner, key, value, name in zip(self.dicts, self.dict_keys, self.dict_values, self.dict_names):
-            if owner.get(key, _MISSING) is not value:
-                changed.add(self.shown(name))
+            current = owner.get(key, _MISSING)
+            if current is not value:
+                changed[self.shown(name)] = current
         for owner, key, value, name in zip(self.proxies, self.proxy_keys, self.proxy_values, self.proxy_names):
-            if owner.get(key, _MISSING) is not value:
-                changed.add(self.shown(name))
+            current = owner.get(key, _MISSING)
+            if current is not value:
+                changed[self.shown(name)] = current
         for holder, part, value, name in zip(self.holders, self.parts, self.part_values, self.part_names):
             try:
                 current = getattr(holder, part)
             except (ValueError, AttributeError):
                 current = _MISSING
             if current is not value:
-                changed.add(self.shown(name))
+                changed[self.shown(name)] = current
         for index, (cls, size) in enumerate(zip(self.classes, self.class_sizes)):
             if len(vars(cls)) != size:
                 added = sorted(set(vars(cls)) - self.class_keys[index] - IGNORED_CLASS_KEYS)
-                changed.update(f"{cls.__module__}.{cls.__qualname__}.{key}" for key in added)
+                changed.update({f"{cls.__module__}.{cls.__qualname__}.{key}": vars(cls)[key] for key in added})
                 if not added:  # only keys Python adds on its own: this is the new normal
                     self.class_sizes[index] = len(vars(cls))
                     self.class_keys[index] = frozenset(vars(cls))
-        return sorted(changed)
+        return changed
+
+    def changes(self) -> list[str]:
+        return sorted(self.current())
+
+    def restore(self, names) -> list[str]:
+        """Put the snapshot's values back for the entries ``names`` (as :meth:`changes` shows them); return those
+        that could not be put back."""
+        wanted = set(names)
+        for owner, key, value, name in zip(self.dicts, self.dict_keys, self.dict_values, self.dict_names):
+            if self.shown(name) in wanted and owner.get(key, _MISSING) is not value:
+                try:
+                    owner[key] = value
+                except Exception:  # noqa: BLE001 - what cannot be put back is reported below
+                    pass
+        for cls, owner, key, value, name in zip(self.proxy_classes, self.proxies, self.proxy_keys,
+                                                self.proxy_values, self.proxy_names):
+            if self.shown(name) in wanted and owner.get(key, _MISSING) is not value:
+                try:
+                    type.__setattr__(cls, key, value)
+                except Exception:  # noqa: BLE001
+                    pass
+        for holder, part, value, name in zip(self.holders, self.parts, self.part_values, self.part_names):
+            if self.shown(name) in wanted:
+                try:
+                    if getattr(holder, part) is not value:
+                        setattr(holder, part, value)
+                except Exception:  # noqa: BLE001
+                    pass
+        for cls, keys in zip(self.classes, self.class_keys):
+            for key in sorted(set(vars(cls)) - keys - IGNORED_CLASS_KEYS):
+                if f"{cls.__module__}.{cls.__qualname__}.{key}" in wanted:
+                    try:
+                        type.__delattr__(cls, key)
+                    except Exception:  # noqa: BLE001
+                        pass
+        return sorted(wanted & set(self.current()))
 
 
 class Snapshot:
@@ -212,6 +252,7 @@ class Snapshot:
                     continue
                 index = table.name(shown, key)
                 table.proxies.append(proxy)
+                table.proxy_classes.append(cls)
                 table.proxy_keys.append(key)
                 table.proxy_values.append(value)
                 table.proxy_names.append(index)
@@ -255,3 +296,11 @@ class Snapshot:
     def changes(self) -> list[str]:
         """What differs from the snapshot, as ``module.name`` strings (empty if nothing was replaced)."""
         return self.table.changes()
+
+    def current(self) -> dict[str, object]:
+        """What differs from the snapshot, with the value there now."""
+        return self.table.current()
+
+    def restore(self, names) -> list[str]:
+        """Put back the entries ``names`` (see :meth:`changes`); return those that could not be put back."""
+        return self.table.restore(names)

@@ -1,4 +1,4 @@
-"""Teaching notes for one lesson, generated from the notebook and the mistake catalogue where the data allows.
+"""Teaching notes for one lesson, generated from the notebook and the exercises' declared mistakes.
 
 * the **time** a learner needs, per sitting, comes from the course's one time rule (:mod:`course_utils.lesson_times`:
   its constants and its estimate are imported, not copied);
@@ -7,8 +7,9 @@
   capstone at the rule's 30 minutes — in class where the sitting still leaves teaching time, otherwise as homework
   (listed below the table, outside the 90 minutes) — and the rest shared among the sections in proportion to the
   rule's minutes for them; a section whose code runs only on a GPU gets :data:`GPU_ONLY_MINUTES` of reading;
-* the **misconceptions** are the checker's diagnoses of the catalogued typical wrong answers
-  (``tests/mistakes``), most often reached first;
+* the **misconceptions** are the typical mistakes each exercise declares (``Exercise.mistakes``: the bug and the
+  message the check gives it), read from the package — nothing withheld from an edition is needed (see
+  :mod:`.withheld`);
 * the **questions with model answers**: the lesson's own "Check your understanding" / "Why?" questions, each with
   the answer the notebook gives in its collapsed ``<details>`` cell (:func:`lesson_questions`; a question without
   an answer is listed as such), and a few more for class discussion written here (:data:`DISCUSSION`), each with a
@@ -17,10 +18,7 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
-import sys
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +26,6 @@ from .. import lesson_times as RULE
 from .cells import lesson_exercises, notebook_lesson, parse_cell
 
 COURSE_ROOT = Path(__file__).resolve().parents[2]
-CATALOGUE = COURSE_ROOT / "tests" / "mistakes"
 PLAN_MINUTES, OPENING_MINUTES, WRAP_UP_MINUTES, MIN_SECTION_MINUTES, GPU_ONLY_MINUTES = 90, 5, 10, 2, 1
 CLOSING_SECTIONS = ("Summary", "Common errors", "Check your understanding", "Why?", "Where to go next")
 QUESTION_HEADING = re.compile(r"^##\s+(Check your understanding|Why\?).*$", re.MULTILINE)
@@ -390,30 +387,10 @@ def ninety_minute_plans(notebook) -> list[Sitting]:
 
 # --------------------------------------------------------------------------------------------- misconceptions
 
-def _load_catalogue():
-    """The mistake catalogue (``tests/mistakes``) of this checkout, or ``None`` where it is not shipped."""
-    if not (CATALOGUE / "__init__.py").exists():
-        return None
-    spec = importlib.util.spec_from_file_location("mistakes", CATALOGUE / "__init__.py",
-                                                  submodule_search_locations=[str(CATALOGUE)])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("mistakes", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-def misconceptions(lesson: str) -> list[tuple[str, str, int]]:
-    """``(exercise, diagnosis, how many catalogued wrong answers get it)``, most frequent first."""
-    catalogue = _load_catalogue()
-    if catalogue is None:
-        return []
-    exercises = lesson_exercises(lesson)
-    counts: Counter = Counter()
-    for mistake in catalogue.all_mistakes():
-        if mistake.lesson == f"lesson{lesson}" and mistake.exercise in exercises:
-            result = exercises[mistake.exercise].evaluate_code(mistake.code, mistake.prelude)
-            counts[(mistake.exercise, result.message.split(". ")[0])] += 1
-    return [(exercise, diagnosis, n) for (exercise, diagnosis), n in counts.most_common()]
+def misconceptions(lesson: str) -> list[tuple[str, str, str]]:
+    """``(exercise, mistake, message)`` for every typical mistake the lesson's exercises declare, in their order."""
+    return [(key, mistake.name, mistake.message) for key, exercise in lesson_exercises(lesson).items()
+            for mistake in getattr(exercise, "mistakes", ())]
 
 
 # ------------------------------------------------------------------------------------------------------ notes
@@ -454,14 +431,14 @@ def teaching_notes(notebook) -> str:
     lines += ["## The exercises", ""]
     lines += [f"* `q{key[1:]}` — {exercise.name} (defines {', '.join(f'`{v}`' for v in exercise.variables)}). "
               f"Hint given to learners: {exercise.hint}" for key, exercise in exercises.items()]
-    lines += ["", "## Misconceptions the checks catch most", ""]
+    lines += ["", "## Misconceptions the checks catch", ""]
     found = misconceptions(lesson)
     if found:
-        lines += ["How many of the catalogued typical wrong answers lead to each diagnosis (from the course's "
-                  "mistake catalogue, not from a class):", ""]
-        lines += [f"* `{exercise}` ({n}×): {diagnosis}" for exercise, diagnosis, n in found]
+        lines += ["The typical mistakes each exercise's check recognises, and what it tells the learner (declared "
+                  "with the exercise; after grading a class, `grades.csv` shows which ones your learners met):", ""]
+        lines += [f"* `{exercise}` — {mistake}: {message}" for exercise, mistake, message in found]
     else:
-        lines.append("The mistake catalogue has no entries for this lesson yet; after grading a class, "
+        lines.append("The exercises of this lesson declare no typical mistakes yet; after grading a class, "
                      "`grades.csv` shows which messages your learners met most.")
     lines += ["", "## The lesson's questions, with model answers", "",
               "The questions that end the notebook, with the answers it keeps folded under them:", ""]

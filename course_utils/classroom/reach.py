@@ -12,7 +12,8 @@ does not count a ``correct`` that depends on it. What counts as reaching in:
   ``torch.utils._python_dispatch``, ``torch._C`` …);
 * running code from text (``exec``, ``eval``, ``compile``, ``__import__``, IPython magics other than ``%config``,
   ``%matplotlib``, ``%time`` and ``%timeit``, shell escapes);
-* reflection that leaves the learner's own objects: ``globals()`` (but ``q1 = lessonNN.q1.bind(globals())``),
+* reflection that leaves the learner's own objects: ``globals()`` (but ``q1 = lessonNN.q1.bind(globals())`` and
+  ``globals()["name"]`` for a plain name, which is the name itself),
   ``locals()``, ``vars()``, ``getattr``/``setattr``/``delattr`` with a computed or dunder name on anything but
   ``self``, any dunder
   attribute but a handful (``super().__init__``, ``__name__``, ``__class__.__name__`` …), dunder strings, frame and
@@ -143,6 +144,17 @@ class _Scan(ast.NodeVisitor):
             self.visit(keyword.value)
 
     _binding_argument = False
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        """``globals()["f"]`` for a plain name (no dunder, nothing the scan names) is the name ``f`` itself."""
+        value, key = node.value, node.slice
+        if (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "globals"
+                and not value.args and not value.keywords and isinstance(key, ast.Constant)
+                and isinstance(key.value, str) and key.value.isidentifier() and not _dunder(key.value)
+                and key.value not in REACHING_CALLS | ATTRIBUTE_CALLS | REACHING_ATTRIBUTES | REACHING_MODULES
+                and key.value != "get_ipython"):
+            return
+        self.generic_visit(node)
 
     def _magic(self, node: ast.Call) -> bool:
         """``get_ipython().run_line_magic('config', …)``: the magics that only configure or time are allowed (the
