@@ -21,6 +21,7 @@ from .asserts import (
     check_dropout_placement,
     check_function,
     check_inputs_kept,
+    check_same_in_both_modes,
     close,
     compare_block,
     copy_weights,
@@ -609,6 +610,9 @@ def check_decoder_layer(ns) -> None:
                 return diagnose_decoder_layer(package, *inputs.values(), norm, got)
             compare_block(package, learner, "DecoderLayer", case, inputs, diagnose,
                           decoder_error_hint(inputs["y"].size(1), inputs["memory"].size(1)))
+        check_same_in_both_modes(lambda block, inputs=inputs: block(*inputs.values()), learner, "DecoderLayer",
+                                 f"norm={norm!r}, {description}, dropout=0")  # a step active in one mode only
+        learner.eval()
         description, inputs = cases[-1]
         check_layer_dropout(PackageLayer, learner_class, sizes, norm, description, inputs,
                             draw.choice([0.2, 0.3, 0.4, 0.5]), seed + 1)

@@ -22,11 +22,13 @@ from .asserts import (
     call_learner,
     check_function,
     check_input_gradients,
+    check_same_in_both_modes,
     close,
     copy_weights,
     instantiate,
     learner_function,
     own_module_class,
+    snapshot,
 )
 from .core import Exercise, ExerciseFailure, Mistake, solution_of
 
@@ -659,6 +661,8 @@ def check_modern_block(ns) -> None:
         compare_blocks(package, learner, "ModernBlock", case,
                        lambda got, package=package, case=case, base=base, eps=eps:
                        diagnose_block(package, case, base, eps, got), forbidden)
+        check_same_in_both_modes(lambda block, case=case: block(case.x.clone(), snapshot(case.mask)), learner,
+                                 "ModernBlock", case.description)  # no dropout here: train and eval agree
 
 
 q5 = Exercise(

@@ -327,6 +327,15 @@ MHA_OWN = (  # an attention of one's own, with the package's interface and attri
     "        out = out.transpose(1, 2).contiguous().view(batch, q_len, self.n_heads * self.d_head)\n"
     "        return self.w_o(out), weights\n"
 )
+MISTAKES += [
+    q('q4', 'cross-attention in training mode only',
+      plant(LAYER, "        y = self.cross_attn_block(y, lambda h: self.cross_attn(h, memory, memory, "
+                   "memory_mask)[0])\n",
+            "        if self.training:\n"
+            "            y = self.cross_attn_block(y, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0])\n"),
+      'computes differently in train mode and in eval mode'),
+]
+
 ALTERNATIVES = [
     right('q1', 'narrow', "def shift_targets(tgt_ids):\n"
                           "    n = tgt_ids.size(1) - 1\n"

@@ -155,6 +155,10 @@ def block_right(name: str, code: str) -> Alternative:
 MISTAKES += [
     block("the package's block imported", "from course_utils.language_model import DecoderOnlyBlock as ModernBlock\n",
           'use your own class'),
+    block('SwiGLU gate active in eval mode only',
+          plant(BLOCK, "return self.down(F.silu(self.gate(x)) * self.up(x))",
+                "return self.down((self.gate(x) if self.training else F.silu(self.gate(x))) * self.up(x))"),
+          'computes differently in train mode and in eval mode'),
     block("the package's attention inside",
           plant(BLOCK, "        self.self_attn = GroupedQueryAttention(d_model, n_heads, n_kv_heads, rope_base)\n",
                 "        from course_utils.modern import GroupedQueryAttention as PackageAttention\n"
