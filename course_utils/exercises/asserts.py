@@ -809,10 +809,10 @@ def check_input_gradients(function: Callable, reference: Callable, case: Case, n
         return [a.detach().clone().requires_grad_() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
                 for a in case.args]
     expected_args, got_args = leaves(), leaves()
-    expected = reference(*expected_args)
+    expected = reference(*expected_args, **snapshot(case.kwargs))
     probe = torch.randn(expected.shape, generator=torch.Generator().manual_seed(1), dtype=expected.dtype)
     (expected * probe).sum().backward()
-    got = call_learner(function, name, case.description, *got_args, forbidden=forbidden)
+    got = call_learner(function, name, case.description, *got_args, forbidden=forbidden, **snapshot(case.kwargs))
     if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
         raise ExerciseFailure(f"on {case.description}: your `{name}` should return a tensor of shape "
                               f"{tuple(expected.shape)}, got {show(got)}.")

@@ -21,8 +21,8 @@ from .asserts import (
     Planted,
     Raised,
     attempt,
-    call_learner,
     check_function,
+    check_input_gradients,
     check_inputs_kept,
     close,
     difference,
@@ -30,7 +30,7 @@ from .asserts import (
     own_function,
     snapshot,
 )
-from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
+from .core import Exercise, Mismatch, Mistake, solution_of
 
 # ---------------------------------------------------------------------------- q1: P(token present)
 
@@ -174,35 +174,13 @@ def pool_cases(draw: Draw) -> list[Case]:
     ]
 
 
-def check_pool_gradient(pool, case: Case) -> None:
-    """The pooled vectors must carry the gradient back to ``hidden``, as the package's pooling does."""
-    hidden, ids = case.args
-    probe = torch.randn(hidden.size(0), hidden.size(2), generator=torch.Generator().manual_seed(5)).to(hidden.dtype)
-    reference_leaf = hidden.clone().requires_grad_()
-    (package_mean_pool(reference_leaf, ids, case.kwargs["pad_id"]) * probe).sum().backward()
-    leaf = hidden.clone().requires_grad_()
-    got = call_learner(pool, "masked_mean_pool", case.description, leaf, ids.clone(), **case.kwargs)
-    if not isinstance(got, torch.Tensor) or not got.requires_grad:
-        raise ExerciseFailure(f"on {case.description} with hidden.requires_grad=True: the pooled vectors carry no "
-                              "gradient, so training could not reach the encoder. Keep every step a tensor "
-                              "operation (no .detach(), .item(), .tolist(), torch.no_grad() or numpy).")
-    (got * probe).sum().backward()
-    if leaf.grad is None or not close(leaf.grad, reference_leaf.grad):
-        gap = ("none arrived" if leaf.grad is None
-               else f"off by up to {max_difference(leaf.grad, reference_leaf.grad):.3g}")
-        raise ExerciseFailure(f"on {case.description}: the values are right but the gradient reaching `hidden` is "
-                              f"wrong ({gap}): a detached or in-place step in between.")
-
-
-
-
 def check_masked_mean_pool(ns) -> None:
     pool = ns["masked_mean_pool"]
     draw = Draw()
     cases = pool_cases(draw)
     check_function(pool, package_mean_pool, cases, "masked_mean_pool", twins=pool_cases(draw.twin()))
     for case in cases[2:4]:
-        check_pool_gradient(pool, case)
+        check_input_gradients(pool, package_mean_pool, case, "masked_mean_pool", labels=("hidden",))
 
 
 def real_count(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
@@ -403,12 +381,10 @@ class TrainingCase:
     total_steps: int
     clip: tuple             # () = leave clip_norm at its default; (value,) = pass it
     loss_scale: float
+    accumulate: int = 1     # batches per optimizer step
 
 
-DEFAULT_CLIP = 1.0          # the task's default clip_norm
-
-
-def training_case(draw: Draw, n_batches: int, clip: tuple, note: str) -> TrainingCase:
+def training_case(draw: Draw, n_batches: int, clip: tuple, note: str, accumulate: int = 1) -> TrainingCase:
     """A random tiny ``TransformerClassifier`` (dropout 0, sizes drawn) and ``n_batches`` padded batches."""
     from ..config import TransformerConfig
     from ..models import TransformerClassifier
@@ -432,20 +408,22 @@ def training_case(draw: Draw, n_batches: int, clip: tuple, note: str) -> Trainin
         batches.append((ids, draw.randint(0, n_classes, (batch,))))
     warmup = draw.integer(1, n_batches)
     clip_text = "clip_norm left at its default" if not clip else f"clip_norm={clip[0]}"
-    description = (f"{n_batches} batch{'es' if n_batches > 1 else ''} of (batch {batch}, seq {seq}), d_model "
-                   f"{d_model}, {n_classes} classes, {clip_text}, warmup {warmup}" + (f" — {note}" if note else ""))
+    description = (f"{n_batches} batch{'es' if n_batches > 1 else ''} of (batch {batch}, seq {seq}), "
+                   f"accumulate={accumulate}, d_model {d_model}, {n_classes} classes, {clip_text}, warmup {warmup}"
+                   + (f" — {note}" if note else ""))
     return TrainingCase(description, model, batches, peak_lr=draw.choice([3e-3, 5e-3, 1e-2, 2e-2]), warmup=warmup,
-                        total_steps=3 * n_batches + 2, clip=clip, loss_scale=10.0)
+                        total_steps=3 * n_batches + 2, clip=clip, loss_scale=10.0, accumulate=accumulate)
 
 
 def training_cases(draw: Draw) -> list[TrainingCase]:
-    """One batch without clipping, then a few batches with a drawn clip_norm, without clipping, and with the
-    default clip_norm (6 or 7 batches: a loop that stops after a fixed number of steps shows)."""
+    """accumulate=1 on one batch, then groups that divide the batches, a shorter last group without clipping, a
+    drawn clip_norm, and the default clip_norm on 6 or 7 batches."""
     return [
-        training_case(draw, 1, (None,), "a single step"),
-        training_case(draw, draw.integer(2, 3), (round(draw.integer(5, 50) / 100, 2),), ""),
-        training_case(draw, draw.integer(3, 5), (None,), "no clipping"),
-        training_case(draw, draw.integer(6, 7), (), ""),
+        training_case(draw, 1, (None,), "a single step", accumulate=1),
+        training_case(draw, 4, (None,), "no clipping, two full groups", accumulate=2),
+        training_case(draw, draw.choice([5, 7]), (None,), "no clipping, a shorter last group", accumulate=3),
+        training_case(draw, draw.integer(3, 4), (round(draw.integer(5, 50) / 100, 2),), "", accumulate=2),
+        training_case(draw, draw.integer(6, 7), (), "", accumulate=draw.choice([2, 4])),
     ]
 
 
@@ -532,10 +510,10 @@ def train(loop, case: TrainingCase, forbidden: bool = True) -> TrainingRecorder:
     before = snapshot(batches)
     with warnings.catch_warnings():  # PyTorch's own warnings about step order: the feedback names them
         warnings.simplefilter("ignore")
-        recorder.returned = attempt(loop, "train_one_epoch", (recorder.model, batches, recorder.loss_fn,
-                                    recorder.optimizer, recorder.scheduler, *case.clip), {},
+        recorder.returned = attempt(loop, "train_accumulated", (recorder.model, batches, recorder.loss_fn,
+                                    recorder.optimizer, recorder.scheduler, case.accumulate, *case.clip), {},
                                     forbidden_loops() if forbidden else None)
-    check_inputs_kept({"batches": before}, {"batches": batches}, "train_one_epoch", case.description)
+    check_inputs_kept({"batches": before}, {"batches": batches}, "train_accumulated", case.description)
     return recorder
 
 
@@ -549,77 +527,86 @@ def same_run(a: TrainingRecorder, b: TrainingRecorder) -> bool:
             and all(close(x, y) for s, t in zip(a.snapshots, b.snapshots) for x, y in zip(s, t)) and returned)
 
 
+def package_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):
+    """The reference: the package's loop with ``accumulate``."""
+    from ..training import train_one_epoch
+
+    return train_one_epoch(model, batches, loss_fn, optimizer, scheduler, clip_norm, accumulate=accumulate)
+
+
 def check_training_case(learner_loop, case: TrainingCase) -> None:
     """Train two copies of ``case.model`` — the package's loop and the learner's — and compare step by step."""
-    from ..training import train_one_epoch as package_loop
-
-    reference, got, n = train(package_loop, case, forbidden=False), train(learner_loop, case), len(case.batches)
+    reference, got, n = train(package_accumulated, case, forbidden=False), train(learner_loop, case), len(case.batches)
+    steps = math.ceil(n / case.accumulate)
 
     def fail(message: str) -> None:
         raise Mismatch(f"on {case.description}: {message}", case, got, learner_loop, train, same_run)
 
     if isinstance(got.returned, Raised):
-        fail(f"your `train_one_epoch` raised {got.returned.kind}: {got.returned.message}")
+        fail(f"your `train_accumulated` raised {got.returned.kind}: {got.returned.message}")
     counts = {event: got.events.count(event) for event in ("loss", "step", "schedule")}
     if counts["loss"] != n:
         fail(f"loss_fn was called {counts['loss']} times for {n} batches: call loss_fn(model, batch) once for every "
              "batch (and keep that loss for the list).")
     if not all(got.training_flags):
         fail("the model (or one of its submodules) was in eval mode while you trained it (the checker hands it over "
-             "in eval mode, as after an evaluation): call model.train() at the start of the epoch — assigning "
-             "model.training = True switches the top module only.")
-    if counts["step"] != n:
-        fail(f"optimizer.step() ran {counts['step']} times for {n} batches: once per batch"
-             + (" — it is never called, so the parameters never change" if counts["step"] == 0 else "") + ".")
-    if counts["schedule"] != n:
-        fail(f"scheduler.step() ran {counts['schedule']} time(s) in an epoch of {n} steps: the warmup and decay count "
-             "optimizer steps, so call it right after every optimizer.step(), once"
-             + (" — it is never called" if counts["schedule"] == 0 else "") + ".")
-    for step in range(n):
+             "in eval mode, as after an evaluation): call model.train() at the start of the epoch.")
+    if counts["step"] != steps:
+        fail(f"optimizer.step() ran {counts['step']} times for {n} batches in groups of {case.accumulate}: once per "
+             f"group, {steps} times (a shorter last group steps too).")
+    if counts["schedule"] != steps:
+        fail(f"scheduler.step() ran {counts['schedule']} time(s) for {steps} optimizer steps: the schedule counts "
+             "optimizer steps, so call it right after every optimizer.step(), once.")
+    if got.stale_gradients != reference.stale_gradients:
+        fail("the gradients were cleared at the wrong moments: once per group, before its first backward — the "
+             "batches of one group must add up in .grad, and nothing may be left from the previous group.")
+    for step in range(steps):
         norm, expected = got.gradient_norms[step], reference.gradient_norms[step]
-        if any(got.stale_gradients[step:step + 1]) or not math.isclose(norm, expected, rel_tol=1e-3, abs_tol=1e-6):
-            fail(f"at step {step} the gradients reach optimizer.step() with a norm of {norm:.4g}, the package's loop "
-                 f"{expected:.4g}: per batch, zero_grad → loss → backward → clip the global norm of all gradients to "
-                 "clip_norm → optimizer.step → scheduler.step.")
+        if not math.isclose(norm, expected, rel_tol=1e-3, abs_tol=1e-6):
+            fail(f"at optimizer step {step} the gradients reach optimizer.step() with a norm of {norm:.4g}, the "
+                 f"package's loop {expected:.4g}: the step must follow the mean gradient of its group, clipped.")
         if not math.isclose(got.learning_rates[step], reference.learning_rates[step], rel_tol=1e-6):
             fail(f"the learning rates of your steps are {[f'{lr:.3g}' for lr in got.learning_rates]}, the package's "
                  f"{[f'{lr:.3g}' for lr in reference.learning_rates]}: one scheduler.step() after each "
                  "optimizer.step().")
         error = max(max_difference(a, b) for a, b in zip(got.snapshots[step], reference.snapshots[step]))
         if error > 1e-5:
-            fail(f"after step {step} your parameters differ from the package's loop by up to {error:.3g}: per batch, "
-                 "zero_grad → loss → backward → clip → optimizer.step → scheduler.step.")
+            fail(f"after optimizer step {step} your parameters differ from the package's loop by up to {error:.3g}.")
     losses = got.returned
     if losses is None:
-        fail(f"your loop returned None: return the list of the {n} per-step losses.")
+        fail(f"your loop returned None: return the list of the {n} per-batch losses.")
     if isinstance(losses, (list, tuple)) and any(isinstance(loss, torch.Tensor) for loss in losses):
         fail("return the losses as Python floats (loss.item()): a list of loss tensors keeps every step's graph "
              "alive in memory.")
-    gap = difference(losses, reference.returned, "the returned list of per-step losses", atol=1e-6, rtol=1e-5)
+    gap = difference(losses, reference.returned, "the returned list of per-batch losses", atol=1e-6, rtol=1e-5)
     if gap:
-        fail(f"{gap} — return the list of the {n} per-step losses, loss.item() appended once per batch.")
+        fail(f"{gap} — return the {n} per-batch losses as computed by loss_fn, before any division.")
 
 
-def check_train_one_epoch(ns) -> None:
-    learner_loop = own_function(ns["train_one_epoch"], "train_one_epoch", "course_utils.training.train_one_epoch")
+def check_train_accumulated(ns) -> None:
+    learner_loop = own_function(ns["train_accumulated"], "train_accumulated", "course_utils.training.train_one_epoch")
     for case in training_cases(Draw()):
         check_training_case(learner_loop, case)
 
 
-def planted_loop(optimizer=None, scheduler=None, clip=lambda clip_norm: clip_norm, loss=None, after=None):
+def planted_loop(optimizer=None, scheduler=None, clip=lambda clip_norm: clip_norm, loss=None, after=None,
+                 groups=lambda accumulate: accumulate, returned=None, batches=None):
     """The package's loop with a bug planted around it: ``optimizer(model, optimizer, scheduler, clip_norm)`` and
     ``scheduler(...)`` return method replacements (see :class:`~.asserts.Planted`), ``clip(clip_norm)`` the clip_norm
-    the package's loop gets, ``loss(loss_fn)`` the loss function, ``after(scheduler)`` runs after the epoch."""
-    def loop(model, batches, loss_fn, opt, sched, clip_norm=1.0):
+    the package's loop gets, ``loss(loss_fn, accumulate)`` the loss function, ``groups(accumulate)`` the group size
+    it gets, ``batches(batches, accumulate)`` the batches, ``returned(losses, accumulate)`` what is returned,
+    ``after(scheduler)`` runs after the epoch."""
+    def loop(model, batch_list, loss_fn, opt, sched, accumulate, clip_norm=1.0):
         from ..training import train_one_epoch
 
         planted_opt = Planted(opt, **optimizer(model, opt, sched, clip_norm)) if optimizer else opt
         planted_sched = Planted(sched, **scheduler(model, opt, sched, clip_norm)) if scheduler else sched
-        losses = train_one_epoch(model, batches, loss(loss_fn) if loss else loss_fn, planted_opt, planted_sched,
-                                 clip(clip_norm))
+        losses = train_one_epoch(model, batches(batch_list, accumulate) if batches else batch_list,
+                                 loss(loss_fn, accumulate) if loss else loss_fn, planted_opt, planted_sched,
+                                 clip(clip_norm), accumulate=groups(accumulate))
         if after:
             after(sched)
-        return losses
+        return returned(losses, accumulate) if returned else losses
     return loop
 
 
@@ -638,75 +625,72 @@ def clip_each(clip):
     return planted
 
 
-NO_GRADIENTS = ("optimizer.step() found no gradients: call loss.backward() before it, and optimizer.zero_grad() "
-                "before backward — not between backward and step")
+def zero_grad_each_batch(loss_fn, accumulate):
+    def planted(model, batch):
+        model.zero_grad(set_to_none=True)
+        return loss_fn(model, batch)
+    return planted
+
+
+def full_groups_only(batch_list, accumulate):
+    return batch_list[:len(batch_list) - len(batch_list) % accumulate] or batch_list[:0]
+
+
 LOOP_MISTAKES = (
-    Mistake("zero_grad forgotten", "loss.backward() added to the gradients left from the previous step: zero_grad is "
-            "forgotten (or skipped), so gradients accumulate across batches. Call optimizer.zero_grad() before "
-            "loss.backward() in every iteration",
-            variant=planted_loop(optimizer=lambda *_: {"zero_grad": skip}),
-            shows=lambda case, got, _: any(got.stale_gradients)),
-    Mistake("zero_grad between backward and step", NO_GRADIENTS,
-            variant=planted_loop(optimizer=lambda m, opt, *_: {"step": lambda step: (opt.zero_grad(), step())[1]}),
-            shows=lambda case, got, _: len(got.gradient_norms) > 0 and max(got.gradient_norms) == 0),
-    Mistake("backward forgotten", NO_GRADIENTS,
-            variant=planted_loop(loss=lambda loss_fn: lambda m, b: loss_fn(m, b).detach().requires_grad_())),
-    Mistake("scheduler stepped per epoch", "scheduler.step() is stepped per epoch instead of per step: the warmup and "
-            "decay count optimizer steps, so call it right after every optimizer.step()",
-            variant=planted_loop(scheduler=lambda *_: {"step": skip}, after=lambda sched: sched.step())),
-    Mistake("scheduler before the optimizer", "scheduler.step() runs before optimizer.step(), so every step uses the "
-            "next step's learning rate (the first warmup value is skipped): step the optimizer first, then the "
-            "scheduler", variant=planted_loop(optimizer=lambda m, opt, sched, c: {"step": lambda step: (
-                sched.step(), step())[1]}, scheduler=lambda *_: {"step": skip})),
-    Mistake("no clipping", "the gradients are not clipped: clip between backward and step, "
-            "torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)", variant=planted_loop(clip=lambda c: None)),
-    Mistake("clip_norm hard-coded to 1.0", "every step's gradients were clipped to 1.0 instead of clip_norm: clip to "
-            "the clip_norm argument, not a fixed number",
-            variant=planted_loop(clip=lambda c: None if c is None else 1.0)),
+    Mistake("a step per batch", "optimizer.step() ran after every batch: with accumulation the gradients of "
+            "`accumulate` batches add up first, then one step (and one scheduler step) per group",
+            variant=planted_loop(groups=lambda k: 1)),
+    Mistake("zero_grad per batch", "the gradients were cleared before every batch, so each step saw only the last "
+            "batch of its group: call optimizer.zero_grad() once per group, before its first backward",
+            variant=planted_loop(loss=zero_grad_each_batch)),
+    Mistake("zero_grad forgotten", "optimizer.zero_grad() is never called: each group's gradients are added to "
+            "all the previous ones. Clear them once per group",
+            variant=planted_loop(optimizer=lambda *_: {"zero_grad": skip})),
+    Mistake("loss not divided", "each batch's loss went into backward undivided, so the step follows the *sum* of "
+            "the group's gradients, `accumulate` times the mean: divide each loss by the size of its group before "
+            "backward (clipping hides this only when it clips)",
+            variant=planted_loop(loss=lambda loss_fn, k: lambda m, b: loss_fn(m, b) * k)),
+    Mistake("last group dropped", "the batches of the shorter last group were never used: when the number of "
+            "batches is not a multiple of accumulate, the last group still makes one step",
+            variant=planted_loop(batches=full_groups_only)),
+    Mistake("divided losses returned", "the returned losses are the divided ones: return each batch's loss as "
+            "loss_fn computed it (the list should read like the training loss)",
+            variant=planted_loop(returned=lambda losses, k: [loss / k for loss in losses])),
+    Mistake("no clipping", "the gradients are not clipped: clip the accumulated gradients once per group, between "
+            "the last backward and the step, torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)",
+            variant=planted_loop(clip=lambda c: None)),
     Mistake("clipped although clip_norm is None", "clip_norm=None means no clipping: clip only when clip_norm is not "
             "None", variant=planted_loop(clip=lambda c: c or 1.0)),
-    Mistake("each parameter clipped on its own", "each parameter's gradient was clipped to clip_norm on its own: clip "
-            "the global norm of all gradients together, clip_grad_norm_(model.parameters(), clip_norm)",
-            variant=planted_loop(optimizer=clip_each(torch.nn.utils.clip_grad_norm_), clip=lambda c: None)),
-    Mistake("gradients clipped by value", "every gradient entry was clipped to ±clip_norm (clip_grad_value_): clip the "
-            "global norm of all gradients together, clip_grad_norm_(model.parameters(), clip_norm)",
-            variant=planted_loop(optimizer=clip_each(torch.nn.utils.clip_grad_value_), clip=lambda c: None)),
 )
 q4 = Exercise(
-    name="Capstone: your own training loop",
-    variables=("train_one_epoch",),
-    checker=check_train_one_epoch,
-    hints=("An epoch repeats one recipe per batch; the order matters: old gradients out, new ones in, clipped, "
-           "then the two step() calls. And the model may arrive in eval mode. Stuck? "
-           "`from course_utils.training import train_one_epoch` to move on.",
-           "Training mode on; an empty list. For each batch: clear the optimizer's gradients → loss from loss_fn → "
-           "backpropagate → if clip_norm is not None, clip the global gradient norm to clip_norm → optimizer step → "
-           "scheduler step → append the loss as a Python float (.item()). Return the list."),
-    solution=solution_of("lesson05", "train_one_epoch"),
+    name="Capstone: gradient accumulation",
+    variables=("train_accumulated",),
+    checker=check_train_accumulated,
+    hints=("Gradients add up in .grad until you clear them — that is the whole trick. Divide each loss by the size "
+           "of its group so that the sum of the gradients is their mean. Stuck? "
+           "`from course_utils.training import train_one_epoch` (its `accumulate=` argument) to move on.",
+           "model.train(); batches = list(batches); for start in range(0, len(batches), accumulate): group = "
+           "batches[start:start + accumulate]; zero_grad once; per batch: loss = loss_fn(model, batch), "
+           "(loss / len(group)).backward(), keep loss.item(); then clip (if clip_norm is not None), "
+           "optimizer.step(), scheduler.step()."),
+    solution=solution_of("lesson05", "train_accumulated"),
     mistakes=LOOP_MISTAKES,
     success="Correct! Step for step, your gradients, learning rates and parameters match the package's loop.",
     task=(
-        "**Capstone — your own training loop.** Write `train_one_epoch(model, batches, loss_fn, optimizer, "
-        "scheduler, clip_norm=1.0)`: one pass over `batches` that returns the list of per-step losses as Python "
-        "floats. For every batch: clear the old gradients, compute `loss = loss_fn(model, batch)`, backpropagate, "
-        "clip the global gradient norm to `clip_norm` (`None`: no clipping), step the optimizer, then step the "
-        "learning-rate schedule (it counts optimizer steps). The model may come in eval mode (after an "
-        "evaluation): put it in training mode first. Write the loop yourself: a loop that hands the work to the "
-        "package's `train_one_epoch` or `fit` is refused.\n\n"
-        "How it is checked: on each check, tiny classifiers of random sizes (dropout 0) are trained twice from the "
-        "same weights — by your loop and by `course_utils.training.train_one_epoch` — on random padded batches: a "
-        "single batch without clipping, a few batches with a random `clip_norm`, a few with `clip_norm=None`, and "
-        "six or seven with `clip_norm` left at its default; AdamW and a warmup + cosine schedule come from "
-        "`make_optimizer` and `make_scheduler` (the ones `fit` uses). Each model is handed over in eval mode. "
-        "After every step the gradient norm that reached the optimizer, the learning rate and the parameters must "
-        "agree, `loss_fn` must run once per batch, and the returned losses must be the per-step losses as Python "
-        "floats. "
-        "`q4.hint()` and `q4.solution()` help; stuck? `from course_utils.training import train_one_epoch` and "
-        "move on."
+        "**Capstone — gradient accumulation (about 35 minutes).** A batch of 256 strings may not fit in memory; "
+        "four batches of 64 do. Write `train_accumulated(model, batches, loss_fn, optimizer, scheduler, "
+        "accumulate, clip_norm=1.0)`: one pass over `batches` (a list) that makes **one optimizer step per "
+        "`accumulate` consecutive batches** — a shorter last group makes a step too. The step must follow the "
+        "*mean* gradient of its group: each batch's loss divided by the size of its group before `backward`. "
+        "Gradients are cleared once per group; clipping (skipped when `clip_norm` is `None`), `optimizer.step()` "
+        "and `scheduler.step()` run once per group, in that order. The model may arrive in eval mode. Return the "
+        "per-batch losses as `loss_fn` computed them, as Python floats. With `accumulate=1` it is section 1's "
+        "epoch.\n\n"
+        "How it is checked: tiny classifiers (dropout 0) trained by your loop and by the package's "
+        "`train_one_epoch(..., accumulate=k)` from the same weights must agree after every step; `q4.hint()` helps."
     ),
     starter=(
-        "def train_one_epoch(model, batches, loss_fn, optimizer, scheduler, clip_norm=1.0):\n"
-        "    # model.train(); per batch: zero_grad, loss, backward, clip, optimizer step, scheduler step\n"
-        "    raise NotImplementedError\n"
+        "def train_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):\n"
+        "    raise NotImplementedError  # your code here\n"
     ),
 )

@@ -19,41 +19,6 @@ MISTAKES = [
       'def p_token_present(vocab_size, seq_len):\n'
       "    return 'about 3 %'\n",
       'should be a number'),
-    q('q4', "the package's loop imported",
-      'from course_utils.training import train_one_epoch\n',
-      'use your own function'),
-    q('q4', 'optimizer step forgotten',
-      plant(LOOP, "        optimizer.step()\n", ""),
-      'never called'),
-    q('q4', 'scheduler never stepped',
-      plant(LOOP, "        scheduler.step()          # once per optimizer step: warmup and decay count steps\n", ""),
-      'never called'),
-    q('q4', 'clipped before backward',
-      plant(plant(LOOP, "        if clip_norm is not None:\n"
-                        "            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)\n", ""),
-            "        loss.backward()\n",
-            "        if clip_norm is not None:\n"
-            "            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)\n"
-            "        loss.backward()\n"),
-      'clip between backward and step'),
-    q('q4', 'model.train() forgotten',
-      plant(LOOP, "    model.train()\n", ""),
-      'call model.train()'),
-    q('q4', 'loss tensors returned',
-      plant(LOOP, "losses.append(loss.item())", "losses.append(loss)"),
-      'Python floats'),
-    q('q4', 'nothing returned',
-      plant(LOOP, "    return losses\n", ""),
-      'return the list'),
-    q('q4', 'loss computed twice',
-      plant(LOOP, "        losses.append(loss.item())\n", "        losses.append(loss_fn(model, batch).item())\n"),
-      'once for every batch'),
-    q('q4', "a wrapper around the package's loop",
-      'from course_utils.training import train_one_epoch as package_loop\n'
-      '\n'
-      'def train_one_epoch(*args, **kwargs):\n'
-      '    return package_loop(*args, **kwargs)\n',
-      'hands the work to the package'),
     q('q1', '0-d tensor instead of a float',
       'def p_token_present(vocab_size, seq_len):\n'
       '    return 1 - (1 - 1 / torch.tensor(vocab_size, dtype=torch.float64)) ** seq_len\n',
@@ -67,7 +32,7 @@ MISTAKES = [
       'def masked_mean_pool(hidden, ids, pad_id=0):\n'
       '    real = (ids != pad_id).to(hidden.dtype)\n'
       '    return (hidden.detach() * real[..., None]).sum(1) / real.sum(1, keepdim=True)\n',
-      'carry no gradient'),
+      'carries no gradient'),
     q('q2', 'float32 forced',
       'def masked_mean_pool(hidden, ids, pad_id=0):\n'
       '    real = (ids != pad_id).float()\n'
@@ -90,41 +55,48 @@ MISTAKES = [
       '    flat = labels.mul_(n_classes).add_(predictions)\n'
       '    return torch.bincount(flat, minlength=n_classes ** 2).reshape(n_classes, n_classes)\n',
       'changed its input `labels` in place'),
+    q('q4', "the package's loop imported",
+      'from course_utils.training import train_one_epoch as train_accumulated\n',
+      'use your own function'),
+    q('q4', 'optimizer step forgotten',
+      plant(LOOP, "        optimizer.step()\n", ""),
+      'never called'),
+    q('q4', 'scheduler never stepped',
+      plant(LOOP, "        scheduler.step()                       # once per optimizer step\n", ""),
+      'scheduler.step() ran 0'),
+    q('q4', 'model.train() forgotten',
+      plant(LOOP, "    model.train()\n", ""),
+      'call model.train()'),
+    q('q4', 'loss tensors returned',
+      plant(LOOP, "losses.append(loss.item())", "losses.append(loss)"),
+      'Python floats'),
+    q('q4', 'nothing returned',
+      plant(LOOP, "    return losses\n", ""),
+      'returned None'),
+    q('q4', 'loss computed twice',
+      plant(LOOP, "            losses.append(loss.item())\n",
+            "            losses.append(loss_fn(model, batch).item())\n"),
+      'once for every batch'),
+    q('q4', "a wrapper around the package's loop",
+      'from course_utils.training import train_one_epoch as package_loop\n'
+      '\n'
+      'def train_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):\n'
+      '    return package_loop(model, batches, loss_fn, optimizer, scheduler, clip_norm, accumulate=accumulate)\n',
+      'hands the work to the package'),
     q('q4', "the package's loop through a module alias",
       'import course_utils.training as T\n'
       '\n'
-      'def train_one_epoch(*args, **kwargs):\n'
-      '    return T.train_one_epoch(*args, **kwargs)\n',
+      'def train_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):\n'
+      '    return T.train_one_epoch(model, batches, loss_fn, optimizer, scheduler, clip_norm, accumulate=accumulate)\n',
       "calls the package's course_utils.training.train_one_epoch"),
-    q('q4', "the package's loop through importlib and getattr",
-      'import importlib\n'
-      '\n'
-      'def train_one_epoch(model, batches, loss_fn, optimizer, scheduler, clip_norm=1.0):\n'
-      '    loop = getattr(importlib.import_module("course_utils.training"), "train_" + "one_epoch")\n'
-      '    return loop(model, batches, loss_fn, optimizer, scheduler, clip_norm)\n',
-      "calls the package's course_utils.training.train_one_epoch"),
-    q('q4', "the package's fit for one epoch",
-      'from course_utils import training\n'
-      '\n'
-      'def train_one_epoch(model, batches, loss_fn, optimizer, scheduler, clip_norm=1.0):\n'
-      '    history = training.fit(model, batches, loss_fn, epochs=1, clip_norm=clip_norm, progress=False)\n'
-      '    return history.train_loss\n',
-      "calls the package's course_utils.training.fit"),
-    q('q4', 'zero_grad every other step (accumulation)',
-      plant(plant(LOOP, "    for batch in batches:\n", "    for i, batch in enumerate(batches):\n"),
-            "        optimizer.zero_grad()\n", "        if i % 2 == 0:\n            optimizer.zero_grad()\n"),
-      'gradients accumulate'),
+    q('q4', 'divided by accumulate, not by the group size',
+      plant(LOOP, "(loss / len(group)).backward()", "(loss / accumulate).backward()"),
+      'shorter last group'),
     q('q4', 'the mean loss returned',
       plant(LOOP, "    return losses\n", "    return sum(losses) / len(losses)\n"),
       'should be a list'),
-    q('q4', 'detached loss tensors returned',
-      plant(LOOP, "losses.append(loss.item())", "losses.append(loss.detach())"),
-      'Python floats'),
-    q('q4', 'a fixed number of steps',
-      plant(LOOP, "    for batch in batches:\n", "    for batch in list(batches)[:3]:\n"),
-      'once for every batch'),
     q('q4', 'model.training = True instead of model.train()',
-      plant(LOOP, "    model.train()\n", "    model.training = True\n"), 'switches the top module only'),
+      plant(LOOP, "    model.train()\n", "    model.training = True\n"), 'eval mode'),
 ]
 
 ALTERNATIVES = [
@@ -181,39 +153,23 @@ ALTERNATIVES = [
                 'def confusion_matrix(predictions, labels, n_classes):\n'
                 '    return torch.stack([torch.bincount(predictions[labels == t], minlength=n_classes)\n'
                 '                        for t in range(n_classes)])\n', PRELUDE),
-    Alternative('lesson05', 'q4', 'model.zero_grad, float(loss), enumerate',
+    Alternative('lesson05', 'q4', 'a counter instead of groups, model.zero_grad',
                 'import torch\n\n'
-                'def train_one_epoch(model, batches, loss_fn, optimizer, scheduler, clip_norm=1.0):\n'
+                'def train_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):\n'
                 '    model.train()\n'
+                '    batches = list(batches)\n'
                 '    losses = []\n'
-                '    for step, batch in enumerate(batches):\n'
-                '        model.zero_grad(set_to_none=False)\n'
+                '    model.zero_grad()\n'
+                '    for i, batch in enumerate(batches):\n'
+                '        size = min(accumulate, len(batches) - (i // accumulate) * accumulate)\n'
                 '        loss = loss_fn(model, batch)\n'
-                '        loss.backward()\n'
-                '        if clip_norm:\n'
-                '            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=clip_norm)\n'
-                '        optimizer.step()\n'
-                '        scheduler.step()\n'
+                '        (loss / size).backward()\n'
                 '        losses.append(float(loss))\n'
+                '        if (i + 1) % accumulate == 0 or i + 1 == len(batches):\n'
+                '            if clip_norm:\n'
+                '                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=clip_norm)\n'
+                '            optimizer.step()\n'
+                '            scheduler.step()\n'
+                '            model.zero_grad()\n'
                 '    return losses\n'),
-    Alternative('lesson05', 'q4', 'clipping written out, gradients cleared after each step',
-                'import torch\n\n'
-                'def train_one_epoch(model, batches, loss_fn, optimizer, scheduler, clip_norm=1.0):\n'
-                '    model.train(True)\n'
-                '    optimizer.zero_grad()\n'
-                '    losses = []\n'
-                '    for batch in batches:\n'
-                '        loss = loss_fn(model, batch)\n'
-                '        loss.backward()\n'
-                '        grads = [p.grad for p in model.parameters() if p.grad is not None]\n'
-                '        if clip_norm is not None:\n'
-                '            norm = torch.sqrt(sum((g ** 2).sum() for g in grads))\n'
-                '            scale = min(1.0, clip_norm / (float(norm) + 1e-6))\n'
-                '            for g in grads:\n'
-                '                g.mul_(scale)\n'
-                '        optimizer.step()\n'
-                '        scheduler.step()\n'
-                '        optimizer.zero_grad()\n'
-                '        losses.append(loss.detach().item())\n'
-                '    return tuple(losses)\n'),
 ]
