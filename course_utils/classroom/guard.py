@@ -1,9 +1,9 @@
 """The check's guard: the clean state a check starts from, and a watch on the learner's code while the check calls it.
 
-A check has to call the learner's code, so the two share a process (a fresh one per exercise, see
-:mod:`.evaluator`). The guard makes the learner's code count only through what it returns:
+A check has to call the learner's code, so the two share a process (a fork of the notebook's run, one per exercise,
+see :mod:`.evaluator`). The guard makes the learner's code count only through what it returns:
 
-* **before the check** it puts back what the cells the answer needs may have changed for the whole process —
+* **before the check** it puts back what the notebook's cells may have changed for the whole process —
   PyTorch's function and dispatch modes, gradient mode, default dtype, ``sys.settrace``/``sys.setprofile`` hooks,
   signal handlers and timers, ``gc`` callbacks, import hooks, the environment (``COURSE_CHECK_SEED`` …) — and refuses
   to check while a thread the cells started is still running, or when anything in the snapshot of the modules

@@ -138,6 +138,8 @@ class _Table:
         """Put the snapshot's values back for the entries ``names`` (as :meth:`changes` shows them); return those
         that could not be put back."""
         wanted = set(names)
+        if not wanted:
+            return []
         for owner, key, value, name in zip(self.dicts, self.dict_keys, self.dict_values, self.dict_names):
             if self.shown(name) in wanted and owner.get(key, _MISSING) is not value:
                 try:

@@ -1,10 +1,11 @@
-"""Does the code an answer needs reach into Python's machinery? A static scan, made in the grader's own process.
+"""Does the code above a check reach into Python's machinery? A static scan, made in the grader's own process.
 
 A check has to run the learner's code in the process that checks it (:mod:`.guard`), so code written against the
 grader itself — finding its objects with ``gc``, rewriting memory with ``ctypes``, tracing its frames, forging its
 report on a file descriptor — could in principle fake a result there. No exercise of the course needs any of that,
-so the grader looks for it in the cells an answer depends on (statements of the course's own notebook excepted) and
-does not count a ``correct`` that depends on it. What counts as reaching in:
+so the grader looks for it in every cell above an exercise's check point — they all ran in the process that checks
+it (statements of the course's own notebook excepted) — and does not count a ``correct`` checked after it. What
+counts as reaching in:
 
 * importing, or naming as an attribute, modules that reach the interpreter, the process or other processes
   (``gc``, ``ctypes``, ``sys``, ``inspect``, ``threading``, ``signal``, ``os``, ``subprocess``, ``importlib``,
