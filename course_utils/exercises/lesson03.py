@@ -160,10 +160,10 @@ Q2_MISTAKES = (
     Mistake("-inf fill gives NaN", "your result contains NaN: a sentence that is all [PAD] has queries that may see "
             "no key, and a -inf fill makes their softmax 0/0. Fill with torch.finfo(scores.dtype).min and set the "
             "blocked weights to 0 after the softmax", padded_with(fill=-math.inf, zero_after=False), shows=has_nan),
-    Mistake("4-D mask on 3-D scores", "the colleague's bug: padding_mask(ids) is (batch, 1, 1, seq), made for scores "
-            "(batch, heads, q_len, k_len); against these 3-D scores (batch, seq, seq) broadcasting adds a dimension "
-            "and every result comes out (batch, batch, ...). One dimension per score dimension: (batch, 1, seq)",
-            padded_with(padding_mask)),
+    Mistake("4-D mask on 3-D scores", "the colleague's symptom is still there: for x of shape (batch, seq, d) your "
+            "output has one dimension too many, (batch, batch, seq, d), and your weights are (batch, batch, seq, "
+            "seq) — every sentence comes out once per sentence of the batch. Print the shapes of the scores and of "
+            "the mask inside your function and line them up from the right", padded_with(padding_mask)),
     Mistake("mask on the query axis", "the mask hides [PAD] *queries* (rows) instead of [PAD] *keys* (columns) — "
             "the padding mask is (batch, 1, seq), True at the real keys",
             padded_with(lambda ids: (ids != 0)[:, :, None])),
@@ -476,14 +476,12 @@ q3 = Exercise(
         "by side, in that order — and `out = nn.Linear(d_model, d_model)`; dropout on the attention weights.\n"
         "* Query $i$ may attend to key $j$ when $j \\le i$ and the mask allows $j$. A query that may see no key "
         "(left padding) gets zero weights, never NaN.\n"
-        "* Split heads, scale by $\\sqrt{d_\\text{head}}$, and merge as in section 7, written yourself (the "
-        "package's attention and PyTorch's are refused).\n\n"
+        "* Split heads, scale by $\\sqrt{d_\\text{head}}$, and merge as in section 7. You may call section 6's "
+        "`attention`; the package's attention and PyTorch's are refused.\n\n"
         "Checked against the package's `MultiHeadAttention` (weights copied into yours) on random sizes: outputs, "
-        "weights, gradients, dropout. Stuck? `q3.solution()`, or move on with `from course_utils.attention import "
-        "MultiHeadAttention`."
+        "weights, gradients, dropout. Stuck? `q3.solution()`."
     ),
     starter=(
-        "import torch.nn as nn\n\n\n"
         "class CausalSelfAttention(nn.Module):\n"
         "    def __init__(self, d_model, n_heads, dropout=0.0):\n"
         "        super().__init__()\n"

@@ -82,6 +82,28 @@ ALTERNATIVES = [
                                                      "self.dropout(weights) @ v",
                                                      "F.dropout(weights, self.dropout.p, self.training) @ v")),
     right("q3", "-inf fill, zeroed after the softmax", plant(CAUSAL, "torch.finfo(scores.dtype).min", "float('-inf')")),
+    right("q3", "section 6's attention called", "def attention(q, k, v, mask=None, dropout_p=0.0, training=False):\n"
+          "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))\n"
+          "    if mask is not None:\n"
+          "        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)\n"
+          "    weights = torch.softmax(scores, dim=-1)\n"
+          "    if mask is not None:\n"
+          "        weights = weights.masked_fill(~mask, 0.0)\n"
+          "    weights = F.dropout(weights, p=dropout_p, training=training)\n"
+          "    return weights @ v, weights\n\n\n"
+          "class CausalSelfAttention(nn.Module):\n"
+          "    def __init__(self, d_model, n_heads, dropout=0.0):\n"
+          "        super().__init__()\n"
+          "        self.h, self.p = n_heads, dropout\n"
+          "        self.qkv, self.out = nn.Linear(d_model, 3 * d_model), nn.Linear(d_model, d_model)\n\n"
+          "    def forward(self, x, mask=None):\n"
+          "        b, n, d = x.shape\n"
+          "        q, k, v = (t.view(b, n, self.h, d // self.h).transpose(1, 2) for t in self.qkv(x).chunk(3, -1))\n"
+          "        allowed = torch.ones(n, n, dtype=torch.bool).tril()[None, None]\n"
+          "        if mask is not None:\n"
+          "            allowed = allowed & mask\n"
+          "        out, weights = attention(q, k, v, allowed, self.p, self.training)\n"
+          "        return self.out(out.transpose(1, 2).reshape(b, n, d)), weights\n"),
     right("q2", "-inf fill, zeroed after the softmax", plant(lesson03.q2.solution, "torch.finfo(scores.dtype).min",
                                                              "float('-inf')")),
 ]
