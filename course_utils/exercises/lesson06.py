@@ -316,9 +316,9 @@ def accuracy_case(draw: Draw, batch: int, seq: int, vocab_size: int, note: str =
             if row == empty:
                 continue
             positions = draw.rng.sample(range(seq), draw.integer(1, seq))
-            hit_rate = draw.rng.random()
+            hit_rate = draw.values.random()                   # values, not sizes: a twin draw gets other hits
             for col in positions:
-                if draw.rng.random() < hit_rate:
+                if draw.values.random() < hit_rate:
                     labels[row, col] = predictions[row, col]
                 else:
                     labels[row, col] = (predictions[row, col] + draw.integer(1, vocab_size - 1)) % vocab_size

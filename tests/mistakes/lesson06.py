@@ -190,6 +190,16 @@ MISTAKES += [
                                        '    return model\n', 'also changed `output.bias`'),
 ]
 
+MISTAKES += [  # classes no single input shows: state kept across calls, an unstable formula
+    q('q2', 'accuracy cached per shape',
+      '_cache = {}\n\n\ndef masked_accuracy(logits, labels):\n'
+      '    if tuple(logits.shape) not in _cache:\n'
+      '        s = labels != -100\n'
+      '        _cache[tuple(logits.shape)] = (logits.argmax(-1)[s] == labels[s]).float().mean().item()\n'
+      '    return _cache[tuple(logits.shape)]\n',
+      'something is kept across calls'),
+]
+
 ALTERNATIVES = [
     Alternative('lesson06', 'q1', 'random ids drawn first, clone and index',
                 'def corrupt_selected(ids, selected, vocab_size, generator):\n'
@@ -459,6 +469,13 @@ MISTAKES += [
       '    nll = -torch.log_softmax(logits, -1).gather(-1, labels[..., None])[..., 0]\n'
       '    return nll[labels != -100].mean()\n',
       'which is no index'),
+]
+
+MISTAKES += [  # an unstable formula: right on ordinary logits only
+    q('q5', 'log of softmax plus a small constant',
+      plant(LOSS, "torch.log_softmax(logits[selected], dim=-1)",
+            "torch.log(torch.softmax(logits[selected], dim=-1) + 1e-12)"),
+      'right on ordinary logits, wrong on large ones'),
 ]
 
 ALTERNATIVES += [

@@ -136,6 +136,14 @@ MISTAKES = [
       'use your own code'),
 ]
 
+MISTAKES += [  # an unstable formula: the scores' maximum not subtracted
+    q('q2', 'softmax written without the maximum subtracted',
+      'def temperature_probs(logits, temperature):\n'
+      '    e = (logits / temperature).exp()\n'
+      '    return e / e.sum(-1, keepdim=True)\n',
+      'overflows'),
+]
+
 ALTERNATIVES = [
     # q1
     right('q1', 'narrow',

@@ -87,6 +87,10 @@ MISTAKES = [
       "    return kv_cache_bytes(batch, seq, layers, n_kv_heads, d_head, 2)\n", 'use your own code'),
 ]
 
+MISTAKES += [  # a constant that shows only on some inputs
+    q('q1', 'eps of 1e-12', plant(RMS, "keepdim=True) + eps)", "keepdim=True) + 1e-12)"), 'use the `eps` parameter'),
+]
+
 ALTERNATIVES = [
     # q1 (the first two were tests/test_modern_exercises.py's right answers; F.rms_norm is now forbidden)
     right('q1', 'rsqrt', "def rms_norm(x, weight, eps=1e-6):\n"
