@@ -75,14 +75,8 @@ def test_every_exercise_has_a_catalogue_so_every_checker_is_shown_to_fail():
     assert not missing, f"exercises without typical mistakes: {missing}"
 
 
-CLASSIC_BUGS = {  # the classic Transformer bugs every capstone catalogue must hold (issue: capstone exercises)
-    "lesson03.q5": ["missing scale", "scaled by sqrt(d_model)", "scaled by sqrt(k_len)", "divided by d_k",
-                    "transpose instead of split", "mask convention inverted", "mask broadcast on the query axis",
-                    "softmax over the wrong axis", "-inf fill gives NaN", "dropout active in eval"],
-    "lesson04.q4": ["residual around the normalised input", "LayerNorm on the sublayer output", "always Post-LN",
-                    "always Pre-LN", "dropout active in eval"],
-    "lesson04.q5": ["final norm missing"],
-    "lesson05.q4": ["zero_grad forgotten", "scheduler stepped per epoch"],
+CLASSIC_BUGS = {  # the classic Transformer bugs a capstone's catalogue must hold (lessons 03-05 are being rebuilt:
+    # their owners list their capstones' classic bugs here again once the new capstones settle)
     "lesson06.q4": ["padding excluded, other specials selected", "step 2 missing", "select_prob hard-coded",
                     "generator ignored", "labels everywhere"],
     "lesson06.q5": ["mean over every position", "per-row means", "python float"],
