@@ -35,7 +35,6 @@ from .asserts import (
     snapshot,
 )
 from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
-from .lesson04 import CONNECTION_MISTAKES, SUBLAYER_STARTER, WIRING_MISTAKES, connect
 
 DEFAULT_PAD, DEFAULT_BOS, DEFAULT_EOS = 0, 5, 6  # the course's ids (course_utils.tokenization); checks use others
 
@@ -364,6 +363,62 @@ q3 = Exercise(
 
 
 # ---------------------------------------------------------------------------- q4 (capstone): DecoderLayer
+# The residual wirings of lesson 04 (connect) and their typical mistakes, which the decoder layer reuses.
+def connect(kind: str, x: torch.Tensor, sublayer, norm: nn.Module) -> torch.Tensor:
+    """One residual connection around ``sublayer`` with LayerNorm ``norm``, wired right or in a typical wrong way."""
+    if kind == "post":
+        return norm(x + sublayer(x))
+    if kind == "pre":
+        return x + sublayer(norm(x))
+    if kind == "pre_residual_normed":  # the residual carries norm(x) instead of x
+        h = norm(x)
+        return h + sublayer(h)
+    if kind == "norm_on_output":  # LayerNorm applied to the sublayer's output only
+        return x + norm(sublayer(x))
+    if kind == "post_no_residual":
+        return norm(sublayer(x))
+    if kind == "pre_no_residual":
+        return sublayer(norm(x))
+    raise ValueError(kind)
+
+
+CONNECTION_MISTAKES = {  # requested norm -> {the wiring computed instead: message}
+    "pre": {"post": "with norm='pre' you computed Post-LN, norm(x + sublayer(x)). Pre-LN normalises the input of "
+                    "each sublayer and leaves the residual path alone: x + sublayer(norm(x))."},
+    "post": {"pre": "with norm='post' you computed Pre-LN. Post-LN (the paper's Add & Norm) normalises after the "
+                    "addition: norm(x + sublayer(x))."},
+}
+WIRING_MISTAKES = {
+    "pre_residual_normed": "the residual carries norm(x) instead of x: in Pre-LN the identity path must stay raw, "
+                           "x + sublayer(norm(x)).",
+    "norm_on_output": "the LayerNorm is in the wrong place — you normalised the sublayer's output, "
+                      "x + norm(sublayer(x)). Post-LN: norm(x + sublayer(x)); Pre-LN: x + sublayer(norm(x)).",
+    "post_no_residual": "the residual connection is missing: add the sublayer's input back, norm(x + sublayer(x)).",
+    "pre_no_residual": "the residual connection is missing: add the sublayer's input back, x + sublayer(norm(x)).",
+}
+
+
+SUBLAYER_STARTER = (
+    "class FeedForward(nn.Module):\n"
+    "    def __init__(self, d_model, d_ff, dropout):\n"
+    "        super().__init__()\n"
+    "        raise NotImplementedError  # linear1 (d_model -> d_ff), linear2 (d_ff -> d_model), a dropout\n"
+    "\n"
+    "    def forward(self, x):\n"
+    "        raise NotImplementedError  # linear2(dropout(relu(linear1(x))))\n"
+    "\n"
+    "\n"
+    "class Residual(nn.Module):\n"
+    "    def __init__(self, d_model, dropout, norm):\n"
+    "        super().__init__()\n"
+    "        raise NotImplementedError  # self.norm = nn.LayerNorm(d_model), a dropout, remember post or pre\n"
+    "\n"
+    "    def forward(self, x, sublayer):\n"
+    "        # post: norm(x + dropout(sublayer(x)));  pre: x + dropout(sublayer(norm(x)))\n"
+    "        raise NotImplementedError\n"
+)
+
+
 LAYER_SIGNATURE = "(d_model, n_heads, d_ff, dropout=0.1, norm='post')"
 DECODER_LAYER_LAYOUT = ("self_attn and cross_attn (MultiHeadAttentions with w_q, w_k, w_v, w_o), feed_forward.linear1 "
                         "and feed_forward.linear2, self_attn_block.norm, cross_attn_block.norm and ff_block.norm "
@@ -431,7 +486,7 @@ def decoder_layer_mistake(block, y, memory, tgt_mask, memory_mask, kind: str, *,
                           cross_first: bool = False, activation: str = "relu", final_norm: bool = False,
                           masks_swapped: bool = False, memory_normed: bool = False,
                           own_causal: bool = False) -> torch.Tensor:
-    """The package decoder layer's weights wired as ``kind`` (see lesson04.connect), or with another typical bug."""
+    """The package decoder layer's weights wired as ``kind`` (see connect), or with another typical bug."""
     if masks_swapped:
         tgt_mask, memory_mask = memory_mask, tgt_mask
     if own_causal:  # a causal mask built inside the layer instead of the tgt_mask it is given
@@ -632,7 +687,7 @@ q4 = Exercise(
            "output of the (output, weights) pair; block 2 runs cross-attention with queries from h and keys AND "
            "values from memory, with memory_mask; block 3 runs the feed-forward. Each block is post: "
            "norm(y + dropout(f(y))) or pre: y + dropout(f(norm(y)))."),
-    solution=solution_of("lesson07", "lesson04.FeedForward", "lesson04.Residual", "DecoderLayer"),
+    solution=solution_of("lesson07", "FeedForward", "Residual", "DecoderLayer"),
     success="Correct! Same outputs and gradients as course_utils.layers.DecoderLayer on random sizes, Post-LN and "
             "Pre-LN, memory shorter, longer and as long as the target, with causal, target-padding and source-"
             "padding masks; dropout in the same places in train mode, and none in eval mode.",

@@ -35,6 +35,7 @@ from .asserts import (
     learner_function,
     own_function,
     own_module_class,
+    randomise_norms,
     shared_parameters,
     show,
     snapshot,
@@ -645,7 +646,6 @@ def paired_gpts(config, learner_class, where: str, seed: int):
     """``(package, learner)``: the package's DecoderOnlyLM (seeded; norms and positions randomised so a missing or
     misplaced one shows) and the learner's GPT built from the same config, carrying the package's weights."""
     from ..language_model import DecoderOnlyLM
-    from .lesson04 import randomise_norms
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

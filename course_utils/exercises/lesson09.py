@@ -9,6 +9,8 @@ tensors left as they were, gradients that flow, and no call into the package's b
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 import torch.nn as nn
@@ -19,12 +21,18 @@ from ..modern import RMSNorm, apply_rotary, kv_cache_bytes, repeat_kv, rotate_ha
 from .asserts import (
     Case,
     Draw,
+    backpropagate_both,
     call_learner,
     check_function,
     check_input_gradients,
+    check_inputs_kept,
     check_same_in_both_modes,
     close,
+    compare_gradients,
     copy_weights,
+    difference,
+    first_output,
+    gradients,
     instantiate,
     learner_function,
     own_module_class,
@@ -396,6 +404,54 @@ q4 = Exercise(
 
 
 # ---------------------------------------------------------------------------- q5 (capstone): the modern block
+# ---------------------------------------------------------------------------- q5 (capstone): the modern block
+@dataclass
+class BlockCase:
+    """One input of a capstone check: the sizes to build the blocks with, x and the mask, and how to say it."""
+
+    description: str
+    d_model: int
+    n_heads: int
+    d_ff: int
+    x: torch.Tensor
+    mask: torch.Tensor | None
+    n_layers: int = 1
+
+
+def layer_error_hint(error: BaseException) -> str | None:
+    message = str(error)
+    if "tuple" in message:
+        return ("The attention module returns a pair (output, weights): take [0], e.g. self.self_attn(h, h, h, "
+                "mask)[0]")
+    if "shape" in message or "size" in message:
+        return "Sizes differ on every check: take them from the arguments and the input, never a fixed number"
+    return None
+
+
+def compare_blocks(package: nn.Module, learner: nn.Module, name: str, case: BlockCase, diagnose, forbidden) -> None:
+    """Outputs and gradients (x and every parameter) of the learner's block against the package's on ``case``; the
+    inputs must come back unchanged, and the learner's code runs under ``forbidden``."""
+    where = case.description
+    leaf_p, leaf_l = case.x.clone().requires_grad_(), case.x.clone().requires_grad_()
+    expected = package(leaf_p, case.mask)
+    x_in, mask_in = leaf_l.clone(), snapshot(case.mask)  # x as a layer sees it: the output of earlier layers
+    before = {"x": snapshot(x_in), "mask": snapshot(mask_in)}
+    result = call_learner(learner, name, where, x_in, mask_in, forbidden=forbidden, error_hint=layer_error_hint)
+    check_inputs_kept(before, {"x": x_in, "mask": mask_in}, name, where)
+    got, _ = first_output(result, name, pair=False)
+    gap = difference(got, expected, f"the output of your `{name}`")
+    if gap:
+        specific = diagnose(got.detach()) if isinstance(got, torch.Tensor) and got.shape == expected.shape else None
+        if specific is None and isinstance(got, torch.Tensor) and got.shape == expected.shape:
+            heads = getattr(getattr(learner, "self_attn", None), "n_heads", case.n_heads)
+            if heads != case.n_heads:
+                specific = (f"your self_attn has {heads} heads, but the layer was built with n_heads="
+                            f"{case.n_heads}: pass n_heads on, MultiHeadAttention(d_model, n_heads, dropout)")
+        raise ExerciseFailure(f"on {where}: {specific or gap}.")
+    backpropagate_both(package, expected, learner, got, name, f"on {where}")
+    compare_gradients(gradients(package, {"x": leaf_p}), gradients(learner, {"x": leaf_l}), name, f"on {where}")
+
+
 BLOCK_SIGNATURE = "(d_model, n_heads, n_kv_heads, d_ff, rope_base=10000.0, eps=1e-6)"
 BLOCK_LAYOUT = ("self_attn.w_q and self_attn.w_o (d_model → d_model), self_attn.w_k and self_attn.w_v (d_model → "
                 "n_kv_heads · d_head), feed_forward.gate and feed_forward.up (d_model → d_ff), feed_forward.down "
@@ -449,7 +505,6 @@ def block_cases(draw: Draw):
     grouped-query with a causal mask AND padding in some rows only, another rope_base; a longer odd sequence
     without a mask (every position sees every other), another group size, eps given. All but the first hold a
     tiny token (where eps matters); d_head ≥ 4 there, so that rope_base shows."""
-    from .lesson04 import BlockCase
 
     cases = []
     used: set[int] = set()
@@ -641,8 +696,6 @@ def diagnose_block(block: nn.Module, case, base: float, eps: float, got: torch.T
 
 
 def check_modern_block(ns) -> None:
-    from .lesson04 import compare_blocks
-
     learner_class = own_module_class(ns["ModernBlock"], "ModernBlock",
                                      "course_utils.language_model.DecoderOnlyBlock")
     draw = Draw()

@@ -2,10 +2,9 @@
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from course_utils.attention import MultiHeadAttention
-
-from .lesson04 import FeedForward, Residual  # the sublayers of lesson 04's capstone
 
 
 def shift_targets(tgt_ids):
@@ -18,6 +17,30 @@ def cross_attention_mask(src_ids, tgt_len, pad_id=0):
 
 def append_to_cache(cached, new):
     return torch.cat([cached, new], dim=2)
+
+
+class FeedForward(nn.Module):
+    def __init__(self, d_model, d_ff, dropout):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):  # (batch, seq, d_model) -> same shape, every position on its own
+        return self.linear2(self.dropout(F.relu(self.linear1(x))))
+
+
+class Residual(nn.Module):
+    def __init__(self, d_model, dropout, norm):
+        super().__init__()
+        self.pre = norm == "pre"
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, sublayer):
+        if self.pre:
+            return x + self.dropout(sublayer(self.norm(x)))   # Pre-LN
+        return self.norm(x + self.dropout(sublayer(x)))        # Post-LN
 
 
 class DecoderLayer(nn.Module):
