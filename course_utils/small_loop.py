@@ -1,6 +1,6 @@
 """Lesson 00's training loop: forward, loss, zero_grad, backward, step — nothing else.
 
-Lessons 01–04 train with it; lesson 05 opens up the full loop (:mod:`course_utils.training`: batches from a loader,
+Lessons 02–04 train with it; lesson 05 opens up the full loop (:mod:`course_utils.training`: batches from a loader,
 warmup, clipping, evaluation).
 """
 from __future__ import annotations

@@ -7,9 +7,7 @@ message naming it), which the checker consults when the contract fails and the t
 """
 from __future__ import annotations
 
-import contextlib
 import math
-import os
 
 import torch
 import torch.nn as nn
@@ -103,9 +101,9 @@ def check_pairwise_sq_distances(ns) -> None:
 
 
 # ---------------------------------------------------------------------------- q2: view and transpose
-def reference_rows(x: torch.Tensor) -> torch.Tensor:
-    """``(seq, batch, d)`` → ``(batch * seq, d)``: row ``b * seq + s`` holds ``x[s, b]``."""
-    return x.transpose(0, 1).reshape(-1, x.size(-1))
+def reference_from_rows(rows: torch.Tensor, seq: int) -> torch.Tensor:
+    """``(batch * seq, d)`` → ``(seq, batch, d)``, the inverse of listing ``x[s, b]`` as row ``b * seq + s``."""
+    return rows.view(-1, seq, rows.size(-1)).transpose(0, 1)
 
 
 def layout_tensor(draw: Draw, shape: tuple[int, ...], dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -116,54 +114,60 @@ def layout_tensor(draw: Draw, shape: tuple[int, ...], dtype: torch.dtype = torch
 def rows_cases(draw: Draw) -> list[Case]:
     seq, batch, d = draw.distinct(3, 2, 9)
     other = draw.distinct(3, 2, 9)
-    return [Case(f"x of seq {seq}, batch {batch}, d {d}", (layout_tensor(draw, (seq, batch, d)),)),
-            Case(f"x of seq {seq}, batch 1, d {d}", (layout_tensor(draw, (seq, 1, d)),)),
-            Case(f"x of seq 1 (a single token), batch {batch}, d {d}", (layout_tensor(draw, (1, batch, d)),)),
-            Case(f"x of seq {other[0]}, batch {other[1]}, d {other[2]}, a transposed view of a (batch, seq, d) tensor",
-                 (layout_tensor(draw, (other[1], other[0], other[2])).transpose(0, 1),)),
-            Case(f"float64 x of seq {other[1]}, batch {other[0]}, d {other[2]}",
-                 (layout_tensor(draw, (other[1], other[0], other[2]), torch.float64),))]
+    return [Case(f"rows of {batch} sentences of {seq} tokens, d {d} (seq={seq})",
+                 (layout_tensor(draw, (batch * seq, d)), seq)),
+            Case(f"rows of 1 sentence of {seq} tokens, d {d} (seq={seq})", (layout_tensor(draw, (seq, d)), seq)),
+            Case(f"rows of {batch} sentences of 1 token, d {d} (seq=1)", (layout_tensor(draw, (batch, d)), 1)),
+            Case(f"float64 rows of {other[1]} sentences of {other[0]} tokens, d {other[2]} (seq={other[0]})",
+                 (layout_tensor(draw, (other[1] * other[0], other[2]), torch.float64), other[0]))]
 
 
 ROWS_MISTAKES = (
-    Mistake("a view straight to rows", "the tokens of different sentences interleave: row 1 is token 0 of sentence 1, "
-            "not token 1 of sentence 0. A view only regroups the numbers in the order they sit, and x sits position by "
-            "position: bring the batch axis in front first (transpose(0, 1)), then flatten",
-            variant=lambda x: x.reshape(-1, x.size(-1))),
-    Mistake("transpose, then view", "after .transpose the numbers still sit in memory in the old order (not "
-            "contiguous), so .view cannot regroup them: call .contiguous() before .view, or use .reshape",
-            variant=lambda x: x.transpose(0, 1).view(-1, x.size(-1))),
-    Mistake("stopped after the transpose", "you stopped at (batch, seq, d): now flatten the first two axes into "
-            "batch * seq rows", variant=lambda x: x.transpose(0, 1)),
-    Mistake("features first", "keep the features as the last axis: (batch * seq, d)",
-            variant=lambda x: x.permute(2, 1, 0).reshape(x.size(-1), -1)),
+    Mistake("a view straight back", "the sentences interleave: a view keeps the order the rows sit in, and they sit "
+            "sentence by sentence, so (seq, batch, d) read straight from them is wrong. Split them into (batch, seq, "
+            "d) first (a view), then swap the first two axes", variant=lambda rows, seq: rows.view(seq, -1,
+                                                                                                   rows.size(-1))),
+    Mistake("stopped before the swap", "you stopped at (batch, seq, d): swap the first two axes to get "
+            "(seq, batch, d)", variant=lambda rows, seq: rows.view(-1, seq, rows.size(-1))),
+    Mistake("seq and batch confused", "the rows were split into seq groups of batch rows: they come as batch "
+            "sentences of seq tokens each, so split into (rows.size(0) // seq, seq, d), then swap",
+            variant=lambda rows, seq: rows.view(seq, -1, rows.size(-1)).transpose(0, 1)),
 )
 
 
-def check_to_rows(ns) -> None:
-    check_function(learner_function(ns, "to_rows"), reference_rows, rows_cases(Draw()), "to_rows", atol=0, rtol=0)
+def check_from_rows(ns) -> None:
+    check_function(learner_function(ns, "from_rows"), reference_from_rows, rows_cases(Draw()), "from_rows",
+                   atol=0, rtol=0)
 
 
 # ---------------------------------------------------------------------------- q3: nn.Module and state_dict
-LAYOUT = "self.linear1 = nn.Linear(d_in, d_hidden), self.linear2 = nn.Linear(d_hidden, d_out)"
+LAYOUT = ("self.layers = nn.ModuleList(...) holding one nn.Linear per pair of neighbouring sizes in "
+          "[d_in, *hidden_sizes, d_out]")
 
 
 class ReferenceMLP(nn.Module):
-    """``linear2(relu(linear1(x)))`` — what a saved TinyMLP computes (``activation`` plants a mistake)."""
+    """Linear layers in ``self.layers``, ReLU between them — what a saved TinyMLP computes (``activation``,
+    ``output`` plant a mistake)."""
 
-    def __init__(self, d_in, d_hidden, d_out, activation=F.relu, output=lambda y: y):
+    def __init__(self, d_in, hidden_sizes, d_out, activation=F.relu, output=lambda y: y):
         super().__init__()
-        self.linear1, self.linear2 = nn.Linear(d_in, d_hidden), nn.Linear(d_hidden, d_out)
+        sizes = [d_in, *hidden_sizes, d_out]
+        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes, sizes[1:]))
         self.activation, self.output = activation, output
 
+    def hidden(self, x):
+        for layer in self.layers[:-1]:
+            x = self.activation(layer(x))
+        return x
+
     def forward(self, x):
-        return self.output(self.linear2(self.activation(self.linear1(x))))
+        return self.output(self.layers[-1](self.hidden(x)))
 
 
 def mlp_variant(**planted):
-    """A TinyMLP class with a bug planted (the learner's signature: ``(d_in, d_hidden, d_out)``)."""
-    return type("TinyMLP", (ReferenceMLP,), {"__init__": lambda self, d_in, d_hidden, d_out: ReferenceMLP.__init__(
-        self, d_in, d_hidden, d_out, **planted)})
+    """A TinyMLP class with a bug planted (the learner's signature: ``(d_in, hidden_sizes, d_out)``)."""
+    return type("TinyMLP", (ReferenceMLP,), {"__init__": lambda self, d_in, hidden_sizes, d_out: ReferenceMLP.__init__(
+        self, d_in, hidden_sizes, d_out, **planted)})
 
 
 class InputReLU(ReferenceMLP):
@@ -173,7 +177,17 @@ class InputReLU(ReferenceMLP):
 
 class DropoutMLP(ReferenceMLP):
     def forward(self, x):
-        return self.linear2(F.dropout(F.relu(self.linear1(x)), 0.5, self.training))
+        return self.layers[-1](F.dropout(self.hidden(x), 0.5, self.training))
+
+
+class FirstHiddenOnly(ReferenceMLP):
+    """ReLU after the first layer only: a deeper model collapses its later layers into one linear map."""
+
+    def hidden(self, x):
+        x = F.relu(self.layers[0](x))
+        for layer in self.layers[1:-1]:
+            x = layer(x)
+        return x
 
 
 def reference_output(case: Case) -> torch.Tensor:
@@ -191,23 +205,28 @@ def right_in_eval_mode(case: Case, got, answer) -> bool:
 
 
 MLP_MISTAKES = (
-    Mistake("no activation", "two linear layers in a row are just one linear map: put a ReLU between them",
+    Mistake("no activation", "linear layers in a row are just one linear map: put a ReLU between them",
             variant=mlp_variant(activation=lambda h: h)),
-    *(Mistake(f"{name} instead of ReLU", f"the hidden layer went through {name}: it must go through ReLU "
+    *(Mistake(f"{name} instead of ReLU", f"the hidden layers went through {name}: they must go through ReLU "
               "(F.relu, torch.relu or nn.ReLU())", variant=mlp_variant(activation=function))
       for name, function in (("sigmoid", torch.sigmoid), ("tanh", torch.tanh), ("GELU", F.gelu))),
-    Mistake("ReLU on the output", "the output went through ReLU too: only the hidden layer does; return linear2's "
-            "output as it is", variant=mlp_variant(output=F.relu)),
-    Mistake("ReLU on the input", "the input went through ReLU too: only the hidden layer, linear1's output, does",
+    Mistake("ReLU on the output", "the output went through ReLU too: only the hidden layers do; return the last "
+            "layer's output as it is", variant=mlp_variant(output=F.relu)),
+    Mistake("ReLU on the input", "the input went through ReLU too: only the outputs of the hidden layers do",
             variant=InputReLU),
+    Mistake("ReLU after the first layer only", "with two or more hidden layers, a ReLU follows the first only: "
+            "every layer but the last needs one, or the layers after the first collapse into one linear map",
+            variant=FirstHiddenOnly),
     Mistake("dropout", "in eval mode your output is right, in training mode it is not (dropout?): the task has no "
             "dropout, the output must not depend on the mode", variant=DropoutMLP, shows=right_in_eval_mode),
 )
 
 
-def mlp_state(draw: Draw, d_in: int, d_hidden: int, d_out: int) -> dict[str, torch.Tensor]:
-    return {"linear1.weight": draw.randn(d_hidden, d_in, scale=0.5), "linear1.bias": draw.randn(d_hidden, scale=0.5),
-            "linear2.weight": draw.randn(d_out, d_hidden, scale=0.5), "linear2.bias": draw.randn(d_out, scale=0.5)}
+def mlp_state(draw: Draw, d_in: int, hidden_sizes: list[int], d_out: int) -> dict[str, torch.Tensor]:
+    sizes, state = [d_in, *hidden_sizes, d_out], {}
+    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+        state[f"layers.{i}.weight"], state[f"layers.{i}.bias"] = draw.randn(b, a, scale=0.5), draw.randn(b, scale=0.5)
+    return state
 
 
 def check_registration(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
@@ -223,23 +242,24 @@ def check_registration(model: nn.Module, state: dict[str, torch.Tensor]) -> None
     missing, extra = [k for k in state if k not in got], [k for k in got if k not in state]
     if missing or extra:
         raise ExerciseFailure(f"your `TinyMLP`'s state_dict has {sorted(got) or 'no entries'}, a saved TinyMLP's has "
-                              f"{list(state)}: the keys are the attribute names of the layers, so a saved model "
-                              f"loads into yours only if they match — {LAYOUT} (bias included), nothing else that "
-                              "holds weights.")
+                              f"{list(state)}: the keys are the attribute names of the layers (and their places in "
+                              f"the ModuleList), so a saved model loads into yours only if they match — {LAYOUT}, "
+                              "bias included, nothing else that holds weights.")
     for key, value in state.items():
         if got[key].shape != value.shape or got[key].dtype != value.dtype:
             raise ExerciseFailure(f"your `TinyMLP.{key}` is {got[key].dtype} {tuple(got[key].shape)}, expected "
-                                  f"{value.dtype} {tuple(value.shape)}: {LAYOUT}, sizes in the order TinyMLP(d_in, "
-                                  "d_hidden, d_out) gets them (nn.Linear(in, out).weight is stored as (out, in)).")
+                                  f"{value.dtype} {tuple(value.shape)}: {LAYOUT} (nn.Linear(in, out).weight is "
+                                  "stored as (out, in)).")
     parameters = dict(model.named_parameters())
     if any(key not in parameters for key in state):
         raise ExerciseFailure("a weight in your `TinyMLP`'s state_dict is not a parameter (a buffer or a plain "
                               "tensor): the optimizer never sees it. Let nn.Linear create the weights.")
 
 
-def build(cls, sizes: tuple[int, int, int], state: dict[str, torch.Tensor]) -> nn.Module:
+def build(cls, sizes: tuple, state: dict[str, torch.Tensor]) -> nn.Module:
     """``cls(*sizes)`` with ``state`` loaded (its registration checked first)."""
-    model = instantiate(cls, "TinyMLP", "(d_in, d_hidden, d_out)", *sizes)
+    d_in, hidden_sizes, d_out = sizes
+    model = instantiate(cls, "TinyMLP", "(d_in, hidden_sizes, d_out)", d_in, list(hidden_sizes), d_out)
     if not isinstance(model, nn.Module):
         raise ExerciseFailure("`TinyMLP(...)` should build an nn.Module: subclass nn.Module and call "
                               "super().__init__() first.")
@@ -262,10 +282,12 @@ def same_output(a, b) -> bool:
 
 def mlp_cases(draw: Draw) -> list[Case]:
     cases = []
-    for sizes in (tuple(draw.distinct(3, 2, 9)), (draw.integer(2, 9), 1, draw.integer(2, 9))):
-        d_in, d_hidden, d_out = sizes
+    one, two = draw.distinct(3, 2, 9), draw.distinct(4, 2, 9)
+    for sizes in ((one[0], [one[1]], one[2]), (two[0], [two[1], two[2]], two[3]),
+                  (draw.integer(2, 9), [draw.integer(2, 9), 1, draw.integer(2, 9)], draw.integer(2, 9))):
+        d_in, hidden_sizes, d_out = sizes
         batch, seq = draw.distinct(2, 3, 9)
-        config = f"TinyMLP({d_in}, {d_hidden}, {d_out}) with a saved state loaded"
+        config = f"TinyMLP({d_in}, {hidden_sizes}, {d_out}) with a saved state loaded"
         state = mlp_state(draw, *sizes)
         cases += [Case(f"{config}, x of shape ({batch}, {d_in})", (sizes, state, draw.randn(batch, d_in))),
                   Case(f"{config}, x of shape (1, {d_in})", (sizes, state, draw.randn(1, d_in))),
@@ -375,21 +397,22 @@ q1 = Exercise(
            "1. a gets a new axis of size 1 in the middle → (n, 1, d); b one in front → (1, m, d). 2. Subtract: "
            "(n, m, d). 3. Square every entry and sum over the last axis → (n, m). No loop, no torch.cdist.",
            "The prediction: the (n, m, d) difference is the largest tensor, n·m·d numbers — for n = m = 1,000 and "
-           "d = 512, 512,000,000 numbers, 2,048 MB at 4 bytes each, built on every call. Lesson 03's all-pairs scores "
-           "avoid it: a matrix product gives (n, m) directly."),
+           "d = 512, 512,000,000 numbers, 2,048 MB at 4 bytes each, built on every call. The expansion ‖a‖² + ‖b‖² − "
+           "2 a·b avoids it: a matrix product gives the (n, m) table directly (4 MB), the way lesson 03 scores "
+           "queries against keys."),
     solution=solution_of("lesson00", "pairwise_sq_distances"),
     mistakes=DISTANCE_MISTAKES,
 )
 
 q2 = Exercise(
     name="Sentence by sentence (view and transpose)",
-    variables=("to_rows",),
-    checker=check_to_rows,
-    hints=("A view only regroups the numbers in the order they sit. In which order must the rows come out — and in "
-           "which order does x hold its numbers?",
-           "1. Swap the seq and batch axes → (batch, seq, d). 2. Flatten the first two axes into one: the swapped "
-           "tensor is not contiguous, so make it contiguous before a view (or use reshape). Every size from x.shape."),
-    solution=solution_of("lesson00", "to_rows"),
+    variables=("from_rows",),
+    checker=check_from_rows,
+    hints=("A view keeps the order the numbers sit in. In which order do the rows sit — which shape can a view give "
+           "them without moving anything?",
+           "1. batch = rows.size(0) // seq. 2. A view splits the rows into (batch, seq, d): sentence by sentence, as "
+           "they sit. 3. Swap the first two axes → (seq, batch, d)."),
+    solution=solution_of("lesson00", "from_rows"),
     mistakes=ROWS_MISTAKES,
 )
 
@@ -397,10 +420,12 @@ q3 = Exercise(
     name="A module and its state_dict",
     variables=("TinyMLP",),
     checker=check_tiny_mlp,
-    hints=("A layer assigned to self in __init__ (after super().__init__() has run) is registered, and its "
-           "attribute name becomes its state_dict key. For the count: nn.Linear(a, b) holds a·b weights and b biases.",
-           "class TinyMLP(nn.Module): __init__(self, d_in, d_hidden, d_out) runs super().__init__(), then sets "
-           "linear1 (d_in → d_hidden) and linear2 (d_hidden → d_out); forward: linear1, F.relu, linear2. For the "
+    hints=("A layer list assigned to self is registered only as an nn.ModuleList; its attribute name and each "
+           "layer's place in it make the state_dict keys (layers.0.weight, ...). For the count: nn.Linear(a, b) "
+           "holds a·b weights and b biases.",
+           "The sizes in order are d_in, then each hidden size, then d_out; one nn.Linear per neighbouring pair, all "
+           "in one nn.ModuleList named layers. "
+           "forward: every layer but the last, each followed by F.relu; then the last layer alone. For the "
            "measurement, train a fresh TinyMLP per seed and per number of steps with train_steps, then score it with "
            "accuracy on the test and on the training strings."),
     solution=solution_of("lesson00", "TinyMLP"),
@@ -422,17 +447,3 @@ q4 = Exercise(
     mistakes=SQUARED_ERROR_MISTAKES,
 )
 
-
-@contextlib.contextmanager
-def fixed_inputs(seed: int = 0):
-    """Checks run inside draw their random inputs from ``seed``: the same inputs, and the same message, every run
-    (notebook 00 shows a failed check this way). The previous setting comes back on leaving."""
-    previous = os.environ.get("COURSE_CHECK_SEED")
-    os.environ["COURSE_CHECK_SEED"] = str(int(seed))
-    try:
-        yield
-    finally:
-        if previous is None:
-            del os.environ["COURSE_CHECK_SEED"]
-        else:
-            os.environ["COURSE_CHECK_SEED"] = previous

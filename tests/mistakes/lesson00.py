@@ -48,105 +48,101 @@ ALTERNATIVES = [
           "    return (a.pow(2).sum(-1, keepdim=True) - 2 * cross + b.pow(2).sum(-1)).clamp_min(0)\n"),
 ]
 
-# q2: (seq, batch, d) to one row per token, sentence by sentence
-R = "def to_rows(x):\n"
+# q2: rows listed sentence by sentence back to (seq, batch, d)
+R = "def from_rows(rows, seq):\n"
 MISTAKES += [
-    q("q2", "fixed sizes", R + "    return x.transpose(0, 1).reshape(8, 4)\n", "raised RuntimeError"),
-    q("q2", "transpose_ in place", R + "    return x.transpose_(0, 1).reshape(-1, x.size(-1))\n", "changed its input"),
-    q("q2", "flattened to one axis", R + "    return x.transpose(0, 1).flatten()\n", "should have shape"),
-    q("q2", "a list of rows", R + "    return list(x.transpose(0, 1).reshape(-1, x.size(-1)))\n", "torch.Tensor"),
+    q("q2", "float64 result", R + "    return rows.double().view(-1, seq, rows.size(1)).transpose(0, 1)\n",
+      "torch.float32"),
+    q("q2", "resized in place", R + "    rows.resize_(rows.size(0) // seq, seq, rows.size(1))\n"
+      "    return rows.transpose(0, 1)\n", "changed its input"),
+    q("q2", "flattened to one axis", R + "    return rows.view(-1, seq, rows.size(1)).transpose(0, 1).flatten()\n",
+      "should have shape"),
+    q("q2", "a list of sentences", R + "    return list(rows.view(-1, seq, rows.size(1)).transpose(0, 1))\n",
+      "torch.Tensor"),
 ]
 ALTERNATIVES += [
-    right("q2", "transpose and reshape", R + "    return x.transpose(0, 1).reshape(-1, x.size(-1))\n"),
-    right("q2", "permute and flatten", R + "    return x.permute(1, 0, 2).flatten(0, 1)\n"),
-    right("q2", "movedim, sizes named", R + "    seq, batch, d = x.shape\n"
-          "    return torch.movedim(x, 1, 0).contiguous().view(batch * seq, d)\n"),
-    right("q2", "concatenating sentences", R + "    return torch.cat([x[:, b] for b in range(x.size(1))])\n"),
-    right("q2", "a lambda with swapaxes", "to_rows = lambda x: x.swapaxes(0, 1).reshape(-1, x.shape[2])\n"),
+    right("q2", "reshape and permute", R + "    return rows.reshape(-1, seq, rows.shape[-1]).permute(1, 0, 2)\n"),
+    right("q2", "unflatten and swapaxes", R + "    return rows.unflatten(0, (-1, seq)).swapaxes(0, 1)\n"),
+    right("q2", "sizes named, contiguous copy", R + "    n, d = rows.shape\n    batch = n // seq\n"
+          "    return rows.view(batch, seq, d).transpose(0, 1).contiguous()\n"),
+    right("q2", "stacking token positions", R + "    return torch.stack([rows[s::seq] for s in range(seq)])\n"),
 ]
 
-# q3: an nn.Module whose state_dict matches a saved TinyMLP's
-INIT = ("class TinyMLP(nn.Module):\n    def __init__(self, d_in, d_hidden, d_out):\n        super().__init__()\n"
-        "        self.linear1 = nn.Linear(d_in, d_hidden)\n        self.linear2 = nn.Linear(d_hidden, d_out)\n\n")
+# q3: a variable-depth MLP whose layers sit in an nn.ModuleList
+HEAD = "class TinyMLP(nn.Module):\n    def __init__(self, d_in, hidden_sizes, d_out):\n"
+SIZES = "        sizes = [d_in, *hidden_sizes, d_out]\n"
+INIT = (HEAD + "        super().__init__()\n" + SIZES
+        + "        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes, sizes[1:]))\n\n")
+FWD = ("    def forward(self, x):\n        for layer in self.layers[:-1]:\n            x = torch.relu(layer(x))\n"
+       "        return self.layers[-1](x)\n")
+PAIRS = "zip(sizes, sizes[1:])"
 MISTAKES += [
-    q("q3", "layers in a plain list", "class TinyMLP(nn.Module):\n    def __init__(self, d_in, d_hidden, d_out):\n"
-      "        super().__init__()\n        self.layers = [nn.Linear(d_in, d_hidden), nn.Linear(d_hidden, d_out)]\n\n"
-      "    def forward(self, x):\n        return self.layers[1](torch.relu(self.layers[0](x)))\n", "not registered"),
-    q("q3", "layers in a plain dict", "class TinyMLP(nn.Module):\n    def __init__(self, d_in, d_hidden, d_out):\n"
-      "        super().__init__()\n        self.layers = {'linear1': nn.Linear(d_in, d_hidden),\n"
-      "                       'linear2': nn.Linear(d_hidden, d_out)}\n\n    def forward(self, x):\n"
-      "        return self.layers['linear2'](torch.relu(self.layers['linear1'](x)))\n", "plain Python dict"),
-    q("q3", "super().__init__() forgotten",
-      "class TinyMLP(nn.Module):\n    def __init__(self, d_in, d_hidden, d_out):\n"
-      "        self.linear1 = nn.Linear(d_in, d_hidden)\n        self.linear2 = nn.Linear(d_hidden, d_out)\n\n"
-      "    def forward(self, x):\n        return self.linear2(torch.relu(self.linear1(x)))\n",
+    q("q3", "layers in a plain list", INIT.replace("nn.ModuleList(", "list(") + FWD, "not registered"),
+    q("q3", "layers in a plain dict", HEAD + "        super().__init__()\n" + SIZES
+      + "        self.layers = {str(i): nn.Linear(a, b) for i, (a, b) in enumerate(" + PAIRS + ")}\n\n"
+      "    def forward(self, x):\n        layers = list(self.layers.values())\n        for layer in layers[:-1]:\n"
+      "            x = torch.relu(layer(x))\n        return layers[-1](x)\n", "plain Python dict"),
+    q("q3", "super().__init__() forgotten", INIT.replace("        super().__init__()\n", "") + FWD,
       "Call super().__init__() first"),
-    q("q3", "not an nn.Module", "class TinyMLP:\n    def __init__(self, d_in, d_hidden, d_out):\n"
-      "        self.linear1 = nn.Linear(d_in, d_hidden)\n        self.linear2 = nn.Linear(d_hidden, d_out)\n\n"
-      "    def __call__(self, x):\n        return self.linear2(torch.relu(self.linear1(x)))\n", "subclasses nn.Module"),
-    q("q3", "a function, not a class", "def TinyMLP(d_in, d_hidden, d_out):\n"
-      "    return nn.Sequential(nn.Linear(d_in, d_hidden), nn.ReLU(), nn.Linear(d_hidden, d_out))\n",
-      "should be a class"),
-    q("q3", "other attribute names", INIT.replace("linear", "fc") + "    def forward(self, x):\n"
-      "        return self.fc2(torch.relu(self.fc1(x)))\n", "the attribute names of the layers"),
-    q("q3", "an nn.Sequential", "class TinyMLP(nn.Module):\n    def __init__(self, d_in, d_hidden, d_out):\n"
-      "        super().__init__()\n        self.net = nn.Sequential(nn.Linear(d_in, d_hidden), nn.ReLU(),\n"
-      "                                 nn.Linear(d_hidden, d_out))\n\n    def forward(self, x):\n"
-      "        return self.net(x)\n", "the attribute names of the layers"),
-    q("q3", "no bias",
-      INIT.replace("d_hidden)\n", "d_hidden, bias=False)\n").replace("d_out)\n", "d_out, bias=False)\n")
-      + "    def forward(self, x):\n        return self.linear2(torch.relu(self.linear1(x)))\n", "bias included"),
-    q("q3", "an extra parameter",
-      INIT.replace("        self.linear2", "        self.scale = nn.Parameter(torch.ones(1))\n"
-      "        self.linear2") + "    def forward(self, x):\n"
-      "        return self.linear2(torch.relu(self.linear1(x))) * self.scale\n", "nothing else that holds weights"),
-    q("q3", "sizes in the order (d_in, d_out, d_hidden)",
-      INIT.replace("d_in, d_hidden, d_out):", "d_in, d_out, d_hidden):")
-      + "    def forward(self, x):\n        return self.linear2(torch.relu(self.linear1(x)))\n", "in the order"),
-    q("q3", "weight shapes the other way round", INIT.replace("nn.Linear(d_in, d_hidden)", "nn.Linear(d_hidden, d_in)")
-      .replace("nn.Linear(d_hidden, d_out)", "nn.Linear(d_out, d_hidden)")
-      + "    def forward(self, x):\n        return self.linear2(torch.relu(self.linear1(x)))\n", "stored as (out, in)"),
-    q("q3", "float64 layers", INIT.replace("d_hidden)\n        self.linear2", "d_hidden, dtype=torch.float64)\n"
-      "        self.linear2").replace("d_out)\n\n", "d_out, dtype=torch.float64)\n\n")
-      + "    def forward(self, x):\n        return self.linear2(torch.relu(self.linear1(x.double()))).float()\n",
+    q("q3", "not an nn.Module", INIT.replace("(nn.Module)", "").replace("        super().__init__()\n", "")
+      + FWD.replace("def forward", "def __call__"), "subclasses nn.Module"),
+    q("q3", "a function, not a class", "def TinyMLP(d_in, hidden_sizes, d_out):\n" + SIZES.replace("        ", "    ")
+      + "    layers = []\n    for a, b in " + PAIRS + ":\n        layers += [nn.Linear(a, b), nn.ReLU()]\n"
+      "    return nn.Sequential(*layers[:-1])\n", "should be a class"),
+    q("q3", "another attribute name", INIT.replace("self.layers", "self.blocks")
+      + FWD.replace("self.layers", "self.blocks"), "the attribute names of the layers"),
+    q("q3", "nn.ReLU modules inside the ModuleList", HEAD + "        super().__init__()\n" + SIZES
+      + "        self.layers = nn.ModuleList()\n        for a, b in " + PAIRS + ":\n"
+      "            self.layers.extend([nn.Linear(a, b), nn.ReLU()])\n        del self.layers[-1]\n\n"
+      "    def forward(self, x):\n        for layer in self.layers:\n            x = layer(x)\n        return x\n",
+      "places in the ModuleList"),
+    q("q3", "one hidden layer whatever the sizes", HEAD + "        super().__init__()\n"
+      "        self.layers = nn.ModuleList([nn.Linear(d_in, hidden_sizes[0]), nn.Linear(hidden_sizes[0], d_out)])\n\n"
+      + FWD, "one nn.Linear per pair of neighbouring sizes"),
+    q("q3", "no bias", INIT.replace("nn.Linear(a, b)", "nn.Linear(a, b, bias=False)") + FWD, "bias included"),
+    q("q3", "an extra parameter", INIT.replace("\n\n", "\n        self.scale = nn.Parameter(torch.ones(1))\n\n", 1)
+      + FWD.replace("self.layers[-1](x)\n", "self.layers[-1](x) * self.scale\n"), "nothing else that holds weights"),
+    q("q3", "weight shapes the other way round", INIT.replace("nn.Linear(a, b)", "nn.Linear(b, a)")
+      + FWD.replace("layer(x)", "F.linear(x, layer.weight.T, None)").replace("self.layers[-1](x)",
+                                                                            "x @ self.layers[-1].weight"),
+      "stored as (out, in)"),
+    q("q3", "float64 layers", INIT.replace("nn.Linear(a, b)", "nn.Linear(a, b, dtype=torch.float64)")
+      + FWD.replace("        for", "        x = x.double()\n        for").replace("(x)\n", "(x).float()\n"),
       "expected torch.float32"),
-    q("q3", "weights kept as buffers",
-      INIT.replace("d_out)\n\n", "d_out)\n        w = self.linear2.weight.detach().clone()\n"
-      "        del self.linear2.weight\n        self.linear2.register_buffer('weight', w)\n\n")
-      + "    def forward(self, x):\n        return self.linear2(torch.relu(self.linear1(x)))\n", "not a parameter"),
-    q("q3", "forward misspelled", INIT + "    def foward(self, x):\n"
-      "        return self.linear2(torch.relu(self.linear1(x)))\n", "no method named `forward`"),
+    q("q3", "weights kept as buffers", INIT.replace("\n\n", "\n        last = self.layers[-1]\n"
+      "        w = last.weight.detach().clone()\n        del last.weight\n"
+      "        last.register_buffer('weight', w)\n\n",
+      1) + FWD, "not a parameter"),
+    q("q3", "forward misspelled", INIT + FWD.replace("def forward", "def foward"), "no method named `forward`"),
     q("q3", "new layers built in forward", INIT + "    def forward(self, x):\n"
-      "        hidden = nn.Linear(x.size(-1), self.linear1.out_features)(x)\n"
-      "        return self.linear2(torch.relu(hidden))\n", "differs"),
-    q("q3", "graph cut with .detach()", INIT + "    def forward(self, x):\n"
-      "        return self.linear2(torch.relu(self.linear1(x)).detach())\n", "no gradient reaches"),
+      "        x = torch.relu(nn.Linear(x.size(-1), self.layers[0].out_features)(x))\n"
+      "        for layer in self.layers[1:-1]:\n            x = torch.relu(layer(x))\n"
+      "        return self.layers[-1](x)\n",
+      "differs"),
+    q("q3", "graph cut with .detach()", INIT + FWD.replace("torch.relu(layer(x))", "torch.relu(layer(x)).detach()"),
+      "no gradient reaches"),
     q("q3", "forward under no_grad", INIT + "    def forward(self, x):\n        with torch.no_grad():\n"
-      "            return self.linear2(torch.relu(self.linear1(x)))\n", "carries no gradient"),
+      "            for layer in self.layers[:-1]:\n                x = torch.relu(layer(x))\n"
+      "            return self.layers[-1](x)\n", "carries no gradient"),
 ]
 ALTERNATIVES += [
-    right("q3", "F.relu and a docstring",
-          INIT.replace("        super()", "        \"\"\"A tiny MLP.\"\"\"\n        super()")
-          + "    def forward(self, x):\n        h = F.relu(self.linear1(x))\n        return self.linear2(h)\n"),
-    right("q3", "an nn.ReLU module and keyword sizes", "class TinyMLP(nn.Module):\n"
-          "    def __init__(self, d_in, d_hidden, d_out, activation=nn.ReLU):\n        super().__init__()\n"
-          "        self.linear1 = nn.Linear(in_features=d_in, out_features=d_hidden)\n"
-          "        self.act = activation()\n        self.linear2 = nn.Linear(d_hidden, d_out, bias=True)\n\n"
-          "    def forward(self, x):\n        return self.linear2(self.act(self.linear1(x)))\n"),
-    right("q3", "setattr in a loop", "class TinyMLP(nn.Module):\n    def __init__(self, d_in, d_hidden, d_out):\n"
-          "        super().__init__()\n"
-          "        for name, (i, o) in {'linear1': (d_in, d_hidden), 'linear2': (d_hidden, d_out)}.items():\n"
-          "            setattr(self, name, nn.Linear(i, o))\n\n    def forward(self, x):\n"
-          "        return self.linear2(self.linear1(x).clamp(min=0))\n"),
-    right("q3", "a plain list of names beside the layers", INIT.replace(
-          "d_out)\n\n", "d_out)\n        self.order = ['linear1', 'linear2']\n\n")
-          + "    def forward(self, x):\n        x = self.linear1(x)\n        x = torch.relu(x)\n"
-          "        return self.linear2(x)\n"),
-    right("q3", "ReLU in place on the hidden layer", INIT + "    def forward(self, x):\n"
-          "        hidden = self.linear1(x)\n        hidden.relu_()\n        return self.linear2(hidden)\n"),
+    right("q3", "append in a loop, F.relu and a docstring", HEAD + "        \"\"\"A tiny MLP.\"\"\"\n"
+          "        super().__init__()\n        self.layers = nn.ModuleList()\n        previous = d_in\n"
+          "        for size in list(hidden_sizes) + [d_out]:\n"
+          "            self.layers.append(nn.Linear(previous, size))\n"
+          "            previous = size\n\n    def forward(self, x):\n        for i, layer in enumerate(self.layers):\n"
+          "            x = layer(x)\n            if i < len(self.layers) - 1:\n                x = F.relu(x)\n"
+          "        return x\n"),
+    right("q3", "an nn.ReLU module beside the list", INIT.replace("\n\n", "\n        self.act = nn.ReLU()\n\n", 1)
+          + FWD.replace("torch.relu(layer(x))", "self.act(layer(x))")),
+    right("q3", "clamp and keyword sizes", INIT.replace("nn.Linear(a, b)", "nn.Linear(in_features=a, out_features=b)")
+          + FWD.replace("torch.relu(layer(x))", "layer(x).clamp(min=0)")),
+    right("q3", "ReLU in place on each hidden layer", INIT + "    def forward(self, x):\n"
+          "        *hidden, last = self.layers\n        for layer in hidden:\n            x = layer(x)\n"
+          "            x.relu_()\n        return last(x)\n"),
     right("q3", "F.linear on the registered weights", INIT + "    def forward(self, x):\n"
-          "        h = F.linear(x, self.linear1.weight, self.linear1.bias).relu()\n"
-          "        return F.linear(h, self.linear2.weight, self.linear2.bias)\n"),
+          "        for layer in self.layers[:-1]:\n            x = F.linear(x, layer.weight, layer.bias).relu()\n"
+          "        return F.linear(x, self.layers[-1].weight, self.layers[-1].bias)\n"),
 ]
 
 # q4: the squared error whose broadcast stalled the fit

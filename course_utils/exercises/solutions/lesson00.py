@@ -9,20 +9,22 @@ def pairwise_sq_distances(a, b):
     return (diff ** 2).sum(dim=-1)          # (n, m)
 
 
-def to_rows(x):
-    seq, batch, d = x.shape
-    batch_major = x.transpose(0, 1)                        # (batch, seq, d): a view, not contiguous
-    return batch_major.contiguous().view(batch * seq, d)   # one row per token, sentence by sentence
+def from_rows(rows, seq):
+    batch, d = rows.size(0) // seq, rows.size(1)
+    sentences = rows.view(batch, seq, d)       # the rows sit sentence by sentence: a view splits them
+    return sentences.transpose(0, 1)           # (seq, batch, d)
 
 
 class TinyMLP(nn.Module):
-    def __init__(self, d_in, d_hidden, d_out):
+    def __init__(self, d_in, hidden_sizes, d_out):
         super().__init__()
-        self.linear1 = nn.Linear(d_in, d_hidden)
-        self.linear2 = nn.Linear(d_hidden, d_out)
+        sizes = [d_in, *hidden_sizes, d_out]
+        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(sizes, sizes[1:]))   # layers.0, layers.1, ...
 
     def forward(self, x):
-        return self.linear2(torch.relu(self.linear1(x)))
+        for layer in self.layers[:-1]:
+            x = torch.relu(layer(x))
+        return self.layers[-1](x)
 
 
 def fixed_squared_error(predictions, targets):
