@@ -14,8 +14,10 @@ from .validation import check_bool, check_index, check_positive_int, check_token
 class TokenEmbedding(nn.Module):
     """Lookup table ``(vocab_size, d_model)``, output multiplied by √d_model.
 
-    The scale keeps the token signal comparable to (larger than) the positional encoding, whose entries lie in
-    [-1, 1], when the table is initialised with small values. ``scale=False`` returns the rows as they are (GPT-2,
+    The table starts as ``nn.Embedding`` does, from N(0, 1), so the scaled rows have RMS about √d_model; the full
+    models (``models.init_weights``) re-initialise it with Xavier's rule, which gives an RMS below the positional
+    encoding's 0.71 that shrinks as the vocabulary grows. Only a start from N(0, 1/d_model), the reference code's,
+    gives RMS 1 for every size: lesson 01 measures all three. ``scale=False`` returns the rows as they are (GPT-2,
     BERT and Llama do not scale).
     """
 

@@ -973,3 +973,36 @@ def merge_pair(symbols: list[int], pair: tuple[int, int], new_id: int) -> list[i
             out.append(symbols[i])
             i += 1
     return out
+
+
+def draw_merges(texts: Sequence[str], merges: Sequence[tuple[int, int]]):
+    """Lesson 01's picture of BPE training: one column per merge, every word of ``texts`` (with its count) cut into
+    its tokens, the token each merge creates in orange (``·`` marks a space). Returns the matplotlib figure.
+    ``merges`` is a merge list such as :meth:`BPETokenizer.train` learns (merge ``k`` creates id ``263 + k``)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    words = sorted(Counter(w for t in texts for w in split_words(t)).items(), key=lambda item: -item[1])
+    names = [piece.decode("latin-1") for piece in BPETokenizer(list(merges)).token_bytes]
+    first_merge = N_SPECIAL_TOKENS + 256
+    fig, ax = plt.subplots(figsize=(13, 0.3 * len(words) + 1.5))
+    states = {word: [N_SPECIAL_TOKENS + b for b in word.encode()] for word, _ in words}
+    for step in range(len(merges) + 1):
+        for row, (word, _) in enumerate(words):
+            x = step * 1.6
+            for token in states[word]:
+                width, new = 0.12 * len(names[token]), step > 0 and token == first_merge + step - 1
+                ax.add_patch(Rectangle((x, -row - 0.4), width, 0.8, facecolor="C1" if new else "white",
+                                       edgecolor="black", lw=0.6))
+                ax.text(x + width / 2, -row, names[token].replace(" ", "·"), ha="center", va="center", fontsize=8,
+                        family="monospace")
+                x += width
+        if step < len(merges):
+            states = {w: merge_pair(ids, tuple(merges[step]), first_merge + step) for w, ids in states.items()}
+    ax.set_xticks([0.6 + 1.6 * s for s in range(len(merges) + 1)],
+                  ["start"] + [f"merge {k}\n{names[first_merge + k]!r}" for k in range(len(merges))])
+    ax.set_yticks([-r for r in range(len(words))], [f"{w!r} ×{n}" for w, n in words])
+    ax.set(xlim=(-0.1, 1.6 * (len(merges) + 1)), ylim=(-len(words) + 0.4, 0.6),
+           title="BPE on a toy corpus: each merge fuses the most frequent adjacent pair (new token in orange)")
+    ax.tick_params(length=0)
+    return fig

@@ -256,8 +256,9 @@ def test_every_public_name_is_exported_and_every_error_is_a_course_error():
     defined_here = {name for name, value in vars(tokenization).items()
                     if not name.startswith("_") and getattr(value, "__module__", tokenization.__name__)
                     == tokenization.__name__ and not isinstance(value, type(tokenization))}
-    # Tokenizer is the abstract base class (it cannot encode), not an entry point
-    assert set(tokenization.__all__) == defined_here - {"Tokenizer", "annotations"}
+    # Tokenizer is the abstract base class (it cannot encode), not an entry point; draw_merges is lesson 01's figure
+    # (matplotlib), tested on its own below, not part of the tokenizers' API
+    assert set(tokenization.__all__) == defined_here - {"Tokenizer", "annotations", "draw_merges"}
     assert all(hasattr(tokenization, name) for name in tokenization.__all__)
     assert issubclass(CourseValueError, (CourseError, ValueError)) and issubclass(CourseTypeError, TypeError)
 
@@ -383,3 +384,25 @@ def test_lessons_recount_trainer_learns_the_packages_merges(texts, n_merges):
     assert train(texts, n_merges) == package.merges
     for text in texts + ["ab, é1 ba."]:
         assert encode(text, package.merges) == package.encode(text)
+
+
+def test_draw_merges_draws_one_column_per_merge_and_marks_each_new_token():
+    """Lesson 01's picture: a column per merge (plus the start), a row per distinct word, one orange box per new
+    token in each column after the start."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tiny = ["the cat sat on the mat", "that hat", "a cat at the mat"]
+    merges = BPETokenizer.train(tiny, BPETokenizer.first_merge_id + 8).merges
+    fig = tokenization.draw_merges(tiny, merges)
+    try:
+        ax = fig.axes[0]
+        labels = [t.get_text() for t in ax.get_xticklabels()]
+        assert labels[0] == "start" and len(labels) == len(merges) + 1 and labels[1] == "merge 0\n'at'"
+        assert len(ax.get_yticklabels()) == len(set(w for t in tiny for w in tokenization.split_words(t)))
+        orange = [p for p in ax.patches if p.get_facecolor()[:3] == matplotlib.colors.to_rgb("C1")]
+        assert len(orange) >= len(merges)
+    finally:
+        plt.close(fig)

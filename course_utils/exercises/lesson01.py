@@ -1,12 +1,13 @@
-"""Exercises of lesson 01: byte-pair encoding from the learner's own pieces — q1 ``count_pairs``, q2 ``merge_pair``
-(a draft with a bug to find first), q3 ``train``, q4 ``encode`` (a longest-match draft to find the bug in first), q5
-``decode`` (a token may end in the middle of a character) — and q6, the embedding's backward pass.
+"""Exercises of lesson 01: byte-pair encoding from the learner's own pieces — q1 ``count_pairs`` (after predicting
+the first merges of a tiny corpus by hand), q2 ``merge_pair`` (a draft with a bug to find first), q3 ``train``,
+q4 ``encode`` (a longest-match draft to find the bug in first), q5 ``decode`` (a token-by-token draft that fails on
+"我": a token may end in the middle of a character) — and q6, the embedding's backward pass.
 
 Each check draws fresh inputs (``COURSE_CHECK_SEED`` fixes them) and compares the answer with the package, the
-reference: ``tokenization.count_pairs``, ``merge_pair``, ``BPETokenizer.train`` / ``.encode`` / ``.decode`` and the gradient of
-``TokenEmbedding``. Each exercise declares its typical mistakes once (``mistakes=``, see :mod:`.core`); the variants
-are written as a learner writes them, with their own pair counting and merging (``_pairs``, ``_merge``), never the
-package's.
+reference: ``tokenization.count_pairs``, ``merge_pair``, ``BPETokenizer.train`` / ``.encode`` / ``.decode`` and
+the gradient of ``TokenEmbedding``. Each exercise declares its typical mistakes once (``mistakes=``, see
+:mod:`.core`); the variants are written as a learner writes them, with their own pair counting and merging
+(``_pairs``, ``_merge``), never the package's.
 """
 from __future__ import annotations
 
@@ -512,9 +513,10 @@ q4 = Exercise(
 
 q5 = Exercise(
     name="Decode BPE", variables=("decode",), checker=check_decode,
-    hints=("Which bytes does each token stand for? Decode only once you have all of them.",
-           "build a dict id -> bytes: byte b is id 7 + b, merge k is id 263 + k, its bytes those of its two parts "
-           "joined; join the bytes of all the ids into one bytes object; decode it as UTF-8."),
+    hints=("Run the draft on the ids of \"我\": which of its three tokens is a character on its own? Decode only "
+           "once you have the bytes of all the tokens.",
+           "keep the draft's table id -> bytes; join the bytes of all the ids into one bytes object "
+           "(b\"\".join(...)); decode that once as UTF-8."),
     solution=solution_of("lesson01", "decode"),
     mistakes=MISTAKES["decode"])
 
