@@ -479,9 +479,11 @@ q3 = Exercise(
         "* Split heads, scale by $\\sqrt{d_\\text{head}}$, and merge as in section 7. You may call section 6's "
         "`attention`; the package's attention and PyTorch's are refused.\n\n"
         "Checked against the package's `MultiHeadAttention` (weights copied into yours) on random sizes: outputs, "
-        "weights, gradients, dropout. Stuck? `q3.solution()`."
+        "weights, gradients, dropout. Stuck? `q3.solution()`, or move on with `from course_utils.attention import "
+        "MultiHeadAttention`."
     ),
     starter=(
+        "import torch.nn as nn  # so that this cell also runs on its own\n\n\n"
         "class CausalSelfAttention(nn.Module):\n"
         "    def __init__(self, d_model, n_heads, dropout=0.0):\n"
         "        super().__init__()\n"
