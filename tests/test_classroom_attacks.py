@@ -143,7 +143,8 @@ def test_patched_modules_and_builtins_are_named(hostile_class):
 
 
 def test_threads_hooks_and_the_grader_objects_are_out_of_reach(hostile_class):
-    assert "thread" in hostile_class["thread"]["lesson05.q2"][1]
+    status, message = hostile_class["thread"]["lesson05.q2"]   # a fork keeps only the thread that forks
+    assert status == "incorrect" and WRONG_MESSAGE in message
     assert "sys.setprofile" in hostile_class["profile_blind"]["lesson05.q2"][1]
     assert "sys.settrace" in hostile_class["trace_blind"]["lesson05.q2"][1]
     status, message = hostile_class["gc_reach"]["lesson05.q2"]

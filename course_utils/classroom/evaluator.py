@@ -505,7 +505,7 @@ def _run_notebook(out: int, job: dict, shell, handover_fd: int, guard) -> None:
     handover = socket.socket(fileno=handover_fd)
     context = {"check": Guard.check, "check_code": Guard.check.__code__, "state_of": guard_state,
                "state_code": guard_state.__code__, "pairs": guard.full.builtins, "get": vars(builtins).get,
-               "put": vars(builtins).__setitem__, "frames": sys._current_frames, "blame": {}}
+               "put": vars(builtins).__setitem__, "blame": {}}
     context["before"] = guard_state(guard)
     blame, intact, current, ident = context["blame"], guard.core.intact, guard.core.current, id
     at: dict[int, list] = {}
@@ -540,7 +540,6 @@ def _hand_over(handover: socket.socket, item: dict, job: dict, shell, guard, con
     """Fork the evaluation of ``item`` here, as a grandchild (re-parented to the notebook process at once, so that
     ending the run does not end it), and hand its progress pipe to the notebook process; the run keeps no end of
     it."""
-    threads = len(context["frames"]()) > 1
     read_end, write_end = os.pipe()
     middle = os.fork()
     if middle == 0:
@@ -549,7 +548,7 @@ def _hand_over(handover: socket.socket, item: dict, job: dict, shell, guard, con
             if pid == 0:
                 try:
                     _close_all_but((write_end,))
-                    _evaluate_here(write_end, job, shell, item, guard, context, threads)
+                    _evaluate_here(write_end, job, shell, item, guard, context)
                 finally:
                     os._exit(0)
             socket.send_fds(handover, [f"h {item['key']} {pid}".encode("ascii")], [read_end])
@@ -565,15 +564,12 @@ def _hand_over(handover: socket.socket, item: dict, job: dict, shell, guard, con
 
 GUARD_CHANGED = ("the notebook's code changed the grader's own guard{when} (its objects, or the code it runs); "
                  "that is not a grade — ask your teacher to look at the notebook.")
-THREAD_RUNNING = ("A thread the notebook started was still running when the check began (the grader does not check "
-                  "while other code runs: stop your threads). The result of a check your code interfered with is not "
-                  "a grade: remove that code (grading needs PyTorch's and the course's own functions, used as they "
-                  "are).")
 
 
-def _evaluate_here(out: int, job: dict, shell, item: dict, guard, context: dict, threads: bool) -> None:
+def _evaluate_here(out: int, job: dict, shell, item: dict, guard, context: dict) -> None:
     """The guarded check, in a fork of the run taken at the exercise's check point: the namespace is the one the
-    learner's check cell saw. First the builtins are put back (with nothing but a loop and bound methods), the
+    learner's check cell saw, and no thread of the run's is in it (a fork keeps only the thread that forks). First the
+    builtins are put back (with nothing but a loop and bound methods), the
     guard's state compared with the one the run took before its first cell, and what the cells replaced in the
     modules sorted out: replaced by a cell the answer needs (its program slice) — ``error``, naming it; replaced by
     any other cell — put back, so the answer is graded as it is."""
@@ -604,9 +600,6 @@ def _evaluate_here(out: int, job: dict, shell, item: dict, guard, context: dict,
     stuck = guard.full.restore([name for name in changed if name not in blamed]) if not blamed else []
     if blamed or stuck:
         _send(out, "r " + _dumps({"status": ERROR, "message": _replaced_message(blamed or stuck)}))
-        return
-    if threads:
-        _send(out, "r " + _dumps({"status": ERROR, "message": THREAD_RUNNING}))
         return
     exercise = lesson_exercises(job["lesson"])[item["key"]]
     result = check(guard, exercise, shell.user_ns)
