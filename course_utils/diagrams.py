@@ -52,7 +52,7 @@ PART_COLOURS = {
     "norm": "#f2efa6",
     "add": "#e6e6e6",
     "feed-forward": "#bfe0f5",
-    "output projection": "#d8cce9",
+    "output projection": "#9fd8cb",
     "softmax": "#cbe7c6",
     "task head": "#cbe7c6",
 }
