@@ -1,5 +1,6 @@
-"""Exercises of notebook 02 (positional encoding): predict-then-measure without the ReLU, the other layout of the
-table, the shift as a rotation matrix, and a generation loop that loses the positions (find the bug).
+"""Exercises of notebook 02 (positional encoding): predict-then-measure without the ReLU, a model trained with the
+other layout of the table (predict, then repair), the shift as a rotation matrix, and a generation loop that gives
+the new tokens the wrong positions (find the bug).
 
 Each exercise: the contract check on fresh inputs (:class:`~.asserts.Draw`; ``COURSE_CHECK_SEED`` fixes them), the
 package's reference (``course_utils.data.order.train_order_model``, ``course_utils.positional``) and its table of
@@ -91,12 +92,17 @@ def check_no_relu(ns) -> None:
         raise Mismatch(f"on {case.description}: your function {what}; it should train the order model with the "
                        "sinusoidal table and no ReLU from that seed with `train_order_model` and return its test "
                        "accuracy, a number", case, got, function, run, lambda a, b: a == b)
-    prediction = fraction(ns.get("my_prediction"))
+    check_prediction(ns, "my_prediction", "your measurement is right")
+
+
+def check_prediction(ns, name: str, so_far: str) -> None:
+    """The learner's prediction ``ns[name]``: a test accuracy written as a fraction (any value is a fair guess)."""
+    prediction = fraction(ns.get(name))
     if prediction is None or not 0 <= prediction <= 100:
-        raise ExerciseFailure("your measurement is right; now `my_prediction` should hold a number: the test accuracy "
-                              "you expected before measuring, as a fraction (0.8 for 80 %).")
+        raise ExerciseFailure(f"{so_far}; now `{name}` should hold a number: the test accuracy you expected before "
+                              "measuring, as a fraction (0.8 for 80 %).")
     if prediction > 1:
-        raise ExerciseFailure(f"`my_prediction` = {prediction:g}: write it as a fraction ({prediction / 100:g} for "
+        raise ExerciseFailure(f"`{name}` = {prediction:g}: write it as a fraction ({prediction / 100:g} for "
                               f"{prediction:g} %).")
 
 
@@ -138,6 +144,7 @@ HALVES_MISTAKES = (
 def check_to_halves(ns) -> None:
     check_function(learner_function(ns, "to_halves"), reference_to_halves, halves_cases(Draw()), "to_halves",
                    probes=[Case("to_halves(8)", (8,)), Case("to_halves(12)", (12,))], atol=0, rtol=0)
+    check_prediction(ns, "my_layout_prediction", "your `to_halves` is right")
 
 
 # ---------------------------------------------------------------------------- q3: a shift is a rotation
@@ -223,61 +230,79 @@ def check_shift_matrix(ns) -> None:
 
 # ---------------------------------------------------------------------------- q4: positions while generating
 class FedOneAtATime(nn.Module):
-    """A positional encoding that accepts one token at a time, as it is fed while a model generates."""
+    """A positional encoding fed as a model feeds it while it generates: the prompt (``prompt_len`` tokens) at once,
+    or any single token."""
 
-    def __init__(self, encoding: nn.Module) -> None:
+    def __init__(self, encoding: nn.Module, prompt_len: int) -> None:
         super().__init__()
-        self.encoding = encoding
+        self.encoding, self.prompt_len = encoding, prompt_len
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.size(1) != 1:
+        if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.size(1) not in (1, self.prompt_len):
             shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-            raise ExerciseFailure(f"`encoding` was given {shape}: feed it one token at a time, x[:, t:t + 1] of "
-                                  "shape (batch, 1, d_model), as a model does while it generates.")
+            raise ExerciseFailure(f"`encoding` was given {shape}: feed it the prompt (or one token), then each new "
+                                  "token alone, new_tokens[:, t:t + 1] of shape (batch, 1, d_model), as a model does "
+                                  "while it generates.")
         return self.encoding(x, offset=offset)
 
 
-def reference_one_at_a_time(encoding: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """Token ``t`` fed alone, at its own position: ``(batch, seq, d_model)``, equal to ``encoding(x)``."""
-    return torch.cat([encoding(x[:, t:t + 1], offset=t) for t in range(x.size(1))], dim=1)
+def reference_after_prompt(encoding: nn.Module, prompt: torch.Tensor, new_tokens: torch.Tensor) -> torch.Tensor:
+    """The prompt at once, then new token ``t`` alone at its place in the whole sequence, position ``P + t``:
+    ``(batch, P + N, d_model)``, equal to ``encoding(torch.cat([prompt, new_tokens], dim=1))``."""
+    steps = [encoding(prompt)]
+    steps += [encoding(new_tokens[:, t:t + 1], offset=prompt.size(1) + t) for t in range(new_tokens.size(1))]
+    return torch.cat(steps, dim=1)
 
 
 def generation_cases(draw: Draw) -> list[Case]:
     cases = []
-    for kind, (batch, seq) in [("sinusoidal", (1, draw.integer(4, 9))), ("learned", (draw.integer(2, 3),
-                                                                                   draw.integer(5, 12)))]:
+    for kind, batch in [("sinusoidal", 1), ("learned", draw.integer(2, 3))]:
+        prompt_len = draw.integer(2, 6)
+        new = draw.choice([n for n in range(2, 8) if n != prompt_len])
         d_model = draw.choice(range(4, 17, 2))
-        max_len = seq + draw.integer(2, 6)
+        max_len = prompt_len + new + draw.integer(2, 6)
         if kind == "sinusoidal":
             encoding = SinusoidalPositionalEncoding(d_model, max_len)
         else:
             encoding = LearnedPositionalEncoding(d_model, max_len)
             with torch.no_grad():
                 encoding.table.weight.copy_(draw.randn(max_len, d_model))
-        cases.append(Case(f"a {kind} encoding (d_model {d_model}, max_len {max_len}) and x of shape "
-                          f"{(batch, seq, d_model)}", (FedOneAtATime(encoding), draw.randn(batch, seq, d_model))))
+        cases.append(Case(f"a {kind} encoding (d_model {d_model}, max_len {max_len}), a prompt of {prompt_len} "
+                          f"tokens and {new} new tokens (batch {batch})",
+                          (FedOneAtATime(encoding, prompt_len), draw.randn(batch, prompt_len, d_model),
+                           draw.randn(batch, new, d_model))))
     return cases
 
 
-def every_token_at(offset_of):
-    """The planted bug: token ``t`` encoded at position ``offset_of(t)``."""
-    def encode_one_at_a_time(encoding, x):
-        return torch.cat([encoding(x[:, t:t + 1], offset=offset_of(t)) for t in range(x.size(1))], dim=1)
-    return encode_one_at_a_time
+def new_token_at(offset_of):
+    """The planted bug: new token ``t`` after a prompt of ``P`` tokens encoded at position ``offset_of(P, t)``."""
+    def encode_after_prompt(encoding, prompt, new_tokens):
+        steps = [encoding(prompt)]
+        steps += [encoding(new_tokens[:, t:t + 1], offset=offset_of(prompt.size(1), t))
+                  for t in range(new_tokens.size(1))]
+        return torch.cat(steps, dim=1)
+    return encode_after_prompt
 
 
 GENERATION_MISTAKES = (
-    Mistake("offset 0 for every token", "every token got position 0's vector: a token fed alone is at position 0 "
-            "unless you tell the encoding where it stands (`forward`'s second argument)",
-            variant=every_token_at(lambda t: 0)),
-    Mistake("positions counted from 1", "each token got the next position's vector: the first token is at position "
-            "0, so token t needs `offset=t`, not t + 1", variant=every_token_at(lambda t: t + 1)),
+    Mistake("offset counted from the new tokens", "your new tokens get the vectors of positions 0, 1, 2, …, which "
+            "the prompt already used: the encoding cannot tell new token t from prompt token t. Count where new token "
+            "t stands in the whole sequence", variant=new_token_at(lambda P, t: t)),
+    Mistake("offset 0 for every new token", "every new token got position 0's vector: a token fed alone is at "
+            "position 0 unless you tell the encoding where it stands (`forward`'s second argument)",
+            variant=new_token_at(lambda P, t: 0)),
+    Mistake("one position too far", "each new token got the vector one position after its own: the prompt holds "
+            "positions 0 .. P − 1, so the first new token is at position P",
+            variant=new_token_at(lambda P, t: P + t + 1)),
+    Mistake("one position short", "each new token got the vector one position before its own, the first one the "
+            "prompt's last position: the prompt holds positions 0 .. P − 1, so the first new token is at position P",
+            variant=new_token_at(lambda P, t: P + t - 1)),
 )
 
 
-def check_one_at_a_time(ns) -> None:
-    check_function(learner_function(ns, "encode_one_at_a_time"), reference_one_at_a_time,
-                   generation_cases(Draw()), "encode_one_at_a_time", scales=())
+def check_after_prompt(ns) -> None:
+    check_function(learner_function(ns, "encode_after_prompt"), reference_after_prompt,
+                   generation_cases(Draw()), "encode_after_prompt", scales=())
 
 
 q1 = Exercise(
@@ -298,14 +323,17 @@ q1 = Exercise(
 )
 
 q2 = Exercise(
-    name="The other layout",
+    name="Predict, then repair: the other layout",
     variables=("to_halves",),
     checker=check_to_halves,
     hints=("Which columns of the course's table hold the sines, and which the cosines? The halves layout lists "
            "the first group, then the second, each in its own order.",
            "The even column numbers 0, 2, …, d_model − 2, followed by the odd ones 1, 3, …, d_model − 1, as one "
-           "int64 tensor of length d_model."),
-    solution=solution_of("lesson02", "to_halves"),
+           "int64 tensor of length d_model. Then measure with `sinusoidal_table(16, 32)[:, to_halves(32)]`."),
+    solution=solution_of("lesson02", "my_layout_prediction", "to_halves"),
+    success=("Correct. The reordered table holds exactly the numbers these models were trained on, so they score "
+             "exactly what they scored with the halves table. Swapped in unchanged, the course's table puts each "
+             "position's numbers in other coordinates than the first layer learned to read."),
     mistakes=HALVES_MISTAKES,
 )
 
@@ -323,13 +351,13 @@ q3 = Exercise(
 )
 
 q4 = Exercise(
-    name="Find the bug: positions while generating",
-    variables=("encode_one_at_a_time",),
-    checker=check_one_at_a_time,
-    hints=("Look at what the loop added to each token above: which position's vector is it? How does the encoding "
-           "know where a token fed alone stands?",
-           "`forward(x, offset)` adds rows offset .. offset + seq − 1 of the table. Token t, fed as x[:, t:t + 1], "
-           "must get row t."),
-    solution=solution_of("lesson02", "encode_one_at_a_time"),
+    name="Find the bug: positions after a prompt",
+    variables=("encode_after_prompt",),
+    checker=check_after_prompt,
+    hints=("Feed zero vectors to the loop and to the whole sequence at once, and compare them row by row: which rows "
+           "differ, and which position's vector did each of them get instead?",
+           "`forward(x, offset)` adds rows offset .. offset + seq − 1 of the table. Count the positions the prompt "
+           "takes; the first new token comes right after them."),
+    solution=solution_of("lesson02", "encode_after_prompt"),
     mistakes=GENERATION_MISTAKES,
 )

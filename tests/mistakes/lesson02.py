@@ -33,6 +33,11 @@ MISTAKES = [
       'torch.Tensor'),
     q('q2', 'one off', 'def to_halves(d_model):\n'
       '    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)]).roll(1)\n', 'to_halves('),
+    q('q2', 'layout prediction left out', 'def to_halves(d_model):\n'
+      '    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])\n', 'should hold a number'),
+    q('q2', 'layout prediction as a percentage', 'my_layout_prediction = 40\n\n\ndef to_halves(d_model):\n'
+      '    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])\n',
+      'as a fraction (0.4 for 40'),
     # q3: the shift as a rotation matrix
     q('q3', 'wrong size', 'def shift_matrix(k, d):\n    return torch.eye(d // 2)\n', 'shape'),
     q('q3', 'identity', 'def shift_matrix(k, d):\n    return torch.eye(d)\n', 'should equal PE[pos + k]'),
@@ -81,13 +86,14 @@ ALTERNATIVES = [
                 '    ids, labels = which_comes_first(1000, 16, 16, seed=2)\n'
                 '    with torch.no_grad():\n'
                 '        return (model(ids).argmax(-1) == labels).double().mean()\n', PRELUDE),
-    Alternative('lesson02', 'q2', 'a reshape and transpose', 'def to_halves(d_model):\n'
+    Alternative('lesson02', 'q2', 'a reshape and transpose', 'my_layout_prediction = 0.9\n\n\ndef to_halves(d_model):\n'
                 '    return torch.arange(d_model).reshape(-1, 2).T.flatten()\n', PRELUDE),
-    Alternative('lesson02', 'q2', "inverting section 3's permutation", 'def to_halves(d_model):\n'
+    Alternative('lesson02', 'q2', "inverting section 3's permutation",
+                'my_layout_prediction = 0.9\n\n\ndef to_halves(d_model):\n'
                 '    half = d_model // 2\n'
                 '    forward = torch.stack([torch.arange(half), torch.arange(half) + half], dim=1).flatten()\n'
                 '    return torch.argsort(forward)\n', PRELUDE),
-    Alternative('lesson02', 'q2', 'a list comprehension', 'def to_halves(d_model):\n'
+    Alternative('lesson02', 'q2', 'a list comprehension', 'my_layout_prediction = 0.9\n\n\ndef to_halves(d_model):\n'
                 '    order = [j for j in range(d_model) if j % 2 == 0] + [j for j in range(d_model) if j % 2]\n'
                 '    return torch.tensor(order)\n', PRELUDE),
     Alternative('lesson02', 'q3', 'the one-step rotation to the power k', 'def shift_matrix(k, d_model):\n'
@@ -109,24 +115,35 @@ ALTERNATIVES = [
 ]
 
 MISTAKES += [
-    # q4: positions while generating (generic contract: the whole sequence at once, the wrong shape)
-    q('q4', 'the whole sequence at once', 'def encode_one_at_a_time(encoding, x):\n    return encoding(x)\n',
-      'one token at a time'),
-    q('q4', 'the last token only', 'def encode_one_at_a_time(encoding, x):\n'
-      '    t = x.size(1) - 1\n    return encoding(x[:, t:], offset=t)\n', 'shape'),
-    q('q4', 'concatenated along the batch', 'def encode_one_at_a_time(encoding, x):\n'
-      '    return torch.cat([encoding(x[:, t:t + 1], offset=t) for t in range(x.size(1))], dim=0)\n', 'shape'),
+    # q4: positions after a prompt (generic contract: the whole sequence at once, the new tokens at once, the shape)
+    q('q4', 'the whole sequence at once', 'def encode_after_prompt(encoding, prompt, new_tokens):\n'
+      '    return encoding(torch.cat([prompt, new_tokens], dim=1))\n', 'each new token alone'),
+    q('q4', 'the new tokens at once', 'def encode_after_prompt(encoding, prompt, new_tokens):\n'
+      '    return torch.cat([encoding(prompt), encoding(new_tokens, offset=prompt.size(1))], dim=1)\n',
+      'each new token alone'),
+    q('q4', 'the new tokens only', 'def encode_after_prompt(encoding, prompt, new_tokens):\n'
+      '    P = prompt.size(1)\n'
+      '    return torch.cat([encoding(new_tokens[:, t:t + 1], offset=P + t) for t in range(new_tokens.size(1))], 1)\n',
+      'shape'),
+    q('q4', 'concatenated along the batch', 'def encode_after_prompt(encoding, prompt, new_tokens):\n'
+      '    P = prompt.size(1)\n'
+      '    steps = [encoding(new_tokens[:, t:t + 1], offset=P + t) for t in range(new_tokens.size(1))]\n'
+      '    return torch.cat([encoding(prompt)] + steps, dim=0)\n', 'raised RuntimeError'),
 ]
 
 ALTERNATIVES += [
-    Alternative('lesson02', 'q4', 'a loop filling a tensor', 'def encode_one_at_a_time(encoding, x):\n'
-                '    out = torch.empty_like(x)\n'
-                '    for t in range(x.size(1)):\n'
-                '        out[:, t] = encoding(x[:, t].unsqueeze(1), t)[:, 0]\n'
+    Alternative('lesson02', 'q4', 'a loop filling a tensor', 'def encode_after_prompt(encoding, prompt, new_tokens):\n'
+                '    P, N = prompt.size(1), new_tokens.size(1)\n'
+                '    out = torch.empty(prompt.size(0), P + N, prompt.size(2))\n'
+                '    out[:, :P] = encoding(prompt)\n'
+                '    for t in range(N):\n'
+                '        out[:, P + t] = encoding(new_tokens[:, t].unsqueeze(1), P + t)[:, 0]\n'
                 '    return out\n', PRELUDE),
-    Alternative('lesson02', 'q4', 'a growing sequence, keyword offset', 'def encode_one_at_a_time(encoding, x):\n'
-                '    done = x[:, :0]\n'
-                '    for t in range(x.size(1)):\n'
-                '        done = torch.cat([done, encoding(x[:, t:t + 1], offset=done.size(1))], dim=1)\n'
+    Alternative('lesson02', 'q4', 'everything one token at a time, a running count',
+                'def encode_after_prompt(encoding, prompt, new_tokens):\n'
+                '    done = prompt[:, :0]\n'
+                '    for x in (prompt, new_tokens):\n'
+                '        for t in range(x.size(1)):\n'
+                '            done = torch.cat([done, encoding(x[:, t:t + 1], offset=done.size(1))], dim=1)\n'
                 '    return done\n', PRELUDE),
 ]

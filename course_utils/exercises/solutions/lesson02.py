@@ -22,6 +22,9 @@ def accuracy_without_relu(seed):
     return accuracy
 
 
+my_layout_prediction = 0.3  # chance or worse: each trained weight now reads another coordinate than it learned
+
+
 def to_halves(d_model):
     sines = torch.arange(0, d_model, 2)                        # the course's sine columns 0, 2, 4, …
     cosines = torch.arange(1, d_model, 2)                      # its cosine columns 1, 3, 5, …
@@ -37,6 +40,9 @@ def shift_matrix(k, d_model):
     return torch.block_diag(*blocks)                            # (d_model, d_model) float32
 
 
-def encode_one_at_a_time(encoding, x):                          # x (batch, seq, d_model)
-    steps = [encoding(x[:, t:t + 1], offset=t) for t in range(x.size(1))]   # token t sits at position t
-    return torch.cat(steps, dim=1)                              # (batch, seq, d_model)
+def encode_after_prompt(encoding, prompt, new_tokens):        # prompt (batch, P, d_model), new (batch, N, d_model)
+    steps = [encoding(prompt)]                                   # the prompt at once: positions 0 .. P - 1
+    for t in range(new_tokens.size(1)):
+        position = prompt.size(1) + t                            # new token t comes after the P prompt tokens
+        steps.append(encoding(new_tokens[:, t:t + 1], offset=position))
+    return torch.cat(steps, dim=1)                               # (batch, P + N, d_model)
