@@ -20,7 +20,7 @@ from classroom_helpers import (
 )
 
 from course_utils.classroom.__main__ import main
-from course_utils.classroom.cells import lesson_exercises, notebook_lesson
+from course_utils.classroom.cells import lesson_exercises, notebook_lesson, program_slice
 from course_utils.classroom.grader import Limits, grade_notebook
 
 
@@ -68,8 +68,10 @@ def build_class(folder: Path) -> dict[str, dict[str, tuple[str, str]]]:
         "lesson05.q1": ("incorrect", exercises05["q1"].evaluate_code(LESSON05_MISTAKES["q1"], PRELUDE).message),
         **{f"lesson05.{key}": ("not attempted", exercises05[key].evaluate_code(
             printer.cells[cell_of(printer, key)].source, PRELUDE).message) for key in ("q2", "q3")},
-        "lesson05.q4": stopped("error", cell_of(printer, "q4") + 1, "import os", PROCESS_STOPPED),
     }
+    exits = cell_of(printer, "q4")   # every exercise checked after that cell: stopped there
+    want["printer"].update({f"lesson05.{key}": stopped("error", exits + 1, "import os", PROCESS_STOPPED)
+                            for key in lesson_exercises("05") if check_cell_of(printer, key) > exits})
 
     # lesson 05, cells deleted and moved: q1's answer deleted; q2's check deleted (graded at the end); q3's check
     # moved above its answer; q4's answer and check moved to the top, before lesson05 is even imported; and a cell
@@ -91,8 +93,8 @@ def build_class(folder: Path) -> dict[str, dict[str, tuple[str, str]]]:
 
     # lesson 05: a checker replaced in a cell of its own, Exercise.evaluate replaced in an answer cell, torch patched.
     # What a cell the answer needs replaced makes the exercise an error, named; what any other cell replaced is put
-    # back before the check: q1 is graded as it is, and q3 and q4 (which need q3's cell, through `torch`) are not
-    # blamed for q2's Exercise.evaluate
+    # back before the check: q1 is graded as it is, q3 and q4 are not blamed for q2's Exercise.evaluate, and q4 is
+    # blamed for q3's torch.allclose exactly when its answer needs q3's cell (its program slice: through `torch`)
     patcher = small_notebook("05", {
         **solutions("05"),
         "q1": LESSON05_MISTAKES["q1"],
@@ -105,7 +107,8 @@ def build_class(folder: Path) -> dict[str, dict[str, tuple[str, str]]]:
     q1_verdict = exercises05["q1"].evaluate_code(LESSON05_MISTAKES["q1"], PRELUDE)
     want["patcher"] = {"lesson05.q1": (q1_verdict.status, q1_verdict.message),
                        "lesson05.q2": ("error", EVALUATE_REPLACED), "lesson05.q3": ("error", TORCH_REPLACED),
-                       "lesson05.q4": ("error", TORCH_REPLACED)}
+                       "lesson05.q4": ("error", TORCH_REPLACED) if needs(patcher, "q4", cell_of(patcher, "q3"))
+                       else ("correct", exercises05["q4"].success)}
 
     (folder / "broken.ipynb").write_text('{"cells": [', encoding="utf-8")
     stranger = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('hello')")])
@@ -113,6 +116,13 @@ def build_class(folder: Path) -> dict[str, dict[str, tuple[str, str]]]:
     want["stranger"] = {"*": ("error", "not a course notebook: `metadata.course.lesson` is missing (hand in the "
                                        "course's notebook)")}
     return want
+
+
+def needs(notebook, key: str, cell: int) -> bool:
+    """Whether the answer of ``key`` needs notebook cell ``cell`` (the grader's program slice up to its check)."""
+    sources = [c.source if c.cell_type == "code" else "" for c in notebook.cells]
+    point = check_cell_of(notebook, key)
+    return cell in program_slice(sources, {point: set(lesson_exercises("05")[key].variables)}) and cell < point
 
 
 @pytest.fixture(scope="module")

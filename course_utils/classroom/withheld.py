@@ -21,7 +21,7 @@ from pathlib import Path
 import course_utils
 
 TEACHER_ONLY = ("course_utils/exercises/solutions/", "tests/mistakes/", "tests/test_exercise*.py",
-                "tests/classroom_helpers.py")
+                "tests/classroom_helper*.py")
 """The answers: folders end with ``/``, other entries are file patterns (paths relative to the course's root)."""
 CLASSROOM_KIT = ("course_utils/classroom/*", "tests/test_classroom*.py", "TEACHING.md", "SECURITY.md")
 """The teacher's tools and their documents: not answers, but not for students either."""
