@@ -138,32 +138,40 @@ class StepResult:
 
 def train_one_epoch(model: nn.Module, batches: Iterable, loss_fn: Callable[[nn.Module, object], torch.Tensor],
                     optimizer: torch.optim.Optimizer, scheduler, clip_norm: float | None = 1.0,
-                    on_step: Callable[[StepResult], None] | None = None) -> list[float]:
+                    on_step: Callable[[StepResult], None] | None = None, accumulate: int = 1) -> list[float]:
     """One pass over ``batches``: for each, zero the gradients, compute the loss, backpropagate, clip, step the
-    optimizer, then the learning-rate schedule (once per step). Built in lesson 05; :func:`fit` runs it per epoch.
+    optimizer, then the learning-rate schedule (once per step). Written out in lesson 05 (section 1, and
+    ``accumulate`` in its capstone); :func:`fit` runs it once per epoch.
 
     Args:
         loss_fn: ``loss_fn(model, batch) -> scalar loss``.
         scheduler: e.g. from :func:`make_scheduler`; stepped after every optimizer step.
         clip_norm: clip the global gradient norm to this value (``None`` = no clipping; the norm is still measured).
         on_step: called with a :class:`StepResult` after every step (``fit`` records its history there).
+        accumulate: gradient accumulation (lesson 05's capstone): one optimizer step per ``accumulate``
+            consecutive batches, each batch's loss divided by the number of batches in its group (the last
+            group may be shorter) before ``backward``, so that the step follows the mean gradient of the group.
 
     Returns:
-        the loss of every step, as floats.
+        the loss of every batch, as floats (not divided).
     """
+    check_positive_int("accumulate", accumulate)
     model.train()
+    batches = list(batches)
     losses = []
-    for batch in batches:
+    for start in range(0, len(batches), accumulate):
+        group = batches[start:start + accumulate]      # one optimizer step per group (accumulate=1: per batch)
         optimizer.zero_grad(set_to_none=True)
-        loss = loss_fn(model, batch)
-        loss.backward()
+        for batch in group:
+            loss = loss_fn(model, batch)
+            (loss / len(group)).backward()             # .grad adds up: the mean gradient of the group
+            losses.append(loss.item())
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm if clip_norm else float("inf"))
         learning_rate = optimizer.param_groups[0]["lr"]
         optimizer.step()
         scheduler.step()
-        losses.append(loss.item())
         if on_step is not None:
-            on_step(StepResult(loss.detach(), float(norm), learning_rate))
+            on_step(StepResult(torch.tensor(losses[-len(group):]).mean(), float(norm), learning_rate))
     return losses
 
 

@@ -143,3 +143,17 @@ def test_summary_counts(data):
     summary = data.summary()
     assert summary["train total"] == summary["classes"] * summary["train per class"] == len(data.train_texts)
     assert data.language_names == ["German", "Spanish", "French", "Italian", "Dutch", "Portuguese"]
+
+
+def test_cldr_phrases_balanced_deduplicated_seeded_and_unseen(data):
+    from course_utils.data.language_id import load_cldr_phrases
+
+    texts, labels = load_cldr_phrases(DEFAULT_LANGUAGES)
+    assert len(texts) == len(labels) > 0
+    counts = Counter(labels)
+    assert len(counts) == len(DEFAULT_LANGUAGES) and len(set(counts.values())) == 1
+    assert len(set(texts)) == len(texts)                       # no string in two languages (nor twice in one)
+    assert not set(texts) & set(data.train_texts)              # nothing the classifier trained on
+    assert all("{" not in text and "%" not in text for text in texts)         # placeholders removed
+    assert load_cldr_phrases(DEFAULT_LANGUAGES) == (texts, labels)
+    assert load_cldr_phrases(DEFAULT_LANGUAGES, seed=1) != (texts, labels)

@@ -1,4 +1,5 @@
 """The shared training loop: schedule shape, learning on a learnable task, determinism, loud failures."""
+import copy
 import math
 
 import pytest
@@ -86,3 +87,33 @@ def test_fit_with_amp_autocasts_on_cpu_too():
     assert all(math.isfinite(loss) for loss in history.train_loss)
     assert amp_model.weight.dtype == torch.float32
     assert not torch.equal(amp_model.weight, fp32_model.weight)
+
+
+def test_gradient_accumulation_equals_one_large_batch():
+    """accumulate=k over k equal batches takes the step one batch of all their examples takes (lesson 05's
+    capstone); a shorter last group steps too; a bad accumulate is refused with the course's error."""
+    from course_utils.errors import CourseValueError
+    from course_utils.training import make_optimizer, make_scheduler, train_one_epoch
+
+    seed_everything(0)
+    x, y = torch.randn(24, 3), torch.randint(0, 2, (24,))
+    base = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 2))
+
+    def run(batches, accumulate):
+        model = copy.deepcopy(base)
+        optimizer = make_optimizer(model, lr=1e-2)
+        scheduler = make_scheduler(optimizer, 1, 10)
+        steps = []
+        losses = train_one_epoch(model, batches, lambda m, b: nn.functional.cross_entropy(m(b[0]), b[1]),
+                                 optimizer, scheduler, None, on_step=steps.append, accumulate=accumulate)
+        return model, losses, steps
+
+    small = [(x[i:i + 6], y[i:i + 6]) for i in range(0, 24, 6)]
+    accumulated, losses, steps = run(small, 4)
+    whole, _, _ = run([(x, y)], 1)
+    assert len(losses) == 4 and len(steps) == 1
+    for a, b in zip(accumulated.parameters(), whole.parameters()):
+        torch.testing.assert_close(a, b)
+    assert len(run(small, 3)[2]) == 2                          # groups of 3 and 1
+    with pytest.raises(CourseValueError):
+        run(small, 0)

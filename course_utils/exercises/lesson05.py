@@ -669,10 +669,9 @@ q4 = Exercise(
     hints=("Gradients add up in .grad until you clear them — that is the whole trick. Divide each loss by the size "
            "of its group so that the sum of the gradients is their mean. Stuck? "
            "`from course_utils.training import train_one_epoch` (its `accumulate=` argument) to move on.",
-           "model.train(); batches = list(batches); for start in range(0, len(batches), accumulate): group = "
-           "batches[start:start + accumulate]; zero_grad once; per batch: loss = loss_fn(model, batch), "
-           "(loss / len(group)).backward(), keep loss.item(); then clip (if clip_norm is not None), "
-           "optimizer.step(), scheduler.step()."),
+           "Walk the list in slices of `accumulate` batches. Per slice: clear the gradients once; for each batch "
+           "compute its loss, divide it by the slice's length, backpropagate, and record the undivided loss as a "
+           "float; then, once for the slice: clip if clip_norm is given, the optimizer step, the scheduler step."),
     solution=solution_of("lesson05", "train_accumulated"),
     mistakes=LOOP_MISTAKES,
     success="Correct! Step for step, your gradients, learning rates and parameters match the package's loop.",
@@ -687,7 +686,10 @@ q4 = Exercise(
         "per-batch losses as `loss_fn` computed them, as Python floats. With `accumulate=1` it is section 1's "
         "epoch.\n\n"
         "How it is checked: tiny classifiers (dropout 0) trained by your loop and by the package's "
-        "`train_one_epoch(..., accumulate=k)` from the same weights must agree after every step; `q4.hint()` helps."
+        "`train_one_epoch(..., accumulate=k)` from the same weights must agree after every step; `q4.hint()` "
+        "and `q4.solution()` help. Stuck? `from course_utils.training import "
+        "train_one_epoch` (its `accumulate=`) "
+        "moves you on."
     ),
     starter=(
         "def train_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):\n"

@@ -17,16 +17,19 @@ def confusion_matrix(predictions, labels, n_classes):
     return flat.reshape(n_classes, n_classes)               # row = true class, column = predicted
 
 
-def train_one_epoch(model, batches, loss_fn, optimizer, scheduler, clip_norm=1.0):
+def train_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):
     model.train()
+    batches = list(batches)
     losses = []
-    for batch in batches:
-        optimizer.zero_grad()
-        loss = loss_fn(model, batch)
-        loss.backward()
+    for start in range(0, len(batches), accumulate):
+        group = batches[start:start + accumulate]
+        optimizer.zero_grad()                  # once per group: the group's gradients add up in .grad
+        for batch in group:
+            batch_loss = loss_fn(model, batch)
+            (batch_loss / len(group)).backward()     # the sum of the divided gradients is the group's mean
+            losses.append(batch_loss.item())
         if clip_norm is not None:
             torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
         optimizer.step()
-        scheduler.step()          # once per optimizer step: warmup and decay count steps
-        losses.append(loss.item())
+        scheduler.step()                       # once per optimizer step
     return losses
