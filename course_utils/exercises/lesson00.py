@@ -442,7 +442,10 @@ q4 = Exercise(
            "against every target, and its mean is not the error of prediction i on target i.",
            "The loss must be the mean over the N points of (predictions[i, 0] − targets[i])²: bring both to shape (N,) "
            "(drop the predictions' last axis) or both to (N, 1) (give the targets one), then square and take the "
-           "mean."),
+           "mean.",
+           "Why it stalls there: the broken loss is (1/N²) Σ_i Σ_j (p_i − y_j)², every prediction against every "
+           "target. Write p_i − y_j = (p_i − ȳ) + (ȳ − y_j), square and average over j: which predictions make it "
+           "smallest, and what is left that no model can change?"),
     solution=solution_of("lesson00", "fixed_squared_error"),
     mistakes=SQUARED_ERROR_MISTAKES,
 )
