@@ -569,10 +569,10 @@ GUARD_CHANGED = ("the notebook's code changed the grader's own guard{when} (its 
 def _evaluate_here(out: int, job: dict, shell, item: dict, guard, context: dict) -> None:
     """The guarded check, in a fork of the run taken at the exercise's check point: the namespace is the one the
     learner's check cell saw, and no thread of the run's is in it (a fork keeps only the thread that forks). First the
-    builtins are put back (with nothing but a loop and bound methods), the
-    guard's state compared with the one the run took before its first cell, and what the cells replaced in the
-    modules sorted out: replaced by a cell the answer needs (its program slice) — ``error``, naming it; replaced by
-    any other cell — put back, so the answer is graded as it is."""
+    builtins are put back (with nothing but a loop and bound methods), the guard's state compared with the one the
+    run took before its first cell, and what the cells replaced in the modules sorted out: replaced by a cell the
+    answer needs (its program slice) — ``error``, naming it; replaced by any other cell — put back, so the answer is
+    graded as it is."""
     from .cells import lesson_exercises
 
     check, check_code, state_of, state_code = (context["check"], context["check_code"], context["state_of"],
