@@ -676,7 +676,7 @@ q4 = Exercise(
     mistakes=LOOP_MISTAKES,
     success="Correct! Step for step, your gradients, learning rates and parameters match the package's loop.",
     task=(
-        "**Capstone — gradient accumulation (about 35 minutes).** A batch of 256 strings may not fit in memory; "
+        "**Capstone — gradient accumulation (about 30 minutes).** A batch of 256 strings may not fit in memory; "
         "four batches of 64 do. Write `train_accumulated(model, batches, loss_fn, optimizer, scheduler, "
         "accumulate, clip_norm=1.0)`: one pass over `batches` (a list) that makes **one optimizer step per "
         "`accumulate` consecutive batches** — a shorter last group makes a step too. The step must follow the "
