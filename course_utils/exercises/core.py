@@ -16,8 +16,8 @@ An exercise is three things, declared once in ``course_utils/exercises/lessonNN.
    names the bug; without one, the contract's own message (what differs, where) is reported.
 
 The tests read the same table: each variant, plugged in as the learner's answer, must be rejected with its own
-message (``tests/test_exercise_mistakes.py``) — no bug is written twice. Right answers written differently
-(``Alternative``) and wrong answers that only exercise the generic contract stay in ``tests/mistakes/lessonNN.py``.
+message — no bug is written twice. Right answers written differently (``Alternative``) and wrong answers that only
+exercise the generic contract stay in the course's mistake catalogue, beside its tests.
 A short example::
 
     from .asserts import check_function, Draw, Case
