@@ -346,10 +346,9 @@ q5 = Exercise(
           "Write `ParallelEncoderLayer(d_model, n_heads, d_ff, dropout=0.1)` with `forward(x, mask=None)`: "
           "`x (batch, seq, d_model)` → same shape, `mask` as for `EncoderLayer`. Attributes: `self_attn` (a "
           "`MultiHeadAttention`), `feed_forward` (with `linear1`, `linear2` and a dropout between, like section 1's "
-          "`FeedForward`), `norm` (one `nn.LayerNorm(d_model)`). The wiring is yours: the package's `EncoderLayer` "
-          "or `ResidualSublayer` inside fail the check.\n\n"
-          "How it is checked: on random sizes and padding masks, weights copied in, your outputs and gradients must "
-          "match the formula in eval mode, and dropout must act in training mode. Stuck? `q5.hint()`, "
+          "`FeedForward`), `norm` (one `nn.LayerNorm(d_model)`). Wire the branches yourself, not through "
+          "`EncoderLayer` or `Residual`.\n\n"
+          "The check compares your layer with the formula on random sizes and padding masks. Stuck? `q5.hint()`, "
           "`q5.solution()`; the parts may be the package's: `from course_utils.layers import "
           "PositionwiseFeedForward`."),
     starter=("import torch.nn as nn\n\n"

@@ -2,7 +2,6 @@
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 from course_utils.attention import MultiHeadAttention
 from course_utils.layers import EncoderLayer, PositionwiseFeedForward
@@ -57,27 +56,3 @@ class ParallelEncoderLayer(nn.Module):
         attended = self.self_attn(h, h, h, mask)[0]
         return x + self.dropout(attended) + self.dropout(self.feed_forward(h))
 
-
-# Lesson 07's DecoderLayer solution is built from these two sublayers (notebook 04, sections 1 and 4).
-class FeedForward(nn.Module):
-    def __init__(self, d_model, d_ff, dropout):
-        super().__init__()
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.linear2 = nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, x):  # (batch, seq, d_model) -> same shape, every position on its own
-        return self.linear2(self.dropout(F.relu(self.linear1(x))))
-
-
-class Residual(nn.Module):
-    def __init__(self, d_model, dropout, norm):
-        super().__init__()
-        self.pre = norm == "pre"
-        self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, x, sublayer):
-        if self.pre:
-            return x + self.dropout(sublayer(self.norm(x)))   # Pre-LN
-        return self.norm(x + self.dropout(sublayer(x)))        # Post-LN
