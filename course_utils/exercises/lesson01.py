@@ -123,7 +123,7 @@ def merge_from_the_right(ids, pair, new_id):
 
 
 def train_with(texts, n_merges, weighted=True, split=True, ties="rule", first_merge=263, first_byte=7,
-               stop=True, recount=True, utf8=True):
+               stop=True, recount=True, utf8=True, none_left=True):
     """The recipe of exercise 3, with one step done wrong where a flag says so."""
     word_counts = Counter(w for t in texts for w in (split_words(t) if split else [t]))
     words = {w: [first_byte + b for b in w.encode("utf-8")] if utf8 else [first_byte + ord(c) for c in w]
@@ -135,7 +135,7 @@ def train_with(texts, n_merges, weighted=True, split=True, ties="rule", first_me
             for w, ids in words.items():
                 for pair, n in _pairs(ids).items():
                     totals[pair] += n * (word_counts[w] if weighted else 1)
-        if not totals:
+        if none_left and not totals:
             break
         if ties == "first seen":
             best = max(totals, key=totals.get)
@@ -241,6 +241,8 @@ FIRST_IDS = "merge k creates id 263 + k (7 special tokens and 256 bytes come fir
 BYTE_IDS = "byte b has id 7 + b (ids 0..6 are the special tokens)"
 MID_CHARACTER = ("a token can end in the middle of a character (我 is 3 bytes, and a token may hold only the first "
                  "of them): join the bytes of all the tokens first, then decode the whole once")
+NO_PAIRS = ("no pair was left to merge (every word is one token) and your train still looked for the best one: "
+            "stop when no pair is left, before taking the most frequent")
 TIES = "two pairs were equally frequent and you merged the other one: break ties with the smallest tie_break_key(pair)"
 
 MISTAKES: dict[str, tuple[Mistake, ...]] = {  # the table of each exercise, by the name it asks for
@@ -275,6 +277,7 @@ MISTAKES: dict[str, tuple[Mistake, ...]] = {  # the table of each exercise, by t
         Mistake("no byte offset", BYTE_IDS, variant=trained(first_byte=0)),
         Mistake("no stop", "stop when the most frequent pair occurs fewer than 2 times: you learned merges of pairs "
                 "seen once", variant=trained(stop=False)),
+        Mistake("no pairs left", NO_PAIRS, variant=trained(none_left=False)),
         Mistake("counted once", "count the pairs again after every merge: a merge changes the pairs around it",
                 variant=trained(recount=False)),
         Mistake("characters", "work on the UTF-8 bytes of each word (word.encode('utf-8')), not on its characters: "
@@ -410,12 +413,19 @@ TRAIN_FORBIDDEN = {**PIECES_FORBIDDEN, "the package's BPETokenizer.train": BPETo
                    "the package's BPETokenizer.encode": BPETokenizer.encode}
 
 
+def no_pairs_hint(error: BaseException) -> str | None:
+    """``min``/``max`` over an empty count: no pair was left."""
+    if isinstance(error, ValueError) and "empty" in str(error):
+        return NO_PAIRS
+    return too_small_id_hint(error)
+
+
 def check_train(ns) -> None:
     for name, exercise in (("count_pairs", q1), ("merge_pair", q2)):
         if name in ns and exercise.evaluate(ns).status == "incorrect":
             raise ExerciseFailure(f"your `{name}` does not pass its own check yet ({exercise.name}); `train` builds "
                                   f"on it — fix it first: run {'q1' if exercise is q1 else 'q2'}.check().")
-    check(ns, "train", package_merges, train_cases(Draw()), TRAIN_FORBIDDEN)
+    check(ns, "train", package_merges, train_cases(Draw()), TRAIN_FORBIDDEN, error_hint=no_pairs_hint)
 
 
 def check_encode(ns) -> None:
@@ -498,8 +508,8 @@ q3 = Exercise(
            "pick the best, rewrite every word.",
            "count the words of split_words over all texts; give each word its byte ids (7 + byte); then n_merges "
            "times: add up each pair's count in each word times that word's count; take the pair with the highest "
-           "total (ties: smallest tie_break_key); stop if that total is below 2; record it; merge it in every word "
-           "with id 263 + (number of merges before it)."),
+           "total (ties: smallest tie_break_key); stop if no pair is left or that total is below 2; record it; "
+           "merge it in every word with id 263 + (number of merges before it)."),
     solution=solution_of("lesson01", "count_pairs", "merge_pair", "train"),
     mistakes=MISTAKES["train"])
 
