@@ -109,54 +109,64 @@ q1 = Exercise(
 )
 
 
-# ---------------------------------------------------------------------------- q2: BatchNorm by hand
-def reference_batch_norm(x: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    """``nn.BatchNorm1d``'s training-mode statistics (each feature over batch × seq), no gain or bias."""
-    return F.batch_norm(x.reshape(-1, x.size(-1)), None, None, training=True, eps=eps).reshape(x.shape)
+# ---------------------------------------------------------------------------- q2: BatchNorm that skips padding
+def reference_masked_batch_norm(x: torch.Tensor, real: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """Each feature standardised with the statistics of the real tokens of the whole batch; padding comes out 0."""
+    return masked_standardised(x, real, eps)
 
 
-def standardised(x: torch.Tensor, dims, eps: float = 1e-5, unbiased: bool = False) -> torch.Tensor:
-    return (x - x.mean(dims, keepdim=True)) / torch.sqrt(x.var(dims, unbiased=unbiased, keepdim=True) + eps)
+def masked_standardised(x, real, eps=1e-5, *, over_padding=False, unbiased=False, zero_padding=True, dims=None):
+    """The reference, or a variant of it with one typical mistake."""
+    if dims is not None:                                               # a wrong axis: statistics per token or row
+        out = (x - x.mean(dims, keepdim=True)) / torch.sqrt(x.var(dims, unbiased=unbiased, keepdim=True) + eps)
+    else:
+        tokens = x.reshape(-1, x.size(-1)) if over_padding else x[real]        # (n, d_model)
+        out = (x - tokens.mean(0)) / torch.sqrt(tokens.var(0, unbiased=unbiased) + eps)
+    return torch.where(real[..., None], out, torch.zeros((), dtype=x.dtype)) if zero_padding else out
 
 
-def batch_norm_cases(draw: Draw) -> list[Case]:
-    batch, seq, d_model = draw.distinct(3, 2, 7)
-    x = draw.randn(batch, seq, d_model, scale=3.0) + 1
-    constant = x.clone()
-    constant[..., draw.integer(0, d_model - 1)] = 0.0                 # one feature equal at every position
-    big = draw.randn(*draw.distinct(3, 8, 16), scale=10.0) - 4
-    return [Case(f"x {tuple(x.shape)}", (x,)), Case(f"x {tuple(x.shape)} with one feature constant", (constant,)),
-            Case(f"x {tuple(x.shape)}, eps=0.5", (x,), {"eps": 0.5}), Case(f"x {tuple(big.shape)}", (big,))]
+def masked_batch_norm_cases(draw: Draw) -> list[Case]:
+    cases = []
+    for what, eps in (("", 1e-5), ("", 1e-5), (", eps=0.5", 0.5)):
+        batch, seq, d_model = draw.distinct(3, 2, 8)
+        x = draw.randn(batch, seq, d_model, scale=3.0) + 1
+        lengths = torch.tensor([seq] + [draw.integer(1, seq - 1) for _ in range(batch - 1)])
+        real = torch.arange(seq) < lengths[:, None]                    # (batch, seq), True at real tokens
+        x[~real] = draw.randn(int((~real).sum()), d_model, scale=5.0) - 3   # padding far from the real tokens
+        cases.append(Case(f"x {tuple(x.shape)}, real tokens per row {lengths.tolist()}{what}", (x, real),
+                          {"eps": eps} if what else {}))
+    return cases
 
 
 q2 = Exercise(
-    name="BatchNorm by hand",
-    variables=("batch_norm",),
+    name="BatchNorm that skips padding",
+    variables=("masked_batch_norm",),
     checker=lambda ns: check_function(
-        learner_function(ns, "batch_norm"), reference_batch_norm, batch_norm_cases(Draw()), "batch_norm",
-        forbidden={"torch.nn.functional.batch_norm": F.batch_norm, "torch.batch_norm": torch.batch_norm},
-        atol=1e-4, rtol=1e-4,
-        probes=[Case("probe", (torch.randn(3, 4, 5, generator=torch.Generator().manual_seed(0)) * 2,))]),
-    hints=("Look at section 3's picture: which cells share BatchNorm's statistics? Those are the axes to reduce "
-           "over — two of them at once.",
-           "mean over dims (0, 1) with keepdim=True; the variance over the same dims, dividing by N "
-           "(unbiased=False); (x - mean) / sqrt(var + eps)."),
-    solution=solution_of("lesson04", "batch_norm"),
+        learner_function(ns, "masked_batch_norm"), reference_masked_batch_norm, masked_batch_norm_cases(Draw()),
+        "masked_batch_norm", forbidden={"torch.nn.functional.batch_norm": F.batch_norm,
+                                        "torch.batch_norm": torch.batch_norm},
+        atol=1e-4, rtol=1e-4),
+    hints=("Which positions may enter the statistics? Select them first — x[real] is (number of real tokens, "
+           "d_model) — and take each feature's mean and variance over that first axis.",
+           "Select the real tokens' vectors with the boolean mask, take mean and variance (unbiased=False) over "
+           "dim 0, standardise all of x with them, then put 0 where real is False (torch.where with "
+           "real[..., None])."),
+    solution=solution_of("lesson04", "masked_batch_norm"),
+    success="Correct! Now measure section 3's two columns with it: which one went to zero?",
     mistakes=(
-        Mistake("LayerNorm's axis", "those are LayerNorm's statistics, each token over its features (dim -1). "
-                "BatchNorm takes each feature over every token of the batch: dims (0, 1)",
-                variant=lambda x, eps=1e-5: standardised(x, -1, eps)),
-        Mistake("batch axis only", "you took the statistics over the batch axis only; BatchNorm's cover every "
-                "position of every sentence: dims (0, 1)", variant=lambda x, eps=1e-5: standardised(x, 0, eps)),
-        Mistake("sequence axis only", "you took the statistics over each sentence's positions only; BatchNorm's "
-                "cover the whole batch: dims (0, 1)", variant=lambda x, eps=1e-5: standardised(x, 1, eps)),
-        Mistake("unbiased variance", "that variance divides by N − 1; BatchNorm normalises with the one that "
-                "divides by N (unbiased=False)", variant=lambda x, eps=1e-5: standardised(x, (0, 1), eps, True)),
+        Mistake("padding included", "your statistics include the padding positions, which is exactly what section 3 "
+                "measured: take the mean and variance over x[real] only",
+                variant=lambda x, real, eps=1e-5: masked_standardised(x, real, eps, over_padding=True)),
+        Mistake("padding not zeroed", "the real tokens are right; the padding positions must come out as 0: "
+                "torch.where(real[..., None], out, 0.0)",
+                variant=lambda x, real, eps=1e-5: masked_standardised(x, real, eps, zero_padding=False)),
+        Mistake("LayerNorm's axis", "those are LayerNorm's statistics, each token over its features; BatchNorm "
+                "takes each feature over the real tokens of the whole batch",
+                variant=lambda x, real, eps=1e-5: masked_standardised(x, real, eps, dims=-1)),
+        Mistake("unbiased variance", "that variance divides by N − 1; BatchNorm's divides by N (unbiased=False)",
+                variant=lambda x, real, eps=1e-5: masked_standardised(x, real, eps, unbiased=True)),
         Mistake("eps ignored", "your function takes eps but always uses 1e-5: use the argument",
-                variant=lambda x, eps=1e-5: standardised(x, (0, 1), 1e-5)),
-        Mistake("no eps", "NaN where a feature is constant: its variance is 0. Add eps inside the square root",
-                variant=lambda x, eps=1e-5: standardised(x, (0, 1), 0.0),
-                shows=lambda case, got, answer: isinstance(got, torch.Tensor) and bool(got.isnan().any())),
+                variant=lambda x, real, eps=1e-5: masked_standardised(x, real, 1e-5)),
     ),
 )
 
@@ -219,7 +229,7 @@ q3 = Exercise(
            "each layer of encoder.layers in turn on x with the mask; after each, select the real tokens' vectors, "
            "take their norms over the last axis and the mean of those; stack the n_layers numbers into a tensor."),
     solution=solution_of("lesson04", "stream_norms"),
-    success="Correct! Now measure both placements with 8 layers: was `my_prediction` right?",
+    success="Correct! Now measure both placements with 8 layers: how far off was `my_growth`?",
     mistakes=(
         Mistake("final norm applied", "you measured after the final LayerNorm; measure the stream each layer hands "
                 "on, before encoder.norm",

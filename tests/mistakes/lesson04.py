@@ -7,10 +7,11 @@ PRELUDE = ("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F
            "from course_utils.layers import EncoderLayer, PositionwiseFeedForward\n")
 COUNT = ("def encoder_parameters(n, d, f):\n"
          "    return n * (4 * (d * d + d) + d * f + f + f * d + d + 4 * d) + 2 * d\n")
-BATCH_NORM = ("def batch_norm(x, eps=1e-5):\n"
-              "    mean = x.mean(dim=(0, 1), keepdim=True)\n"
-              "    var = x.var(dim=(0, 1), unbiased=False, keepdim=True)\n"
-              "    return (x - mean) / torch.sqrt(var + eps)\n")
+BATCH_NORM = ("def masked_batch_norm(x, real, eps=1e-5):\n"
+              "    tokens = x[real]\n"
+              "    mean = tokens.mean(dim=0)\n"
+              "    var = tokens.var(dim=0, unbiased=False)\n"
+              "    return torch.where(real[..., None], (x - mean) / torch.sqrt(var + eps), 0.0)\n")
 STREAM = ("def stream_norms(encoder, x, mask):\n"
           "    real = mask[:, 0, 0, :]\n    norms = []\n    for layer in encoder.layers:\n"
           "        x = layer(x, mask)\n        norms.append(x[real].norm(dim=-1).mean())\n"
@@ -47,13 +48,13 @@ MISTAKES = [
     q("q1", "a float tensor",
       COUNT.replace("    return ", "    return torch.tensor(").rstrip() + ", dtype=torch.float64)\n",
       "should be an int"),
-    q("q2", "nn.BatchNorm1d", "def batch_norm(x, eps=1e-5):\n"
-      "    return nn.BatchNorm1d(x.size(-1), eps=eps, affine=False)(x.reshape(-1, x.size(-1))).reshape(x.shape)\n",
+    q("q2", "F.batch_norm on the real tokens", "def masked_batch_norm(x, real, eps=1e-5):\n"
+      "    out = torch.zeros_like(x)\n"
+      "    out[real] = F.batch_norm(x[real], None, None, training=True, eps=eps)\n    return out\n",
       "use your own code"),
-    q("q2", "centred in place", plant(BATCH_NORM, "    return (x - mean)", "    x -= mean\n    return x"),
+    q("q2", "centred in place", plant(BATCH_NORM, "    return torch.where", "    x -= mean\n    return torch.where"),
       "in place"),
-    q("q2", "a list", BATCH_NORM.replace("return (x - mean) / torch.sqrt(var + eps)",
-                                         "return ((x - mean) / torch.sqrt(var + eps)).tolist()"), "torch.Tensor"),
+    q("q2", "a list", BATCH_NORM.replace("0.0)\n", "0.0).tolist()\n"), "torch.Tensor"),
     q("q3", "a list of floats", STREAM.replace("return torch.stack(norms)", "return [n.item() for n in norms]"),
       "torch.Tensor"),
     q("q4", "the package's Encoder", "from course_utils.models import Encoder as SharedEncoder\n",
@@ -80,9 +81,10 @@ ALTERNATIVES = [
       "    layer = 4 * linear(d_model, d_model) + linear(d_model, d_ff) + linear(d_ff, d_model) + 2 * norm\n"
       "    return n_layers * layer + norm\n"),
     a("q2", "the reference", BATCH_NORM),
-    a("q2", "flattened tokens", "def batch_norm(x, eps=1e-5):\n    flat = x.reshape(-1, x.size(-1))\n"
-      "    centred = flat - flat.mean(0)\n"
-      "    return (centred / (centred.pow(2).mean(0) + eps).sqrt()).reshape(x.shape)\n"),
+    a("q2", "weighted sums", "def masked_batch_norm(x, real, eps=1e-5):\n"
+      "    w = real[..., None].float()\n    n = w.sum((0, 1))\n"
+      "    mean = (x * w).sum((0, 1)) / n\n    var = ((x - mean) ** 2 * w).sum((0, 1)) / n\n"
+      "    return (x - mean) / (var + eps).sqrt() * w\n"),
     a("q3", "the reference", STREAM),
     a("q3", "masked sums", STREAM.replace("norms.append(x[real].norm(dim=-1).mean())",
                                           "norms.append((x.norm(dim=-1) * real).sum() / real.sum())")),

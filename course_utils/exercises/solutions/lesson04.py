@@ -14,10 +14,12 @@ def encoder_parameters(n_layers, d_model, d_ff):
     return n_layers * per_layer + 2 * d_model                  # the final LayerNorm, once
 
 
-def batch_norm(x, eps=1e-5):
-    mean = x.mean(dim=(0, 1), keepdim=True)                    # one mean per feature, over batch × seq
-    var = x.var(dim=(0, 1), unbiased=False, keepdim=True)
-    return (x - mean) / torch.sqrt(var + eps)
+def masked_batch_norm(x, real, eps=1e-5):
+    tokens = x[real]                                           # (number of real tokens, d_model)
+    mean = tokens.mean(dim=0)                                  # one mean per feature, padding left out
+    var = tokens.var(dim=0, unbiased=False)
+    out = (x - mean) / torch.sqrt(var + eps)
+    return torch.where(real[..., None], out, 0.0)              # padding positions come out as 0
 
 
 def stream_norms(encoder, x, mask):
