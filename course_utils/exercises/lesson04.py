@@ -7,8 +7,6 @@ the checker names a mistake from that table and the tests read the same table.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -24,17 +22,14 @@ from .asserts import (
     backpropagate_both,
     call_learner,
     check_function,
-    check_inputs_kept,
     compare_gradients,
     copy_weights,
     difference,
-    first_output,
     gradients,
     instantiate,
     learner_function,
     own_module_class,
     randomise_norms,
-    snapshot,
 )
 from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 
@@ -499,119 +494,4 @@ q4 = Exercise(
         Mistake("mask not passed", "each pass must get the mask: self.layer(x, mask)",
                 variant=shared_variant(lambda b, x, m: b.norm(repeat(b, x, None, b.n_layers)))),
     ),
-)
-
-
-# ---------------------------------------------------------------------------- shared with lessons 07 and 09
-# Lesson 07's DecoderLayer capstone reuses the residual wirings and the starter of lesson 04's old sublayers,
-# and lesson 09's block check reuses BlockCase and compare_blocks (their home belongs in asserts.py).
-def connect(kind: str, x: torch.Tensor, sublayer, norm: nn.Module) -> torch.Tensor:
-    """One residual connection around ``sublayer`` with LayerNorm ``norm``, wired right or in a typical wrong way."""
-    if kind == "post":
-        return norm(x + sublayer(x))
-    if kind == "pre":
-        return x + sublayer(norm(x))
-    if kind == "pre_residual_normed":  # the residual carries norm(x) instead of x
-        h = norm(x)
-        return h + sublayer(h)
-    if kind == "norm_on_output":  # LayerNorm applied to the sublayer's output only
-        return x + norm(sublayer(x))
-    if kind == "post_no_residual":
-        return norm(sublayer(x))
-    if kind == "pre_no_residual":
-        return sublayer(norm(x))
-    raise ValueError(kind)
-
-
-CONNECTION_MISTAKES = {  # requested norm -> {the wiring computed instead: message}
-    "pre": {"post": "with norm='pre' you computed Post-LN, norm(x + sublayer(x)). Pre-LN normalises the input of "
-                    "each sublayer and leaves the residual path alone: x + sublayer(norm(x))."},
-    "post": {"pre": "with norm='post' you computed Pre-LN. Post-LN (the paper's Add & Norm) normalises after the "
-                    "addition: norm(x + sublayer(x))."},
-}
-WIRING_MISTAKES = {
-    "pre_residual_normed": "the residual carries norm(x) instead of x: in Pre-LN the identity path must stay raw, "
-                           "x + sublayer(norm(x)).",
-    "norm_on_output": "the LayerNorm is in the wrong place — you normalised the sublayer's output, "
-                      "x + norm(sublayer(x)). Post-LN: norm(x + sublayer(x)); Pre-LN: x + sublayer(norm(x)).",
-    "post_no_residual": "the residual connection is missing: add the sublayer's input back, norm(x + sublayer(x)).",
-    "pre_no_residual": "the residual connection is missing: add the sublayer's input back, x + sublayer(norm(x)).",
-}
-
-
-@dataclass
-class BlockCase:
-    """One input of a capstone check: the sizes to build the blocks with, x and the mask, and how to say it."""
-
-    description: str
-    d_model: int
-    n_heads: int
-    d_ff: int
-    x: torch.Tensor
-    mask: torch.Tensor | None
-    n_layers: int = 1
-
-
-def layer_error_hint(error: BaseException) -> str | None:
-    message = str(error)
-    if "tuple" in message:
-        return ("The attention module returns a pair (output, weights): take [0], e.g. self.self_attn(h, h, h, "
-                "mask)[0]")
-    if "shape" in message or "size" in message:
-        return "Sizes differ on every check: take them from the arguments and the input, never a fixed number"
-    return None
-
-
-def compare_blocks(package: nn.Module, learner: nn.Module, name: str, case: BlockCase, diagnose, forbidden) -> None:
-    """Outputs and gradients (x and every parameter) of the learner's block against the package's on ``case``; the
-    inputs must come back unchanged, and the learner's code runs under ``forbidden``."""
-    where = case.description
-    leaf_p, leaf_l = case.x.clone().requires_grad_(), case.x.clone().requires_grad_()
-    expected = package(leaf_p, case.mask)
-    x_in, mask_in = leaf_l.clone(), snapshot(case.mask)  # x as a layer sees it: the output of earlier layers
-    before = {"x": snapshot(x_in), "mask": snapshot(mask_in)}
-    result = call_learner(learner, name, where, x_in, mask_in, forbidden=forbidden, error_hint=layer_error_hint)
-    check_inputs_kept(before, {"x": x_in, "mask": mask_in}, name, where)
-    got, _ = first_output(result, name, pair=False)
-    gap = difference(got, expected, f"the output of your `{name}`")
-    if gap:
-        specific = diagnose(got.detach()) if isinstance(got, torch.Tensor) and got.shape == expected.shape else None
-        if specific is None and isinstance(got, torch.Tensor) and got.shape == expected.shape:
-            heads = getattr(getattr(learner, "self_attn", None), "n_heads", case.n_heads)
-            if heads != case.n_heads:
-                specific = (f"your self_attn has {heads} heads, but the layer was built with n_heads="
-                            f"{case.n_heads}: pass n_heads on, MultiHeadAttention(d_model, n_heads, dropout)")
-        raise ExerciseFailure(f"on {where}: {specific or gap}.")
-    backpropagate_both(package, expected, learner, got, name, f"on {where}")
-    compare_gradients(*gradients_that_matter(gradients(package, {"x": leaf_p}), gradients(learner, {"x": leaf_l})),
-                      name, f"on {where}")
-
-
-def gradients_that_matter(expected: dict[str, torch.Tensor | None], got: dict[str, torch.Tensor | None]):
-    """The gradients to compare: where both are (almost) zero — the queries' and keys' with a single token, whose
-    softmax weight is 1 whatever they are — float noise in the package's kernel must not read as a cut graph."""
-    keep = {key for key, reference in expected.items()
-            if not (reference is not None and reference.abs().max() < 1e-6 and got.get(key) is not None
-                    and got[key].abs().max() < 1e-6)}
-    return ({k: v for k, v in expected.items() if k in keep}, {k: v for k, v in got.items() if k in keep})
-
-
-SUBLAYER_STARTER = (
-    "class FeedForward(nn.Module):\n"
-    "    def __init__(self, d_model, d_ff, dropout):\n"
-    "        super().__init__()\n"
-    "        raise NotImplementedError  # linear1 (d_model -> d_ff), linear2 (d_ff -> d_model), a dropout\n"
-    "\n"
-    "    def forward(self, x):\n"
-    "        raise NotImplementedError  # linear2(dropout(relu(linear1(x))))\n"
-    "\n"
-    "\n"
-    "class Residual(nn.Module):\n"
-    "    def __init__(self, d_model, dropout, norm):\n"
-    "        super().__init__()\n"
-    "        raise NotImplementedError  # self.norm = nn.LayerNorm(d_model), a dropout, remember post or pre\n"
-    "\n"
-    "    def forward(self, x, sublayer):\n"
-    "        # post: norm(x + dropout(sublayer(x)));  pre: x + dropout(sublayer(norm(x)))\n"
-    "        raise NotImplementedError\n"
 )
