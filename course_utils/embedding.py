@@ -18,7 +18,8 @@ class TokenEmbedding(nn.Module):
     models (``models.init_weights``) re-initialise it with Xavier's rule, which gives an RMS below the positional
     encoding's 0.71 that shrinks as the vocabulary grows. Only a start from N(0, 1/d_model), the reference code's,
     gives RMS 1 for every size: lesson 01 measures all three. ``pad_id``: the row of that id (``[PAD]``) starts at zero
-    and gets no gradient (``nn.Embedding``'s ``padding_idx``); lesson 01 writes this block out, ``pad_id`` included.
+    and gets no gradient (``nn.Embedding``'s ``padding_idx``); after ``models.init_weights`` it is a fixed non-zero
+    row, harmless because attention masks ``[PAD]``. Lesson 01 writes this block out, ``pad_id`` included.
     ``scale=False`` returns the rows as they are (GPT-2, BERT and Llama do not scale).
     """
 
