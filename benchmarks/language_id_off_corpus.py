@@ -3,9 +3,9 @@
 Trains, for each seed, the lesson's recipe (Transformer on BPE pieces, 5 epochs, AdamW 3e-3, 30 warmup steps,
 cosine, clipping at 1) and three linear bag-of-features models (lower-cased words, BPE pieces, character
 1-3-grams, 60 full-batch Adam steps), plus the same Transformer reading characters instead of BPE pieces. Each is
-scored on the Django test split (588 strings) and on CLDR phrases from Babel (units and relative dates, 1,380
-strings none of which occurs in Django's catalogues; `load_cldr_phrases`). Prints mean ± standard deviation over
-the seeds and writes a JSON file beside this script.
+scored on the Django test split (588 strings) and on CLDR phrases from Babel (units and relative dates, 1,188
+strings, none in Django's catalogues nor identical to CLDR's English; `load_cldr_phrases`). Prints mean ± standard
+deviation over the seeds and writes a JSON file beside this script.
 
     OMP_NUM_THREADS=1 python benchmarks/language_id_off_corpus.py [--seeds 0 1 2]
 """

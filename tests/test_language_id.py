@@ -155,5 +155,6 @@ def test_cldr_phrases_balanced_deduplicated_seeded_and_unseen(data):
     assert len(set(texts)) == len(texts)                       # no string in two languages (nor twice in one)
     assert not set(texts) & set(data.train_texts)              # nothing the classifier trained on
     assert all("{" not in text and "%" not in text for text in texts)         # placeholders removed
+    assert "pound-force-foot" not in texts and "parts per million" not in texts   # untranslated English dropped
     assert load_cldr_phrases(DEFAULT_LANGUAGES) == (texts, labels)
     assert load_cldr_phrases(DEFAULT_LANGUAGES, seed=1) != (texts, labels)

@@ -339,8 +339,9 @@ def load_cldr_phrases(languages: tuple[str, ...] | list[str] = DEFAULT_LANGUAGES
     ``min_chars`` letters), strings that occur in two languages dropped, then ``per_class`` strings per language
     sampled with ``seed`` (fewer if a language has fewer). Currency and territory names are left out: they are
     mostly proper nouns. Strings that also occur in Django's catalogues of these languages (e.g. "vor Minuten")
-    are dropped, so nothing here can have been trained on. Returns ``(texts, labels)``, labels indexing
-    ``languages``. Licence: Unicode License v3 (CLDR data, read from the installed Babel).
+    are dropped, so nothing here can have been trained on, and so are strings identical to CLDR's English ones
+    (e.g. "pound-force-foot" left untranslated in Dutch), which would be label noise. Returns ``(texts, labels)``,
+    labels indexing ``languages``. Licence: Unicode License v3 (CLDR data, read from the installed Babel).
     """
     from babel import Locale
 
@@ -356,7 +357,11 @@ def load_cldr_phrases(languages: tuple[str, ...] | list[str] = DEFAULT_LANGUAGES
         cleaned = {clean_message(text) for text in raw}
         per_language[code] = sorted(text for text in cleaned if len(_LETTER.findall(text)) >= min_chars)
     django = {text for code in languages for text in translated_strings(code, min_chars)}   # never seen in training
-    per_language = {code: [text for text in strings if text not in django] for code, strings in per_language.items()}
+    english_data = Locale.parse("en")._data                     # strings left untranslated: label noise, dropped
+    english = {clean_message(text) for text in _cldr_strings(english_data["unit_patterns"])
+               + _cldr_strings(english_data["unit_display_names"]) + _cldr_strings(english_data["date_fields"])}
+    per_language = {code: [text for text in strings if text not in django and text not in english]
+                    for code, strings in per_language.items()}
     occurrences = Counter(text for strings in per_language.values() for text in strings)
     rng = random.Random(seed)
     size = min(per_class, *(sum(occurrences[t] == 1 for t in strings) for strings in per_language.values()))

@@ -676,20 +676,19 @@ q4 = Exercise(
     mistakes=LOOP_MISTAKES,
     success="Correct! Step for step, your gradients, learning rates and parameters match the package's loop.",
     task=(
-        "**Capstone — gradient accumulation (about 30 minutes).** A batch of 256 strings may not fit in memory; "
-        "four batches of 64 do. Write `train_accumulated(model, batches, loss_fn, optimizer, scheduler, "
+        "**Capstone — gradient accumulation (about 30 minutes).** Four batches of 64 strings can stand in for one "
+        "of 256 that does not fit in memory. Write `train_accumulated(model, batches, loss_fn, optimizer, scheduler, "
         "accumulate, clip_norm=1.0)`: one pass over `batches` (a list) that makes **one optimizer step per "
         "`accumulate` consecutive batches** — a shorter last group makes a step too. The step must follow the "
         "*mean* gradient of its group: each batch's loss divided by the size of its group before `backward`. "
         "Gradients are cleared once per group; clipping (skipped when `clip_norm` is `None`), `optimizer.step()` "
         "and `scheduler.step()` run once per group, in that order. The model may arrive in eval mode. Return the "
-        "per-batch losses as `loss_fn` computed them, as Python floats. With `accumulate=1` it is section 1's "
-        "epoch.\n\n"
-        "How it is checked: tiny classifiers (dropout 0) trained by your loop and by the package's "
-        "`train_one_epoch(..., accumulate=k)` from the same weights must agree after every step; `q4.hint()` "
-        "and `q4.solution()` help. Stuck? `from course_utils.training import "
-        "train_one_epoch` (its `accumulate=`) "
-        "moves you on."
+        "per-batch losses as `loss_fn` computed them, as Python floats.\n\n"
+        "How it is checked: step for step against `from course_utils.training import train_one_epoch` "
+        "(`accumulate=k`); stuck? `q4.solution()`.\n\n"
+        "Then measure: with dropout 0, does one step with `accumulate=4` over four batches of 64 equal one step "
+        "on the 256 strings together? Predict first, then compare the gradients for four batches of equal size "
+        "and for four of unequal size; explain the difference."
     ),
     starter=(
         "def train_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):\n"
