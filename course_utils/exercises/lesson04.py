@@ -344,8 +344,8 @@ q5 = Exercise(
            "(section 1's FeedForward); norm = nn.LayerNorm(d_model); dropout = nn.Dropout(dropout). forward: h = "
            "norm(x); return x + dropout(self_attn(h, h, h, mask)[0]) + dropout(feed_forward(h))."),
     solution=solution_of("lesson04", "ParallelEncoderLayer"),
-    task=("**Capstone — the parallel block.** GPT-J and PaLM run attention and the feed-forward network side by "
-          "side on one normalised input and add both to the stream:\n\n"
+    task=("**Capstone — Exercise 5, the parallel block (about 15 minutes).** GPT-J and PaLM run attention and the "
+          "feed-forward network side by side on one normalised input and add both to the stream:\n\n"
           "$$x \\leftarrow x + \\mathrm{dropout}\\big(\\mathrm{Attn}(h)\\big) + \\mathrm{dropout}\\big(\\mathrm{FFN}"
           "(h)\\big),\\qquad h = \\mathrm{LN}(x).$$\n\n"
           "Write `ParallelEncoderLayer(d_model, n_heads, d_ff, dropout=0.1)` with `forward(x, mask=None)`: "
@@ -363,7 +363,7 @@ q5 = Exercise(
              "        super().__init__()\n"
              "        raise NotImplementedError  # self_attn, feed_forward, norm, a dropout\n\n"
              "    def forward(self, x, mask=None):\n"
-             "        raise NotImplementedError  # h = norm(x); x + both branches\n"),
+             "        raise NotImplementedError  # your code\n"),
     mistakes=(
         Mistake("residual around the normalised input", "the stream that leaves is h + …, the normalised copy: add "
                 "the branches to the raw x",
