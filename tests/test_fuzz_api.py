@@ -1008,6 +1008,9 @@ def build_registry() -> dict[str, Case | None]:
     r["data.language_id:load_language_id"] = case(language_id.load_language_id, {
         "languages": "languages", "min_chars": "count", "test_fraction": "open_unit", "seed": "int",
         "root": "optional_path"}, languages=("de", "es"), min_chars=10, test_fraction=0.2, seed=0, root=None)
+    r["data.language_id:load_cldr_phrases"] = case(language_id.load_cldr_phrases, {
+        "languages": "languages", "min_chars": "count", "per_class": "size", "seed": "int"},
+        languages=("de", "es"), min_chars=10, per_class=5, seed=0)
     r["data.language_id:LanguageIdData"] = None  # a record that load_language_id fills in
     r["data.language_id:LanguageIdData.summary"] = None
     r["data.language_id:PoMessage"] = None

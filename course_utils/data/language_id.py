@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CourseTypeError, CourseValueError
-from ..validation import check_int, check_non_negative_int, check_real, check_str, describe
+from ..validation import check_int, check_non_negative_int, check_positive_int, check_real, check_str, describe
 
 DEFAULT_LANGUAGES: tuple[str, ...] = ("de", "es", "fr", "it", "nl", "pt")
 
@@ -253,6 +253,19 @@ class LanguageIdData:
         }
 
 
+def check_languages(languages: object) -> tuple[str, ...]:
+    """``languages`` as a tuple of at least 2 distinct locale codes, or a course error."""
+    if isinstance(languages, str) or not hasattr(languages, "__iter__"):
+        raise CourseTypeError(f"languages must be a tuple of locale codes such as ('de', 'fr'), got "
+                              f"{describe(languages)}")
+    languages = tuple(languages)
+    for code in languages:
+        check_str("each language", code, hint=" Use Django locale codes such as 'de'.")
+    if len(languages) < 2 or len(set(languages)) != len(languages):
+        raise CourseValueError(f"languages must list at least 2 distinct codes, got {languages!r}.")
+    return languages
+
+
 def load_language_id(
     languages: tuple[str, ...] | list[str] = DEFAULT_LANGUAGES,
     min_chars: int = 10,
@@ -269,14 +282,7 @@ def load_language_id(
         seed: seed of the split and of the class balancing.
         root: directory to search for ``locale/<lang>/LC_MESSAGES/*.po`` (default: the installed Django).
     """
-    if isinstance(languages, str) or not hasattr(languages, "__iter__"):
-        raise CourseTypeError(f"languages must be a tuple of locale codes such as ('de', 'fr'), got "
-                              f"{describe(languages)}")
-    languages = tuple(languages)
-    for code in languages:
-        check_str("each language", code, hint=" Use Django locale codes such as 'de'.")
-    if len(languages) < 2 or len(set(languages)) != len(languages):
-        raise CourseValueError(f"languages must list at least 2 distinct codes, got {languages!r}.")
+    languages = check_languages(languages)
     check_non_negative_int("min_chars", min_chars)
     check_real("test_fraction", test_fraction)
     if not 0.0 < test_fraction < 1.0:
@@ -343,15 +349,19 @@ def load_cldr_phrases(languages: tuple[str, ...] | list[str] = DEFAULT_LANGUAGES
     (e.g. "pound-force-foot" left untranslated in Dutch), which would be label noise. Returns ``(texts, labels)``,
     labels indexing ``languages``. Licence: Unicode License v3 (CLDR data, read from the installed Babel).
     """
-    from babel import Locale
+    from babel import Locale, UnknownLocaleError
 
-    languages = tuple(languages)
+    languages = check_languages(languages)
     check_non_negative_int("min_chars", min_chars)
-    check_int("per_class", per_class)
+    check_positive_int("per_class", per_class)
     check_int("seed", seed)
     per_language = {}
     for code in languages:
-        data = Locale.parse(code)._data
+        try:
+            data = Locale.parse(code)._data
+        except (ValueError, LookupError, UnknownLocaleError) as error:
+            raise CourseValueError(f"no CLDR data for language {code!r} ({error}); use locale codes such as 'de'") \
+                from error
         raw = _cldr_strings(data["unit_patterns"]) + _cldr_strings(data["unit_display_names"]) + \
             _cldr_strings(data["date_fields"])
         cleaned = {clean_message(text) for text in raw}
