@@ -174,7 +174,7 @@ def input_parts(tokens_label: str) -> tuple[tuple[str, str], ...]:
 VARIANT_LAYOUTS = {
     "encoder-decoder": (
         (2.6, input_parts("source tokens"), ENCODER_LAYER, (), "left"),
-        (8.4, input_parts("target tokens (shifted right)"), DECODER_LAYER,
+        (8.4, input_parts("target tokens\n(shifted right)"), DECODER_LAYER,
          (("output projection", "linear\n(output projection)"), ("softmax", "softmax")), "right"),
     ),
     "encoder": (
