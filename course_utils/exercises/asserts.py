@@ -519,21 +519,11 @@ def call_learner(function: Callable, name: str, case: str, *args, forbidden: dic
     """``function(*args, **kwargs)`` — the learner's code — with a crash reported on the input ``case`` it
     happened on (``error_hint(error)`` may explain a crash typical for the task), and any call into ``forbidden``
     refused."""
-    guard = OwnWork(forbidden)
-    try:
-        with guard:
-            result = function(*args, **kwargs)
-    except ExerciseFailure:
-        raise
-    except Exception as error:  # noqa: BLE001 - the learner's code may raise anything
-        if isinstance(error, NotImplementedError) and raised_by_the_learner(error):
-            raise   # a stub: "not attempted"
-        refuse_borrowed_work(guard, name)  # a forbidden call that then crashed is still a forbidden call
-        message = (str(error).strip().splitlines() or [""])[0]
-        hint = error_hint(error) if error_hint else None
-        raise ExerciseFailure(f"on {case}: your `{name}` raised {type(error).__name__}: {message}"
-                              + (f". {hint}" if hint else "")) from None
-    refuse_borrowed_work(guard, name)
+    result = attempt(function, name, args, kwargs, forbidden)
+    if isinstance(result, Raised):
+        hint = error_hint(result.error) if error_hint else None
+        raise ExerciseFailure(f"on {case}: your `{name}` raised {result.kind}: {result.message}"
+                              + (f". {hint}" if hint else ""))
     return result
 
 
