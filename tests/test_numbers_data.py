@@ -404,3 +404,11 @@ def test_round_trip_num2words_and_digits(number):
 
 def test_round_trip_on_every_number_below_two_thousand():
     assert all(parse_number(english_words(n)) == n for n in range(2000))
+
+
+@pytest.mark.parametrize("text", ["²", "①", "٣٤٢", "۳۴۲", "१२", "12²", "½", "五", "Ⅻ", "x²"])
+def test_one_rule_for_digits_only_0_to_9_are_read(text):
+    """The grammar reads the ASCII digits 0-9; every other numeral is refused with the course's error."""
+    with pytest.raises(CourseValueError, match=r"^expected a whole number.*not one of the digits 0-9.*Fix: "):
+        parse_number(text)
+    assert parse_number("342") == parse_number("three hundred and forty-two") == 342

@@ -531,7 +531,8 @@ _LARGER_SCALES = {"million", "millions", "billion", "billions", "trillion", "lak
 _FRACTION_WORDS = {"point", "half", "halves", "quarter", "quarters", "dot"}
 _NEGATIVE_WORDS = {"minus", "negative"}
 _ORDINALS = {"first", "second", "third", "fifth", "eighth", "ninth", "twelfth"}
-_GROUPED_DIGITS = re.compile(r"(0|[1-9]\d{0,2})(,\d{3})+")
+_ASCII_DIGITS = re.compile(r"[0-9]+")
+_GROUPED_DIGITS = re.compile(r"(0|[1-9][0-9]{0,2})(,[0-9]{3})+")
 _WORD_TOKEN = re.compile(r"[a-z]+|[-,]|\S")
 EXPECTED_INPUT = ("a whole number from 0 to {top:,}: digits (12,345) or English words (twelve thousand, three "
                   "hundred and forty-five; forty-two or forty two; a hundred; twelve hundred)")
@@ -719,7 +720,8 @@ def parse_number(text: str, max_digits: int = MAX_DIGITS) -> int:
     Refused, with the reason and a fix: empty text, decimals and fractions (``3.5``, ``"three point five"``),
     lists (``1,2,3``, ``"one, two"``), negative numbers, numbers outside ``0 .. 10**max_digits - 1``, repeated or
     misplaced scale words (``"thousand thousand"``, ``"hundred five"``), misplaced "and", number words in a
-    row (``"seven seven seven"``), mixed digits and words, and unknown words. ``max_digits`` is 1..6.
+    row (``"seven seven seven"``), mixed digits and words, and unknown words. Only the ASCII digits 0-9 are read:
+    any other numeral (``²``, ``①``, Arabic-Indic ``٣٤٢``, ``½``, ``五``) is refused. ``max_digits`` is 1..6.
     """
     if not isinstance(text, str):
         raise CourseTypeError(f"expected the typed text as a str, got {type(text).__name__} {text!r}; "
@@ -729,7 +731,11 @@ def parse_number(text: str, max_digits: int = MAX_DIGITS) -> int:
     top = 10 ** max_digits - 1
     if not cleaned:
         raise _refuse(text, "nothing was typed", "type e.g. 342 or 'three hundred and forty-two'", max_digits)
-    has_digits, has_letters = any(c.isdigit() for c in cleaned), any(c.isalpha() for c in cleaned)
+    other_digits = sorted({c for c in cleaned if c.isnumeric() and c not in "0123456789"})
+    if other_digits:   # one rule: the grammar reads the ASCII digits 0-9; every other numeral is refused
+        raise _refuse(text, f"{', '.join(map(repr, other_digits))} is not one of the digits 0-9 the grammar reads",
+                      "type the number with the digits 0-9 (342) or in English words", max_digits)
+    has_digits, has_letters = any(c in "0123456789" for c in cleaned), any(c.isalpha() for c in cleaned)
     if has_digits and has_letters:
         raise _refuse(text, "digits and words mixed", "type only digits (5000) or only words (five thousand)",
                       max_digits)
@@ -738,7 +744,7 @@ def parse_number(text: str, max_digits: int = MAX_DIGITS) -> int:
             raise _refuse(text, "a negative number", "type a number from 0 up", max_digits)
         if "." in cleaned:
             raise _refuse(text, "a decimal number", "type a whole number (no decimal point)", max_digits)
-        if cleaned.isdigit() or _GROUPED_DIGITS.fullmatch(cleaned):
+        if _ASCII_DIGITS.fullmatch(cleaned) or _GROUPED_DIGITS.fullmatch(cleaned):
             number = int(cleaned.replace(",", ""))
         else:
             raise _refuse(text, "not one number: digits may be grouped by commas in threes only (12,345)",
