@@ -562,3 +562,136 @@ def whole_word_accuracy(scorer, tokenizer, examples: Sequence[HiddenWord], k: in
         top1 += guesses[:1] == [example.word]
         topk += example.word in guesses
     return {"top1": top1 / len(examples), f"top{k}": topk / len(examples), "n": float(len(examples))}
+
+
+# ---------------------------------------------------------------------------- what the neighbours give (lesson 06)
+def probe_positions(sentences: Sequence[Sequence[int]], per_sentence: int = 3,
+                    seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Positions to probe, drawn at random (``torch.Generator().manual_seed(seed)``): up to ``per_sentence`` per
+    ``[CLS] … [SEP]`` sentence, each with a real token on both sides.
+
+    Returns ``(ids, targets)``: ``ids (n, seq)`` one row per probed position (the sentence, padded with [PAD]) and
+    ``targets (n,)`` the position to guess in that row. Sentences shorter than five ids are skipped.
+    """
+    check_positive_int("per_sentence", per_sentence)
+    check_int("seed", seed)
+    generator = torch.Generator().manual_seed(seed)
+    rows, targets = [], []
+    for sentence in sentences:
+        sentence = [int(t) for t in sentence]
+        if len(sentence) < 5:
+            continue
+        candidates = torch.arange(2, len(sentence) - 2)       # position 1 and len-2 touch [CLS] / [SEP]
+        for target in candidates[torch.randperm(len(candidates), generator=generator)[:per_sentence]].tolist():
+            rows.append(sentence)
+            targets.append(target)
+    if not rows:
+        raise CourseValueError("no sentence has five ids or more; pass [CLS] … [SEP] id lists of real sentences")
+    ids = torch.zeros(len(rows), max(len(r) for r in rows), dtype=torch.long)
+    for i, row in enumerate(rows):
+        ids[i, :len(row)] = torch.tensor(row)
+    return ids, torch.tensor(targets)
+
+
+def hide(ids: torch.Tensor, targets: torch.Tensor, offsets: Sequence[int] = ()) -> torch.Tensor:
+    """A copy of ``ids (n, seq)`` with [MASK] at each row's target and at ``target + offset`` for every offset
+    (e.g. ``(-1, 1)``: both neighbours hidden too)."""
+    inputs = ids.clone()
+    rows = torch.arange(len(targets))
+    for offset in (0, *offsets):
+        inputs[rows, targets + offset] = MASK_ID
+    return inputs
+
+
+@torch.no_grad()
+def probe_accuracy(guesser, inputs: torch.Tensor, ids: torch.Tensor, targets: torch.Tensor) -> float:
+    """Share of rows whose hidden ``ids[row, target]`` is guessed from ``inputs``: ``guesser`` is a
+    :class:`~course_utils.models.MaskedLanguageModel` (its arg-max) or a :class:`NeighbourCountBaseline` (which
+    reads the two tokens beside the target)."""
+    rows = torch.arange(len(targets))
+    if isinstance(guesser, NeighbourCountBaseline):
+        guesses = torch.tensor([guesser.predict(left, right) for left, right in
+                                zip(inputs[rows, targets - 1].tolist(), inputs[rows, targets + 1].tolist())])
+    else:
+        was_training = guesser.training
+        guesser.eval()
+        device = next(guesser.parameters()).device
+        guesses = torch.cat([guesser(inputs[i:i + 512].to(device))[torch.arange(len(targets[i:i + 512])),
+                                                                     targets[i:i + 512]].argmax(-1).cpu()
+                             for i in range(0, len(targets), 512)])
+        guesser.train(was_training)
+    return (guesses == ids[rows, targets]).float().mean().item()
+
+
+def accuracy_at_mask(logits: torch.Tensor, inputs: torch.Tensor, labels: torch.Tensor) -> float:
+    """Share of the positions whose input shows [MASK] (and that carry a label) where the arg-max equals the label:
+    the headline of lesson 06, where only the context can help.
+
+    Args:
+        logits: ``(batch, seq, vocab_size)``; inputs, labels: ``(batch, seq)`` as :func:`mask_tokens` returns them.
+    """
+    check_labels(labels, logits)
+    shown = (inputs == MASK_ID) & (labels != IGNORE_INDEX)
+    if not shown.any():
+        raise CourseValueError("no labelled position shows [MASK] in the inputs, so the accuracy is undefined")
+    return (logits.argmax(dim=-1)[shown] == labels[shown]).float().mean().item()
+
+
+# ---------------------------------------------------------------------------- whole-word masking (lesson 06)
+def word_starts(tokenizer, ids: torch.Tensor) -> torch.Tensor:
+    """``(batch, seq)`` bool: True at the real pieces that start a word — the first real piece of a row, and every
+    piece whose text starts with a space (byte-level BPE glues a word to its leading space)."""
+    check_tokenizer(tokenizer)
+    real = ids >= N_SPECIAL_TOKENS
+    spaced = torch.tensor([[bool(t >= N_SPECIAL_TOKENS and tokenizer.token_str(int(t)).startswith(" ")) for t in row]
+                           for row in ids.tolist()], dtype=torch.bool).reshape(ids.shape)
+    first = real & (real.long().cumsum(1) == 1)
+    return spaced | first
+
+
+def whole_word_mask(ids: torch.Tensor, starts: torch.Tensor, vocab_size: int, generator: torch.Generator | None = None,
+                    select_prob: float = 0.15, mask_prob: float = 0.8, random_prob: float = 0.1,
+                    mask_id: int = MASK_ID, first_real_id: int = N_SPECIAL_TOKENS) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT masking that selects whole words: a word (a start piece and the real pieces after it, up to the next
+    start) is selected with probability ``select_prob``, all its pieces at once; a row that has a word but drew
+    none gets one, chosen uniformly. Each selected piece is then corrupted 80/10/10 as in :func:`mask_tokens`.
+
+    Args:
+        ids: ``(batch, seq)`` int64 ids; starts: ``(batch, seq)`` bool, True at each word's first piece
+            (:func:`word_starts`); real pieces before a row's first start belong to no word and stay unselected.
+
+    Returns:
+        ``(inputs, labels)`` as :func:`mask_tokens`; ``ids`` is not modified.
+    """
+    vocab_size = check_positive_int("vocab_size", vocab_size)
+    ids = check_token_ids(ids, vocab_size, name="ids", allow_empty=True)
+    check_tensor("starts", starts)
+    if starts.dtype != torch.bool or starts.shape != ids.shape:
+        raise CourseValueError(f"starts must be a bool tensor of the shape of ids {tuple(ids.shape)}, got "
+                               f"{starts.dtype} {tuple(starts.shape)}; use mlm.word_starts(tokenizer, ids)")
+    check_probabilities(select_prob, mask_prob, random_prob)
+    real = ids >= first_real_id
+    starts = starts & real
+
+    def uniform() -> torch.Tensor:
+        return torch.rand(ids.shape, generator=generator, device=ids.device)
+
+    picked = starts & (uniform() < select_prob)                                   # the words' first pieces
+    empty_rows = starts.any(dim=1) & ~picked.any(dim=1)
+    if empty_rows.any():
+        pick = uniform().masked_fill(~starts, -1.0).argmax(dim=1)
+        rows = empty_rows.nonzero(as_tuple=True)[0]
+        picked[rows, pick[rows]] = True
+    word = starts.long().cumsum(dim=1)                                             # word number; 0 = before any
+    chosen_words = torch.zeros(ids.size(0), ids.size(1) + 1, dtype=torch.bool, device=ids.device)
+    chosen_words.scatter_(1, word.masked_fill(~picked, 0), picked)
+    chosen_words[:, 0] = False
+    selected = real & chosen_words.gather(1, word)                                 # every piece of a chosen word
+
+    labels = ids.masked_fill(~selected, IGNORE_INDEX)
+    action = uniform()
+    to_mask = selected & (action < mask_prob)
+    to_random = selected & (action >= mask_prob) & (action < mask_prob + random_prob)
+    random_ids = torch.randint(first_real_id, vocab_size, ids.shape, generator=generator, device=ids.device)
+    inputs = torch.where(to_random, random_ids, ids.masked_fill(to_mask, mask_id))
+    return inputs, labels

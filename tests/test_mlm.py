@@ -272,3 +272,79 @@ def test_mask_tokens_accepts_any_integer_dtype():
         small = mask_tokens(ids.to(dtype), VOCAB, torch.Generator().manual_seed(1))
         reference = mask_tokens(ids, VOCAB, torch.Generator().manual_seed(1))
         assert all(torch.equal(a, b) and a.dtype == torch.long for a, b in zip(small, reference))
+
+
+# ---------------------------------------------------------------------------- lesson 06: probes, whole-word masking
+def test_probe_positions_have_real_neighbours_and_hide_makes_the_views():
+    from course_utils.mlm import hide, probe_positions
+
+    sentences = [[CLS_ID] + list(range(10, 10 + n)) + [SEP_ID] for n in (2, 3, 5, 9)]
+    ids, targets = probe_positions(sentences, per_sentence=3, seed=0)
+    rows = torch.arange(len(targets))
+    assert (ids[rows, targets - 1] >= N_SPECIAL_TOKENS).all() and (ids[rows, targets + 1] >= N_SPECIAL_TOKENS).all()
+    assert len(targets) == 1 + 3 + 3            # 2 real tokens: no position with real tokens on both sides
+    both = hide(ids, targets, (-1, 1))
+    assert (both != ids).sum() == 3 * len(targets) and (both[rows, targets] == MASK_ID).all()
+    assert torch.equal(hide(ids, targets), ids.scatter(1, targets[:, None], MASK_ID))
+    assert torch.equal(probe_positions(sentences, 3, seed=0)[1], targets)
+
+
+def test_probe_accuracy_of_the_counts_falls_to_the_unigram_without_neighbours():
+    from course_utils.mlm import NeighbourCountBaseline, hide, probe_accuracy, probe_positions
+
+    sentences = [[CLS_ID, 7 + i % 5, 20 + i % 5, 30 + i % 5, 40, SEP_ID] for i in range(50)]
+    counts = NeighbourCountBaseline(sentences, 60)
+    ids, targets = probe_positions(sentences, per_sentence=2, seed=1)
+    assert probe_accuracy(counts, hide(ids, targets), ids, targets) == 1.0     # the middle token follows from its pair
+    hidden = probe_accuracy(counts, hide(ids, targets, (-1, 1)), ids, targets)
+    expected = (ids[torch.arange(len(targets)), targets] == counts.unigram.most_frequent_id).float().mean().item()
+    assert hidden == pytest.approx(expected)
+
+
+def test_accuracy_at_mask_counts_only_positions_that_show_mask():
+    from course_utils.mlm import accuracy_at_mask
+
+    logits = torch.zeros(1, 4, 10)
+    logits[0, [0, 1, 2], [7, 8, 9]] = 1.0                       # right at positions 0-2, wrong at 3
+    inputs = torch.tensor([[MASK_ID, 8, MASK_ID, MASK_ID]])     # position 1 shows its own id (kept)
+    labels = torch.tensor([[7, 8, 9, 7]])
+    assert accuracy_at_mask(logits, inputs, labels) == pytest.approx(2 / 3)
+    assert masked_accuracy(logits, labels) == pytest.approx(3 / 4)
+    with pytest.raises(ValueError, match="no labelled position shows"):
+        accuracy_at_mask(logits, torch.full((1, 4), 9), labels)
+
+
+def test_whole_word_mask_chooses_words_whole_at_the_asked_rate():
+    from course_utils.mlm import whole_word_mask
+
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(N_SPECIAL_TOKENS, 50, (3000, 14), generator=generator)
+    ids[:, 0], ids[:, -1] = CLS_ID, SEP_ID
+    starts = torch.zeros_like(ids, dtype=torch.bool)
+    starts[:, 1:13:3] = True                                    # 4 words of 3 pieces, then [SEP]
+    ids_before = ids.clone()
+    inputs, labels = whole_word_mask(ids, starts, 50, torch.Generator().manual_seed(1), select_prob=0.3)
+    assert torch.equal(ids, ids_before)
+    chosen = labels != IGNORE_INDEX
+    assert not chosen[:, [0, -1]].any()
+    words = chosen[:, 1:13].reshape(3000, 4, 3)
+    assert (words.all(-1) | ~words.any(-1)).all()              # all pieces of a word, or none
+    assert chosen[:, 1:].any(1).all()                          # every row got a word
+    expected = 0.3 + 0.7 ** 4 / 4                              # 4 words per row, one forced where none drew
+    assert abs(chosen[:, 1:13:3].float().mean().item() - expected) < 0.02
+    shown = inputs[chosen]
+    assert abs((shown == MASK_ID).float().mean().item() - 0.8) < 0.02
+    assert torch.equal(labels[chosen], ids[chosen])
+    again = whole_word_mask(ids, starts, 50, torch.Generator().manual_seed(1), select_prob=0.3)
+    assert torch.equal(again[0], inputs) and torch.equal(again[1], labels)
+
+
+def test_word_starts_follow_the_leading_space():
+    from course_utils.mlm import word_starts
+
+    tokenizer = BPETokenizer.train(["the cat sat on the mat"] * 20, vocab_size=270)
+    ids = torch.tensor([[CLS_ID] + tokenizer.encode("the cats sat") + [SEP_ID, PAD_ID]])
+    starts = word_starts(tokenizer, ids)
+    words = [tokenizer.token_str(int(t)) for t, s in zip(ids[0], starts[0]) if s]
+    assert words[0].startswith("the") or words[0] == "t" and all(w.startswith(" ") for w in words[1:])
+    assert not starts[0, 0] and not starts[0, -2:].any()
