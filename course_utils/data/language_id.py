@@ -224,9 +224,10 @@ def translated_strings(language: str, min_chars: int = 10, root: Path | None = N
 
 @dataclass
 class LanguageIdData:
-    """Balanced train/test split. Labels index into ``languages``.
+    """Balanced train/test split (and a validation split when asked for). Labels index into ``languages``.
 
-    ``train_texts[i]`` has label ``train_labels[i]``; both splits are shuffled.
+    ``train_texts[i]`` has label ``train_labels[i]``; every split is shuffled. ``validation_texts`` is empty unless
+    ``load_language_id(validation_fraction=...)`` split one off the training source messages.
     """
 
     languages: tuple[str, ...]
@@ -236,6 +237,8 @@ class LanguageIdData:
     test_labels: list[int]
     dropped_shared: int = 0
     per_class_available: dict[str, int] = field(default_factory=dict)
+    validation_texts: list[str] = field(default_factory=list)
+    validation_labels: list[int] = field(default_factory=list)
 
     @property
     def language_names(self) -> list[str]:
@@ -243,14 +246,17 @@ class LanguageIdData:
 
     def summary(self) -> dict[str, int]:
         """Counts for a table: strings per class in each split, and strings dropped as shared between languages."""
-        return {
-            "classes": len(self.languages),
-            "train per class": len(self.train_texts) // len(self.languages),
-            "test per class": len(self.test_texts) // len(self.languages),
-            "train total": len(self.train_texts),
-            "test total": len(self.test_texts),
-            "dropped (same text in 2+ languages)": self.dropped_shared,
-        }
+        n = len(self.languages)
+        counts = {"classes": n, "train per class": len(self.train_texts) // n}
+        if self.validation_texts:
+            counts["validation per class"] = len(self.validation_texts) // n
+        counts["test per class"] = len(self.test_texts) // n
+        counts["train total"] = len(self.train_texts)
+        if self.validation_texts:
+            counts["validation total"] = len(self.validation_texts)
+        counts["test total"] = len(self.test_texts)
+        counts["dropped (same text in 2+ languages)"] = self.dropped_shared
+        return counts
 
 
 def check_languages(languages: object) -> tuple[str, ...]:
@@ -272,6 +278,7 @@ def load_language_id(
     test_fraction: float = 0.2,
     seed: int = 0,
     root: Path | None = None,
+    validation_fraction: float = 0.0,
 ) -> LanguageIdData:
     """Build the balanced, deduplicated, leakage-free language-ID split described in the module docstring.
 
@@ -281,12 +288,19 @@ def load_language_id(
         test_fraction: share of source messages whose translations go to the test split, in (0, 1).
         seed: seed of the split and of the class balancing.
         root: directory to search for ``locale/<lang>/LC_MESSAGES/*.po`` (default: the installed Django).
+        validation_fraction: share of the *training* source messages whose translations go to a validation split,
+            in [0, 1); 0 (the default) makes none and leaves train and test exactly as without it. Like the test
+            split, it is cut by source message, so no meaning is in both training and validation.
     """
     languages = check_languages(languages)
     check_non_negative_int("min_chars", min_chars)
     check_real("test_fraction", test_fraction)
     if not 0.0 < test_fraction < 1.0:
         raise CourseValueError(f"test_fraction must be in (0, 1), got {test_fraction}.")
+    check_real("validation_fraction", validation_fraction)
+    if not 0.0 <= validation_fraction < 1.0:
+        raise CourseValueError(f"validation_fraction must be in [0, 1), got {validation_fraction}. Fix: a share "
+                               "such as 0.15 of the training source messages, or 0 for no validation split.")
     check_int("seed", seed)
     if root is not None:
         root = check_path("root", root)
@@ -298,18 +312,22 @@ def load_language_id(
     sources = sorted({source for strings in per_language.values() for source in strings.values()})
     rng = random.Random(seed)
     rng.shuffle(sources)
-    test_sources = set(sources[: round(len(sources) * test_fraction)])
+    n_test = round(len(sources) * test_fraction)
+    test_sources = set(sources[:n_test])
+    validation_sources = set(sources[n_test: n_test + round((len(sources) - n_test) * validation_fraction)])
+    sides = ("train", "test", "validation") if validation_sources else ("train", "test")
 
-    splits: dict[str, dict[str, list[str]]] = {"train": defaultdict(list), "test": defaultdict(list)}
+    splits: dict[str, dict[str, list[str]]] = {side: defaultdict(list) for side in sides}
     for code, strings in per_language.items():
         for text in sorted(strings):
             if occurrences[text] > 1:
                 continue
-            side = "test" if strings[text] in test_sources else "train"
+            source = strings[text]
+            side = "test" if source in test_sources else "validation" if source in validation_sources else "train"
             splits[side][code].append(text)
 
-    result: dict[str, tuple[list[str], list[int]]] = {}
-    for side in ("train", "test"):
+    result: dict[str, tuple[list[str], list[int]]] = {"validation": ([], [])}
+    for side in sides:
         size = min(len(splits[side][code]) for code in languages)
         if size == 0:
             raise CourseValueError(f"No {side} strings left for some language; lower min_chars (got {min_chars}).")
@@ -323,6 +341,7 @@ def load_language_id(
         test_texts=result["test"][0], test_labels=result["test"][1],
         dropped_shared=dropped,
         per_class_available={code: len(strings) for code, strings in per_language.items()},
+        validation_texts=result["validation"][0], validation_labels=result["validation"][1],
     )
 
 

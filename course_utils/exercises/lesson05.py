@@ -1,5 +1,5 @@
-"""Exercises of notebook 05 (a classifier): the token-99 base rate, masked mean pooling, a confusion matrix, and the
-capstone training loop.
+"""Exercises of notebook 05 (a classifier): the token-99 base rate, masked max pooling (a pooling the lesson does not
+show), and the capstone, gradient accumulation.
 
 Each exercise: the contract check on fresh random inputs (:class:`~.asserts.Draw`; ``COURSE_CHECK_SEED`` fixes them),
 edge cases first; the package's reference; and its table of typical mistakes (see :mod:`.core`).
@@ -110,11 +110,19 @@ PRESENCE_MISTAKES = (
 )
 
 
-# ---------------------------------------------------------------------------- q2: masked mean pooling
+# ---------------------------------------------------------------------------- q2: masked max pooling
+
+def masked_max_pool_reference(hidden: torch.Tensor, ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
+    """Masked max pooling: ``(batch, d_model)``, each feature's largest value over the real tokens (``ids !=
+    pad_id``, ``[CLS]`` included) of its row; ``[PAD]`` positions can never win. ``hidden (batch, seq, d_model)``,
+    ``ids (batch, seq)``; every row needs at least one real token. Gradients reach ``hidden`` at each maximum.
+    ``TransformerClassifier`` offers [CLS] and mean pooling only: this is the exercise's own reference."""
+    return hidden.masked_fill((ids == pad_id)[..., None], float("-inf")).amax(dim=1)
+
 
 def package_mean_pool(hidden: torch.Tensor, ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
     """The package classifier's mean pooling (``TransformerClassifier(pooling="mean")``) on given vectors, with
-    gradients to ``hidden``; in the dtype of ``hidden``."""
+    gradients to ``hidden``; in the dtype of ``hidden``. (A typical wrong answer to the max-pooling exercise.)"""
     from ..config import TransformerConfig
     from ..models import TransformerClassifier
 
@@ -174,157 +182,64 @@ def pool_cases(draw: Draw) -> list[Case]:
     ]
 
 
-def check_masked_mean_pool(ns) -> None:
-    pool = ns["masked_mean_pool"]
-    draw = Draw()
+def max_pool_cases(draw: Draw) -> list[Case]:
+    """The mean-pooling cases (no padding, all padding but one token, pad id 0 and another, float64), then a batch
+    whose real values are all negative — where a [PAD] filled with 0 would win the max."""
     cases = pool_cases(draw)
-    check_function(pool, package_mean_pool, cases, "masked_mean_pool", twins=pool_cases(draw.twin()))
-    for case in cases[2:4]:
-        check_input_gradients(pool, package_mean_pool, case, "masked_mean_pool", labels=("hidden",))
+    hidden, ids = cases[2].args
+    real = (ids != 0)[..., None]
+    negative = torch.where(real, -hidden.abs() - 0.1, hidden)
+    description = cases[2].description + " — every real value negative"
+    return cases + [Case(description, (negative, ids), dict(cases[2].kwargs))]
 
 
-def real_count(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
-    return (ids != pad_id).sum(1, keepdim=True)
+def check_masked_max_pool(ns) -> None:
+    pool = ns["masked_max_pool"]
+    draw = Draw()
+    cases = max_pool_cases(draw)
+    check_function(pool, masked_max_pool_reference, cases, "masked_max_pool", twins=max_pool_cases(draw.twin()))
+    for case in (cases[2], cases[3], cases[-1]):
+        check_input_gradients(pool, masked_max_pool_reference, case, "masked_max_pool", labels=("hidden",))
 
 
-POOL = package_mean_pool
-POOL_MISTAKES = (
+def padding(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
+    return (ids == pad_id)[..., None]
+
+
+MAX = masked_max_pool_reference
+MAX_POOL_MISTAKES = (
     Mistake(".squeeze() drops the batch axis", "pooling turns hidden (batch, seq, d_model) into (batch, d_model); "
-            ".squeeze() also drops the batch axis when batch is 1: index or sum over dim 1 instead",
-            variant=lambda hidden, ids, pad_id=0: POOL(hidden, ids, pad_id).squeeze(),
+            ".squeeze() also drops the batch axis when batch is 1: take the max over dim 1 instead",
+            variant=lambda hidden, ids, pad_id=0: MAX(hidden, ids, pad_id).squeeze(),
             shows=lambda case, got, _: isinstance(got, torch.Tensor) and got.dim() == 1),
-    Mistake("sequence axis kept", "pooling turns hidden (batch, seq, d_model) into (batch, d_model): sum over the "
-            "sequence axis", variant=lambda hidden, ids, pad_id=0: hidden * (ids != pad_id)[..., None],
-            shows=lambda case, got, _: isinstance(got, torch.Tensor) and got.shape == case.args[0].shape),
+    Mistake("values and indices returned", "a max along a dimension returns two tensors, (values, indices): return "
+            "only the values (`.values`, or use `amax`)",
+            variant=lambda hidden, ids, pad_id=0: hidden.masked_fill(padding(ids, pad_id), float("-inf")).max(dim=1),
+            shows=lambda case, got, _: isinstance(got, tuple)),
+    Mistake("max over the feature axis", "you took the max over d_model, one number per token; pooling takes, for "
+            "each feature, the max over the sequence axis (dim 1)",
+            variant=lambda hidden, ids, pad_id=0: hidden.masked_fill(padding(ids, pad_id), float("-inf")).amax(-1),
+            shows=lambda case, got, _: isinstance(got, torch.Tensor) and got.shape == case.args[1].shape),
     Mistake("pad_id ignored (hard-coded 0)", "you treated id 0 as padding although pad_id is another id: use the "
             "pad_id argument, never a hard-coded 0",
-            variant=lambda hidden, ids, pad_id=0: POOL(hidden, ids, 0)),
-    Mistake("plain mean", "a plain mean over the sequence averages the padding vectors in too. Weight by the mask of "
-            "real tokens and divide by the number of real tokens",
-            variant=lambda hidden, ids, pad_id=0: hidden.mean(1)),
-    Mistake("padding summed", "you divide by the number of real tokens, but the sum still includes the padding "
-            "vectors: zero them (multiply by the mask) before summing",
-            variant=lambda hidden, ids, pad_id=0: hidden.sum(1) / real_count(ids, pad_id)),
-    Mistake("divided by full length", "padding is zeroed, but you divided by the full length; divide by the number "
-            "of real tokens in each row",
-            variant=lambda hidden, ids, pad_id=0: POOL(hidden, ids, pad_id) * real_count(ids, pad_id) / ids.size(1)),
-    Mistake("cls", "that is [CLS] pooling (position 0); this exercise asks for the mean of the real tokens",
+            variant=lambda hidden, ids, pad_id=0: MAX(hidden, ids, 0)),
+    Mistake("padding not masked", "the max also runs over the [PAD] positions, so a padding vector can win: leave "
+            "every position whose id is pad_id out of the max",
+            variant=lambda hidden, ids, pad_id=0: hidden.amax(dim=1)),
+    Mistake("padding filled with 0", "you set the padding vectors to 0 (or multiplied by the mask) before the max; "
+            "where every real value of a feature is negative, the 0 of a [PAD] wins. Fill padding with -inf "
+            "(float('-inf')), which no real value can lose to",
+            variant=lambda hidden, ids, pad_id=0: hidden.masked_fill(padding(ids, pad_id), 0.0).amax(dim=1)),
+    Mistake("mean instead of max", "that is mean pooling (the lesson's); this exercise asks, for each feature, the "
+            "largest value over the real tokens",
+            variant=lambda hidden, ids, pad_id=0: package_mean_pool(hidden, ids, pad_id)),
+    Mistake("cls", "that is [CLS] pooling (position 0); this exercise asks for the max over the real tokens",
             variant=lambda hidden, ids, pad_id=0: hidden[:, 0]),
-    Mistake("[CLS] excluded from the mean", "you left out position 0 ([CLS]); it is a real token: the package's mean "
-            "pooling averages every non-padding position, [CLS] counts too",
-            variant=lambda hidden, ids, pad_id=0: POOL(hidden[:, 1:], ids[:, 1:], pad_id)),
-    Mistake("inverted mask", "you averaged the padding and skipped the real tokens: real tokens are ids != pad_id",
-            variant=lambda hidden, ids, pad_id=0: POOL(hidden, torch.where(ids == pad_id, pad_id + 1, pad_id), pad_id)),
-    Mistake("count without keepdim", "the count of real tokens per row has shape (batch,): keep it as a (batch, 1) "
-            "column (keepdim=True) so that it divides each row of the (batch, d_model) sum",
-            variant=lambda hidden, ids, pad_id=0: POOL(hidden, ids, pad_id) * real_count(ids, pad_id)
-            / real_count(ids, pad_id)[:, 0],
-            shows=lambda case, got, _: isinstance(got, Raised) and "must match the size" in got.message),
-)
-# ---------------------------------------------------------------------------- q3: confusion matrix
-
-def reference_confusion(predictions: torch.Tensor, labels: torch.Tensor, n_classes: int) -> torch.Tensor:
-    """``(n_classes, n_classes)`` int64 counts: entry ``[t, p]`` = examples of true class t predicted as p."""
-    matrix = torch.zeros(n_classes, n_classes, dtype=torch.long)
-    matrix.index_put_((labels.long(), predictions.long()), torch.ones(len(labels), dtype=torch.long),
-                      accumulate=True)
-    return matrix
-
-
-def confusion_case(draw: Draw, n_examples: int, n_classes: int, note: str, used: int | None = None,
-                   skewed: bool = False) -> Case:
-    """``n_examples`` predictions and labels in ``[0, used)`` (default: every class)."""
-    used = n_classes if used is None else used
-    labels = draw.randint(0, used, (n_examples,))
-    right = draw.randint(0, 10, (n_examples,)) < (8 if skewed else 5)   # a useful classifier: many right answers
-    predictions = torch.where(right, labels, draw.randint(0, used, (n_examples,)))
-    if skewed:
-        labels[: n_examples * 3 // 4] = 0
-        predictions[: n_examples * 3 // 4] = 0
-    description = (f"{n_examples} example{'s' if n_examples > 1 else ''}, n_classes {n_classes}"
-                   + (f" — {note}" if note else ""))
-    return Case(description, (predictions, labels, n_classes))
-
-
-def confusion_cases(draw: Draw) -> list[Case]:
-    """One example; classes absent from the batch (the last ones, then one never predicted and one never true);
-    a random batch; a big one with a cell above 255 (too much for 8-bit counts)."""
-    n_classes, n_examples = draw.distinct(2, 3, 9)
-    absent_case = confusion_case(draw, draw.integer(6, 20), n_classes, "one class never true, another never "
-                                                                       "predicted")
-    predictions, labels, _ = absent_case.args
-    never_true, never_predicted = draw.distinct(2, 0, n_classes - 1)
-    labels[labels == never_true] = never_predicted
-    predictions[predictions == never_predicted] = never_true
-    top = draw.integer(2, 4)
-    return [
-        confusion_case(draw, 1, 2, "a single example"),
-        confusion_case(draw, draw.integer(4, 12), top + draw.integer(2, 3),
-                       f"only classes 0…{top - 1} occur, the last classes are absent", used=top),
-        absent_case,
-        confusion_case(draw, n_examples * 3 + 1, n_classes, ""),
-        confusion_case(draw, draw.integer(500, 700), 3, "one cell holds more than 255", skewed=True),
-    ]
-
-
-def integer_counts(function):
-    """The learner's function with an integer result of any integer dtype turned into int64 (the task asks for an
-    integer tensor, not for one particular integer dtype); anything else is returned as it came."""
-    def run(predictions, labels, n_classes):
-        result = function(predictions, labels, n_classes)
-        if isinstance(result, torch.Tensor) and not (result.is_floating_point() or result.is_complex()
-                                                     or result.dtype == torch.bool):
-            return result.long()
-        return result
-    return run
-
-
-
-
-def check_confusion_matrix(ns) -> None:
-    draw = Draw()
-    check_function(ns["confusion_matrix"], reference_confusion, confusion_cases(draw), "confusion_matrix",
-                   twins=confusion_cases(draw.twin()), prepare=integer_counts)
-
-
-def from_data(predictions: torch.Tensor, labels: torch.Tensor) -> int:
-    return int(max(labels.max(), predictions.max())) + 1
-
-
-def floats(got) -> bool:
-    return isinstance(got, torch.Tensor) and got.is_floating_point()
-
-
-CONFUSION = reference_confusion
-CONFUSION_MISTAKES = (
-    Mistake("size from the data", "the matrix is sized from the largest class in the data, but classes can be absent "
-            "from a batch: use the n_classes argument for the size",
-            variant=lambda predictions, labels, n: CONFUSION(predictions, labels, from_data(predictions, labels)),
-            shows=lambda case, got, _: isinstance(got, torch.Tensor) and got.dim() == 2 and got.shape[0] == got.shape[
-                1] == from_data(*case.args[:2]) != case.args[2]),
-    Mistake("flat counts", "the matrix is (n_classes, n_classes): reshape the flat counts to (n_classes, n_classes)",
-            variant=lambda predictions, labels, n: CONFUSION(predictions, labels, n).flatten(),
-            shows=lambda case, got, _: isinstance(got, torch.Tensor) and got.dim() == 1),
-    Mistake("bincount without minlength", "torch.bincount only counts up to the largest value present; when the last "
-            "classes are absent from the batch, pass minlength=n_classes * n_classes",
-            variant=lambda predictions, labels, n: CONFUSION(predictions, labels, n).flatten()[
-                :int((labels * n + predictions).max()) + 1].reshape(n, n),
-            shows=lambda case, got, _: isinstance(got, Raised) and "is invalid for input of size" in got.message),
-    Mistake("row-normalised", "return counts (integers); normalise later, when you plot or report rates",
-            variant=lambda predictions, labels, n: CONFUSION(predictions, labels, n)
-            / CONFUSION(predictions, labels, n).sum(1, keepdim=True)),
-    Mistake("float counts", "return an integer tensor of counts (torch.long): float counts are not what was asked "
-            "(start from zeros with dtype=torch.long)",
-            variant=lambda predictions, labels, n: CONFUSION(predictions, labels, n).float(),
-            shows=lambda case, got, _: floats(got) and torch.equal(got.detach().round(), got.detach())),
-    Mistake("transposed", "rows and columns are swapped: row = true class, column = predicted class",
-            variant=lambda predictions, labels, n: CONFUSION(predictions, labels, n).T),
-    Mistake("8-bit counts overflow", "a count above 255 wrapped around: an 8-bit dtype is too small, count in "
-            "torch.long",
-            variant=lambda predictions, labels, n: CONFUSION(predictions, labels, n).to(torch.uint8)),
-    Mistake("only correct ones", "only the correct predictions are counted: the entries should add up to the number "
-            "of examples",
-            variant=lambda predictions, labels, n: torch.diag(torch.diag(CONFUSION(predictions, labels, n)))),
+    Mistake("[CLS] excluded from the max", "you left out position 0 ([CLS]); it is a real token and counts like the "
+            "others", variant=lambda hidden, ids, pad_id=0: MAX(hidden[:, 1:], ids[:, 1:], pad_id)),
+    Mistake("inverted mask", "you took the max over the padding and skipped the real tokens: real tokens are "
+            "ids != pad_id",
+            variant=lambda hidden, ids, pad_id=0: MAX(hidden, torch.where(ids == pad_id, pad_id + 1, pad_id), pad_id)),
 )
 
 
@@ -341,33 +256,20 @@ q1 = Exercise(
 )
 
 q2 = Exercise(
-    name="Masked mean pooling",
-    variables=("masked_mean_pool",),
-    checker=check_masked_mean_pool,
-    hints=("Only the real tokens (ids different from pad_id) may count: zero the others out of the sum, and count "
-           "only the real ones in the denominator.",
-           "1) a (batch, seq) mask of real tokens, in the dtype of hidden; 2) multiply hidden by the mask with a "
-           "trailing axis added, sum over the sequence axis; 3) divide by the number of real tokens per row, kept "
-           "as a (batch, 1) column. Use the pad_id argument, keep the graph (no .item()), change no input."),
-    solution=solution_of("lesson05", "masked_mean_pool"),
-    mistakes=POOL_MISTAKES,
-)
-
-q3 = Exercise(
-    name="A confusion matrix",
-    variables=("confusion_matrix",),
-    checker=check_confusion_matrix,
-    hints=("The matrix has one row per true class and one column per predicted class — n_classes of each, even "
-           "when some class does not occur in this batch.",
-           "Start from an (n_classes, n_classes) integer zero matrix and add 1 at [true, predicted] for each "
-           "example (a loop, index_put_ with accumulate, or a bincount of true·n_classes + predicted reshaped). "
-           "Return integer counts, not rates."),
-    solution=solution_of("lesson05", "confusion_matrix"),
-    mistakes=CONFUSION_MISTAKES,
+    name="Masked max pooling",
+    variables=("masked_max_pool",),
+    checker=check_masked_max_pool,
+    hints=("Max pooling keeps, for each feature, the largest value along the sequence. A [PAD] position must never "
+           "be that largest value — whatever the real values are, negative ones included.",
+           "1) a (batch, seq, 1) boolean mask of the padding positions (ids equal to pad_id); 2) give those positions "
+           "a value no real number can lose to (minus infinity), without changing hidden in place; 3) the max over "
+           "the sequence axis, values only. Use the pad_id argument and keep the graph (no .item())."),
+    solution=solution_of("lesson05", "masked_max_pool"),
+    mistakes=MAX_POOL_MISTAKES,
 )
 
 
-# ---------------------------------------------------------------------------- q4 (capstone): train_one_epoch
+# ---------------------------------------------------------------------------- q3 (capstone): gradient accumulation
 
 @dataclass
 class TrainingCase:
@@ -662,13 +564,12 @@ LOOP_MISTAKES = (
     Mistake("clipped although clip_norm is None", "clip_norm=None means no clipping: clip only when clip_norm is not "
             "None", variant=planted_loop(clip=lambda c: c or 1.0)),
 )
-q4 = Exercise(
+q3 = Exercise(
     name="Capstone: gradient accumulation",
     variables=("train_accumulated",),
     checker=check_train_accumulated,
     hints=("Gradients add up in .grad until you clear them — that is the whole trick. Divide each loss by the size "
-           "of its group so that the sum of the gradients is their mean. Stuck? "
-           "`from course_utils.training import train_one_epoch` (its `accumulate=` argument) to move on.",
+           "of its group so that the sum of the gradients is their mean.",
            "Walk the list in slices of `accumulate` batches. Per slice: clear the gradients once; for each batch "
            "compute its loss, divide it by the slice's length, backpropagate, and record the undivided loss as a "
            "float; then, once for the slice: clip if clip_norm is given, the optimizer step, the scheduler step."),
@@ -678,16 +579,16 @@ q4 = Exercise(
     task=(
         "**Capstone — gradient accumulation (about 30 minutes).** Four batches of 64 strings can stand in for one "
         "of 256 that does not fit in memory. Write `train_accumulated(model, batches, loss_fn, optimizer, scheduler, "
-        "accumulate, clip_norm=1.0)`: one pass over `batches` (a list) that makes **one optimizer step per "
-        "`accumulate` consecutive batches** (a shorter last group makes a step too); each update equals one step "
-        "on the **mean gradient of its group**, clipped to `clip_norm` (none when `None`), with one scheduler step "
-        "per optimizer step. The model may arrive in eval mode. Return the per-batch losses as `loss_fn` computed "
-        "them (undivided), as Python floats.\n\n"
+        "accumulate, clip_norm=1.0)`: one pass over `batches` (a list) making **one optimizer step per `accumulate` "
+        "consecutive batches** (a shorter last group steps too); each update equals one step on the **mean "
+        "gradient of its group**, clipped to `clip_norm` (none when `None`), with one scheduler step per optimizer "
+        "step. The model may arrive in eval mode. Return the per-batch losses as `loss_fn` computed them "
+        "(undivided), as Python floats.\n\n"
         "How it is checked: step for step against the course's own accumulation, on random batches.\n\n"
-        "Stuck? `q4.solution()`; later lessons load the package's loop (`from course_utils.training import fit`).\n\n"
-        "Then measure: with dropout 0, does one step with `accumulate=4` over four batches of 64 equal one step "
-        "on the 256 strings together? Predict first, then compare the gradients for four batches of equal size "
-        "and for four of unequal size; explain the difference."
+        "Stuck? Read `q3.solution()`; the next lessons train with `from course_utils.training import fit`.\n\n"
+        "Then measure, with dropout 0: does one step with `accumulate=4` over four batches of 64 equal one step on "
+        "the 256 strings together? Predict first, then compare the gradients for four batches of equal size and "
+        "for four of unequal size; explain the difference."
     ),
     starter=(
         "def train_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):\n"

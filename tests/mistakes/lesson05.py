@@ -7,7 +7,7 @@ from course_utils.exercises import lesson05
 from . import Alternative, Mistake, plant
 
 PRELUDE = 'import torch\n'
-LOOP = lesson05.q4.solution
+LOOP = lesson05.q3.solution
 
 
 def q(exercise: str, name: str, code: str, message: str) -> Mistake:
@@ -23,79 +23,64 @@ MISTAKES = [
       'def p_token_present(vocab_size, seq_len):\n'
       '    return 1 - (1 - 1 / torch.tensor(vocab_size, dtype=torch.float64)) ** seq_len\n',
       'Python float'),
-    q('q2', 'padding zeroed in place',
-      'def masked_mean_pool(hidden, ids, pad_id=0):\n'
-      '    hidden[ids == pad_id] = 0\n'
-      '    return hidden.sum(1) / (ids != pad_id).sum(1, keepdim=True)\n',
+    q('q2', 'padding set to -inf in place',
+      'def masked_max_pool(hidden, ids, pad_id=0):\n'
+      "    hidden[ids == pad_id] = float('-inf')\n"
+      '    return hidden.amax(1)\n',
       'changed its input `hidden` in place'),
     q('q2', 'graph cut by detach',
-      'def masked_mean_pool(hidden, ids, pad_id=0):\n'
-      '    real = (ids != pad_id).to(hidden.dtype)\n'
-      '    return (hidden.detach() * real[..., None]).sum(1) / real.sum(1, keepdim=True)\n',
+      'def masked_max_pool(hidden, ids, pad_id=0):\n'
+      "    return hidden.detach().masked_fill((ids == pad_id)[..., None], float('-inf')).amax(1)\n",
       'carries no gradient'),
     q('q2', 'float32 forced',
-      'def masked_mean_pool(hidden, ids, pad_id=0):\n'
-      '    real = (ids != pad_id).float()\n'
-      '    return (hidden.float() * real[..., None]).sum(1) / real.sum(1, keepdim=True)\n',
+      'def masked_max_pool(hidden, ids, pad_id=0):\n'
+      "    return hidden.float().masked_fill((ids == pad_id)[..., None], float('-inf')).amax(1)\n",
       'torch.float64'),
     q('q2', 'ids > 0 as the mask',
-      'def masked_mean_pool(hidden, ids, pad_id=0):\n'
-      '    real = (ids > 0).to(hidden.dtype)\n'
-      '    return (hidden * real[..., None]).sum(1) / real.sum(1, keepdim=True)\n',
+      'def masked_max_pool(hidden, ids, pad_id=0):\n'
+      "    return hidden.masked_fill((ids <= 0)[..., None], float('-inf')).amax(1)\n",
       'pad_id'),
-    q('q3', 'three classes hard-coded',
-      'def confusion_matrix(predictions, labels, n_classes):\n'
-      '    m = torch.zeros(3, 3, dtype=torch.long)\n'
-      '    for t, p in zip(labels.tolist(), predictions.tolist()):\n'
-      '        m[t, p] += 1\n'
-      '    return m\n',
-      'should have shape ('),
-    q('q3', 'labels changed in place',
-      'def confusion_matrix(predictions, labels, n_classes):\n'
-      '    flat = labels.mul_(n_classes).add_(predictions)\n'
-      '    return torch.bincount(flat, minlength=n_classes ** 2).reshape(n_classes, n_classes)\n',
-      'changed its input `labels` in place'),
-    q('q4', "the package's loop imported",
+    q('q3', "the package's loop imported",
       'from course_utils.training import train_one_epoch as train_accumulated\n',
       'use your own function'),
-    q('q4', 'optimizer step forgotten',
+    q('q3', 'optimizer step forgotten',
       plant(LOOP, "        optimizer.step()\n", ""),
       'ran 0 times'),
-    q('q4', 'scheduler never stepped',
+    q('q3', 'scheduler never stepped',
       plant(LOOP, "        scheduler.step()                       # once per optimizer step\n", ""),
       'scheduler.step() ran 0'),
-    q('q4', 'model.train() forgotten',
+    q('q3', 'model.train() forgotten',
       plant(LOOP, "    model.train()\n", ""),
       'call model.train()'),
-    q('q4', 'loss tensors returned',
+    q('q3', 'loss tensors returned',
       plant(LOOP, "losses.append(batch_loss.item())", "losses.append(batch_loss)"),
       'Python floats'),
-    q('q4', 'nothing returned',
+    q('q3', 'nothing returned',
       plant(LOOP, "    return losses\n", ""),
       'returned None'),
-    q('q4', 'loss computed twice',
+    q('q3', 'loss computed twice',
       plant(LOOP, "            losses.append(batch_loss.item())\n",
             "            losses.append(loss_fn(model, batch).item())\n"),
       'once for every batch'),
-    q('q4', "a wrapper around the package's loop",
+    q('q3', "a wrapper around the package's loop",
       'from course_utils.training import train_one_epoch as package_loop\n'
       '\n'
       'def train_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):\n'
       '    return package_loop(model, batches, loss_fn, optimizer, scheduler, clip_norm, accumulate=accumulate)\n',
       'hands the work to the package'),
-    q('q4', "the package's loop through a module alias",
+    q('q3', "the package's loop through a module alias",
       'import course_utils.training as T\n'
       '\n'
       'def train_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):\n'
       '    return T.train_one_epoch(model, batches, loss_fn, optimizer, scheduler, clip_norm, accumulate=accumulate)\n',
       "calls the package's course_utils.training.train_one_epoch"),
-    q('q4', 'divided by accumulate, not by the group size',
+    q('q3', 'divided by accumulate, not by the group size',
       plant(LOOP, "(batch_loss / len(group)).backward()", "(batch_loss / accumulate).backward()"),
       'shorter last group'),
-    q('q4', 'the mean loss returned',
+    q('q3', 'the mean loss returned',
       plant(LOOP, "    return losses\n", "    return sum(losses) / len(losses)\n"),
       'should be a list'),
-    q('q4', 'model.training = True instead of model.train()',
+    q('q3', 'model.training = True instead of model.train()',
       plant(LOOP, "    model.train()\n", "    model.training = True\n"), 'eval mode'),
 ]
 
@@ -119,41 +104,21 @@ ALTERNATIVES = [
                 'def p_token_present(vocab_size, seq_len):\n'
                 '    miss = 1 - 1 / torch.tensor(vocab_size, dtype=torch.float64)\n'
                 '    return (1 - miss ** seq_len).item()\n', PRELUDE),
-    Alternative('lesson05', 'q2', 'mask as .float()',
-                'def masked_mean_pool(hidden, ids, pad_id=0):\n'
-                '    real = (ids != pad_id).float()\n'
-                '    return (hidden * real.unsqueeze(-1)).sum(dim=1) / real.sum(dim=1).unsqueeze(-1)\n'),
-    Alternative('lesson05', 'q2', 'einsum',
-                'def masked_mean_pool(hidden, ids, pad_id=0):\n'
-                '    real = (ids != pad_id).to(hidden.dtype)\n'
-                '    return torch.einsum("bsd,bs->bd", hidden, real) / real.sum(1, keepdim=True)\n', PRELUDE),
-    Alternative('lesson05', 'q2', 'a loop over the rows',
-                'def masked_mean_pool(hidden, ids, pad_id=0):\n'
-                '    return torch.stack([hidden[b][ids[b] != pad_id].mean(dim=0) for b in range(len(ids))])\n',
+    Alternative('lesson05', 'q2', 'torch.where and max(...).values',
+                'def masked_max_pool(hidden, ids, pad_id=0):\n'
+                '    real = (ids != pad_id).unsqueeze(-1)\n'
+                "    low = torch.tensor(float('-inf'), dtype=hidden.dtype)\n"
+                '    return torch.where(real, hidden, low).max(dim=1).values\n',
                 PRELUDE),
-    Alternative('lesson05', 'q2', 'masked_fill and an integer count',
-                'def masked_mean_pool(hidden, ids, pad_id=0):\n'
-                '    pad = (ids == pad_id).unsqueeze(-1)\n'
-                '    return hidden.masked_fill(pad, 0).sum(1) / (~pad).sum(1)\n'),
-    Alternative('lesson05', 'q3', 'a loop',
-                'def confusion_matrix(predictions, labels, n_classes):\n'
-                '    m = torch.zeros(n_classes, n_classes, dtype=torch.long)\n'
-                '    for t, p in zip(labels.tolist(), predictions.tolist()):\n'
-                '        m[t][p] += 1\n'
-                '    return m\n', PRELUDE),
-    Alternative('lesson05', 'q3', 'int32 with index_put_',
-                'def confusion_matrix(predictions, labels, n_classes):\n'
-                '    m = torch.zeros((n_classes, n_classes), dtype=torch.int32)\n'
-                '    return m.index_put_((labels, predictions), torch.ones_like(labels, dtype=torch.int32),\n'
-                '                        accumulate=True)\n', PRELUDE),
-    Alternative('lesson05', 'q3', 'one-hot product',
-                'import torch.nn.functional as F\n\ndef confusion_matrix(predictions, labels, n_classes):\n'
-                '    return F.one_hot(labels, n_classes).T @ F.one_hot(predictions, n_classes)\n', PRELUDE),
-    Alternative('lesson05', 'q3', 'bincount per true class',
-                'def confusion_matrix(predictions, labels, n_classes):\n'
-                '    return torch.stack([torch.bincount(predictions[labels == t], minlength=n_classes)\n'
-                '                        for t in range(n_classes)])\n', PRELUDE),
-    Alternative('lesson05', 'q4', 'a counter instead of groups, model.zero_grad',
+    Alternative('lesson05', 'q2', 'a loop over the rows',
+                'def masked_max_pool(hidden, ids, pad_id=0):\n'
+                '    return torch.stack([hidden[b][ids[b] != pad_id].max(dim=0).values for b in range(len(ids))])\n',
+                PRELUDE),
+    Alternative('lesson05', 'q2', 'the dtype minimum instead of -inf',
+                'def masked_max_pool(hidden, ids, pad_id=0):\n'
+                '    low = torch.finfo(hidden.dtype).min\n'
+                '    return hidden.masked_fill((ids == pad_id).unsqueeze(2), low).amax(1)\n', PRELUDE),
+    Alternative('lesson05', 'q3', 'a counter instead of groups, model.zero_grad',
                 'import torch\n\n'
                 'def train_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):\n'
                 '    model.train()\n'

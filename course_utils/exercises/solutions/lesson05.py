@@ -7,14 +7,9 @@ def p_token_present(vocab_size, seq_len):
     return 1 - (1 - 1 / vocab_size) ** seq_len
 
 
-def masked_mean_pool(hidden, ids, pad_id=0):
-    real = (ids != pad_id).to(hidden.dtype)                  # (batch, seq)
-    return (hidden * real[..., None]).sum(1) / real.sum(1, keepdim=True).clamp(min=1)
-
-
-def confusion_matrix(predictions, labels, n_classes):
-    flat = torch.bincount(labels * n_classes + predictions, minlength=n_classes * n_classes)
-    return flat.reshape(n_classes, n_classes)               # row = true class, column = predicted
+def masked_max_pool(hidden, ids, pad_id=0):
+    padding = (ids == pad_id)[..., None]                     # (batch, seq, 1)
+    return hidden.masked_fill(padding, float("-inf")).amax(dim=1)   # a [PAD] can never be the largest
 
 
 def train_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):
