@@ -1,5 +1,5 @@
-"""Exercises of notebook 04 (the encoder layer): an encoder's exact parameter count, BatchNorm by hand, the residual
-stream measured layer by layer, the parallel block (capstone) and an encoder that shares one layer.
+"""Exercises of notebook 04 (the encoder layer): an encoder's exact parameter count, a BatchNorm that should skip
+padding (find the bug), the residual stream measured layer by layer, and the parallel block (capstone).
 
 Each exercise is its contract check on fresh random inputs (``COURSE_CHECK_SEED`` fixes them), the package's
 reference, and one table of typical mistakes (``mistakes=``), each a variant of the reference with the bug planted;
@@ -141,14 +141,20 @@ q2 = Exercise(
         "masked_batch_norm", forbidden={"torch.nn.functional.batch_norm": F.batch_norm,
                                         "torch.batch_norm": torch.batch_norm},
         atol=1e-4, rtol=1e-4),
-    hints=("Which positions may enter the statistics? Select them first — x[real] is (number of real tokens, "
-           "d_model) — and take each feature's mean and variance over that first axis.",
+    hints=("Setting padding to 0 does not take it out of a mean: count how many vectors x.mean(dim=(0, 1)) averages "
+           "over, and how many of them are real tokens.",
            "Select the real tokens' vectors with the boolean mask, take mean and variance (unbiased=False) over "
            "dim 0, standardise all of x with them, then put 0 where real is False (torch.where with "
            "real[..., None])."),
     solution=solution_of("lesson04", "masked_batch_norm"),
-    success="Correct! Now measure section 3's two columns with it: which one went to zero?",
+    success="Correct! Now measure section 3's two columns with your function: which one is 0 now, and why can no "
+            "mask make the other one 0?",
     mistakes=(
+        Mistake("the function as given", "this still behaves like the function you were given: the same sentence "
+                "comes out differently once padding is appended. Measure that with section 3's `sentence` and "
+                "`padded`, then find which line lets the padding in",
+                variant=lambda x, real, eps=1e-5: masked_standardised(x * real[..., None], real, eps,
+                                                                       over_padding=True)),
         Mistake("padding included", "your statistics include the padding positions, which is exactly what section 3 "
                 "measured: take the mean and variance over x[real] only",
                 variant=lambda x, real, eps=1e-5: masked_standardised(x, real, eps, over_padding=True)),
@@ -241,7 +247,7 @@ q3 = Exercise(
 )
 
 
-# ---------------------------------------------------------------------------- q5 (capstone): the parallel block
+# ---------------------------------------------------------------------------- q4 (capstone): the parallel block
 class ParallelReference(nn.Module):
     """The parallel block (GPT-J, PaLM) from the package's parts: ``x + dropout(attn(h)) + dropout(ffn(h))``,
     ``h = norm(x)``."""
@@ -334,7 +340,7 @@ def check_parallel(ns) -> None:
                               "seeds: it drops nothing. Apply nn.Dropout(dropout) to each branch's output.")
 
 
-q5 = Exercise(
+q4 = Exercise(
     name="Capstone: the parallel block",
     variables=("ParallelEncoderLayer",),
     checker=check_parallel,
@@ -344,7 +350,7 @@ q5 = Exercise(
            "(section 1's FeedForward); norm = nn.LayerNorm(d_model); dropout = nn.Dropout(dropout). forward: h = "
            "norm(x); return x + dropout(self_attn(h, h, h, mask)[0]) + dropout(feed_forward(h))."),
     solution=solution_of("lesson04", "ParallelEncoderLayer"),
-    task=("**Capstone — Exercise 5, the parallel block (about 15 minutes).** GPT-J and PaLM run attention and the "
+    task=("**Capstone — Exercise 4, the parallel block (about 20 minutes).** GPT-J and PaLM run attention and the "
           "feed-forward network side by side on one normalised input and add both to the stream:\n\n"
           "$$x \\leftarrow x + \\mathrm{dropout}\\big(\\mathrm{Attn}(h)\\big) + \\mathrm{dropout}\\big(\\mathrm{FFN}"
           "(h)\\big),\\qquad h = \\mathrm{LN}(x).$$\n\n"
@@ -353,8 +359,12 @@ q5 = Exercise(
           "`MultiHeadAttention`), `feed_forward` (with `linear1`, `linear2` and a dropout between, like section 1's "
           "`FeedForward`), `norm` (one `nn.LayerNorm(d_model)`). Wire the branches yourself, not through "
           "`EncoderLayer` or `Residual`.\n\n"
-          "The check compares your layer with the formula on random sizes and padding masks. Stuck? `q5.hint()`, "
-          "`q5.solution()`; the parts may be the package's: `from course_utils.layers import "
+          "Then predict, and measure over seeds 0–2 with exercise 3's `stream_norms` (it takes any module with a "
+          "`layers` list): at initialisation, does the stream of 8 stacked parallel layers (`d_model=32`, "
+          "`n_heads=4`, `d_ff=128`) grow from layer 1 to layer 8 faster than, as fast as, or slower than the 8-layer "
+          "Pre-LN `Encoder`'s? Why?\n\n"
+          "The check compares your layer with the formula on random sizes and padding masks. Stuck? `q4.hint()`, "
+          "`q4.solution()`; the parts may be the package's: `from course_utils.layers import "
           "PositionwiseFeedForward`."),
     starter=("import torch.nn as nn\n\n"
              "from course_utils.attention import MultiHeadAttention  # or yours from lesson 03\n\n\n"
@@ -384,114 +394,5 @@ q5 = Exercise(
         Mistake("mask ignored", "the attention branch ignores the mask: pass it, self_attn(h, h, h, mask)",
                 variant=parallel_variant(lambda b, x, m: (lambda h: x + attend(b, h, None) + b.feed_forward(h))(
                     b.norm(x)))),
-    ),
-)
-
-
-# ---------------------------------------------------------------------------- q4: one layer, used N times
-SHARED_LAYOUT = ("layer (one EncoderLayer: self_attn, feed_forward.linear1/linear2, attn_block.norm, ff_block.norm) "
-                 "and norm (nn.LayerNorm(d_model))")
-
-
-class SharedReference(nn.Module):
-    """The parameters a shared encoder holds: one package ``EncoderLayer`` and the final norm."""
-
-    def __init__(self, n_layers: int, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 norm: str = "pre") -> None:
-        super().__init__()
-        self.n_layers = n_layers
-        self.layer = EncoderLayer(d_model, n_heads, d_ff, dropout, norm=norm)
-        self.norm = nn.LayerNorm(d_model)
-
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """``course_utils.models.Encoder`` with every layer holding this one layer's weights."""
-        layer = self.layer
-        config = TransformerConfig(vocab_size=2, d_model=self.norm.normalized_shape[0], n_heads=layer.self_attn.n_heads,
-                                   d_ff=layer.feed_forward.linear1.out_features, n_layers=self.n_layers, dropout=0.0,
-                                   norm="pre" if self.layer.attn_block.norm_first else "post")
-        encoder = Encoder(config).eval()
-        for package_layer in encoder.layers:
-            package_layer.load_state_dict(self.layer.state_dict())
-        encoder.norm.load_state_dict(self.norm.state_dict())
-        return encoder(x, mask)
-
-
-def shared_variant(forward):
-    return type("SharedVariant", (SharedReference,), {"forward": lambda self, x, mask=None: forward(self, x, mask)})
-
-
-def repeat(block, x, mask, times, norm_each=False):
-    for _ in range(times):
-        x = block.layer(x, mask)
-        x = block.norm(x) if norm_each else x
-    return x
-
-
-def shared_cases(draw: Draw) -> list[Case]:
-    cases = []
-    for placement in ("pre", "post"):
-        heads = draw.integer(1, 3)
-        sizes = (draw.integer(2, 4), heads * draw.integer(3, 6), heads, draw.integer(5, 30))
-        batch, seq = draw.distinct(2, 2, 7)
-        lengths = torch.tensor([seq] + [draw.integer(1, seq - 1) for _ in range(batch - 1)])
-        mask = padding_mask((torch.arange(seq) < lengths[:, None]).long())
-        cases.append(Case(f"SharedEncoder{sizes}, norm={placement!r}, x ({batch}, {seq}, {sizes[1]}) with padding",
-                          (sizes, placement, draw.randn(batch, seq, sizes[1], scale=2.0), mask)))
-    return cases
-
-
-def run_shared(answer: type, case: Case) -> torch.Tensor:
-    sizes, placement, x, mask = case.args
-    torch.manual_seed(0)
-    reference = SharedReference(*sizes, dropout=0.0, norm=placement).eval()
-    randomise_norms(reference, torch.Generator().manual_seed(1))
-    block = instantiate(answer, "SharedEncoder", "(n_layers, d_model, n_heads, d_ff, dropout=0.1, norm='pre')",
-                        *sizes, dropout=0.0, norm=placement).eval()
-    copy_weights(reference, block, "SharedEncoder", SHARED_LAYOUT,
-                 "One shared layer is the point: keep a single `layer`, not a list of copies. ")
-    with torch.no_grad():
-        return call_learner(block, "SharedEncoder", case.description, x.clone(), mask.clone(),
-                            forbidden={"the package's course_utils.models.Encoder": Encoder,
-                                       "torch.nn.TransformerEncoder": nn.TransformerEncoder})
-
-
-def check_shared(ns) -> None:
-    answer = own_module_class(ns["SharedEncoder"], "SharedEncoder", "course_utils.exercises")
-    cases = shared_cases(Draw())
-
-    def same(a, b):
-        return difference(a, b, "", 1e-5, 1e-4) is None
-
-    for case in cases:
-        sizes, placement, x, mask = case.args
-        torch.manual_seed(0)
-        reference = SharedReference(*sizes, dropout=0.0, norm=placement).eval()
-        randomise_norms(reference, torch.Generator().manual_seed(1))
-        with torch.no_grad():
-            expected = reference(x, mask)
-        got = run_shared(answer, case)
-        gap = difference(got, expected, "the output of your `SharedEncoder`")
-        if gap:
-            raise Mismatch(f"on {case.description}: {gap}.", case, got, answer, run_shared, same, probes=tuple(cases))
-
-
-q4 = Exercise(
-    name="One layer, used N times",
-    variables=("SharedEncoder",),
-    checker=check_shared,
-    hints=("Store one layer and one final LayerNorm; forward loops n_layers times over the same layer.",
-           "In __init__ keep the number of passes, build a single encoder layer with the sizes and the placement, "
-           "and one LayerNorm over d_model. In forward, call that one layer on x with the mask as many times as "
-           "there are passes, then apply the LayerNorm once. It holds one layer and 2·d_model more numbers."),
-    solution=solution_of("lesson04", "SharedEncoder"),
-    mistakes=(
-        Mistake("final norm missing", "the stack must end with the final LayerNorm, self.norm(x), once after the "
-                "loop", variant=shared_variant(lambda b, x, m: repeat(b, x, m, b.n_layers))),
-        Mistake("norm inside the loop", "the final LayerNorm runs once, after the last pass, not after every pass",
-                variant=shared_variant(lambda b, x, m: repeat(b, x, m, b.n_layers, norm_each=True))),
-        Mistake("layer applied once", "apply the shared layer n_layers times, not once",
-                variant=shared_variant(lambda b, x, m: b.norm(repeat(b, x, m, 1)))),
-        Mistake("mask not passed", "each pass must get the mask: self.layer(x, mask)",
-                variant=shared_variant(lambda b, x, m: b.norm(repeat(b, x, None, b.n_layers)))),
     ),
 )

@@ -16,13 +16,6 @@ STREAM = ("def stream_norms(encoder, x, mask):\n"
           "    real = mask[:, 0, 0, :]\n    norms = []\n    for layer in encoder.layers:\n"
           "        x = layer(x, mask)\n        norms.append(x[real].norm(dim=-1).mean())\n"
           "    return torch.stack(norms)\n")
-SHARED = ("class SharedEncoder(nn.Module):\n"
-          '    def __init__(self, n_layers, d_model, n_heads, d_ff, dropout=0.1, norm="pre"):\n'
-          "        super().__init__()\n        self.n_layers = n_layers\n"
-          "        self.layer = EncoderLayer(d_model, n_heads, d_ff, dropout, norm=norm)\n"
-          "        self.norm = nn.LayerNorm(d_model)\n\n"
-          "    def forward(self, x, mask=None):\n        for _ in range(self.n_layers):\n"
-          "            x = self.layer(x, mask)\n        return self.norm(x)\n")
 PARALLEL = ("class ParallelEncoderLayer(nn.Module):\n"
             "    def __init__(self, d_model, n_heads, d_ff, dropout=0.1):\n        super().__init__()\n"
             "        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)\n"
@@ -57,20 +50,15 @@ MISTAKES = [
     q("q2", "a list", BATCH_NORM.replace("0.0)\n", "0.0).tolist()\n"), "torch.Tensor"),
     q("q3", "a list of floats", STREAM.replace("return torch.stack(norms)", "return [n.item() for n in norms]"),
       "torch.Tensor"),
-    q("q4", "the package's Encoder", "from course_utils.models import Encoder as SharedEncoder\n",
-      "use your own class"),
-    q("q4", "separate layers", plant(SHARED, "self.layer = EncoderLayer(d_model, n_heads, d_ff, dropout, norm=norm)",
-                                     "self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, "
-                                     "norm=norm) for _ in range(n_layers))"), "has no parameter"),
-    q("q5", "dropout active in eval", plant(PARALLEL, "self.dropout(self.feed_forward(h))",
+    q("q4", "dropout active in eval", plant(PARALLEL, "self.dropout(self.feed_forward(h))",
                                             "F.dropout(self.feed_forward(h), 0.5, training=True)"), "differs"),
-    q("q5", "no dropout at all", PARALLEL.replace("self.dropout(", "(").replace(
+    q("q4", "no dropout at all", PARALLEL.replace("self.dropout(", "(").replace(
         "PositionwiseFeedForward(d_model, d_ff, dropout)", "PositionwiseFeedForward(d_model, d_ff)").replace(
         "MultiHeadAttention(d_model, n_heads, dropout)", "MultiHeadAttention(d_model, n_heads)"), "drops nothing"),
-    q("q5", "the package's EncoderLayer inside", PARALLEL.replace(
+    q("q4", "the package's EncoderLayer inside", PARALLEL.replace(
         "        h = self.norm(x)\n", "        EncoderLayer(x.size(-1), 1, 4)(x)\n        h = self.norm(x)\n"),
       "use your own code"),
-    q("q5", "output detached", PARALLEL.replace("return x + ", "return (x + ").rstrip() + ").detach()\n",
+    q("q4", "output detached", PARALLEL.replace("return x + ", "return (x + ").rstrip() + ").detach()\n",
       "gradient"),
 ]
 
@@ -88,9 +76,8 @@ ALTERNATIVES = [
     a("q3", "the reference", STREAM),
     a("q3", "masked sums", STREAM.replace("norms.append(x[real].norm(dim=-1).mean())",
                                           "norms.append((x.norm(dim=-1) * real).sum() / real.sum())")),
-    a("q4", "the reference", SHARED),
-    a("q5", "the reference", PARALLEL),
-    a("q5", "branches summed first", PARALLEL.replace(
+    a("q4", "the reference", PARALLEL),
+    a("q4", "branches summed first", PARALLEL.replace(
         "        return x + self.dropout(self.self_attn(h, h, h, mask)[0]) + self.dropout(self.feed_forward(h))\n",
         "        branches = self.dropout(self.self_attn(h, h, h, mask)[0]) + self.dropout(self.feed_forward(h))\n"
         "        return branches + x\n")),
