@@ -75,7 +75,6 @@ mjx-container[jax="CHTML"][display="true"] { overflow-x: auto; overflow-y: hidde
 p.course-download { font-size: 0.95em; }
 """
 
-
 class BuildError(RuntimeError):
     pass
 
@@ -307,7 +306,8 @@ def stage(src: Path, cache: Path) -> dict:
     for name in PAGES:
         stage_markdown(ROOT / name, stager)
     write_toc(src, notebooks)
-    shutil.copy2(BOOK_CONFIG / "_config.yml", src / "_config.yml")
+    for name in ("_config.yml", "favicon.svg"):
+        shutil.copy2(BOOK_CONFIG / name, src / name)
     static = src / "_vendor"
     static.mkdir()
     (static / "course-book.css").write_text(CSS, encoding="utf-8")
