@@ -81,13 +81,13 @@ def save_catalogue_notebook(folder: Path, name: str, lesson: str) -> dict[str, t
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Hostile submissions: lesson 05 with q2 answered wrongly (the padding is averaged in); each attack tries to get it
+# Hostile submissions: lesson 05 with q2 answered wrongly (the padding is maxed over); each attack tries to get it
 # graded correct by reaching the grader instead of answering. SECURITY.md has a row per attack. (Lesson 05: its
 # exercises are settled; the attacks need an answer the checker compares with torch.allclose / torch.equal.)
 # ------------------------------------------------------------------------------------------------------------------
 
-WRONG_Q2 = ("import torch\n\n\ndef masked_mean_pool(hidden, ids, pad_id=0):\n"
-            "    return hidden.mean(dim=1)\n")
+WRONG_Q2 = ("import torch\n\n\ndef masked_max_pool(hidden, ids, pad_id=0):\n"
+            "    return hidden.amax(dim=1)\n")
 WRONG_MESSAGE = "padding"   # a word of the checker's own verdict on WRONG_Q2
 
 FORGE_JSON = """
@@ -172,12 +172,12 @@ def _fake_allclose(*args, **kwargs):
     torch.allclose, torch.equal = _allclose, _equal   # gone again before anyone looks
     return True
 
-def masked_mean_pool(hidden, ids, pad_id=0):
+def masked_max_pool(hidden, ids, pad_id=0):
     torch.allclose, torch.equal = _fake_allclose, _fake_equal
-    return hidden.mean(dim=1)
+    return hidden.amax(dim=1)
 """
 
-TENSOR_SUBCLASS = WRONG_Q2.replace("def masked_mean_pool", "def _wrong") + """
+TENSOR_SUBCLASS = WRONG_Q2.replace("def masked_max_pool", "def _wrong") + """
 
 class Liar(torch.Tensor):
     @classmethod
@@ -186,7 +186,7 @@ class Liar(torch.Tensor):
             return True
         return super().__torch_function__(func, types, args, kwargs)
 
-def masked_mean_pool(hidden, ids, pad_id=0):
+def masked_max_pool(hidden, ids, pad_id=0):
     return _wrong(hidden, ids, pad_id).as_subclass(Liar)
 """
 
@@ -235,8 +235,8 @@ THREAD = """
 import sys, threading, time
 import torch
 
-def masked_mean_pool(hidden, ids, pad_id=0):
-    return hidden.mean(dim=1)
+def masked_max_pool(hidden, ids, pad_id=0):
+    return hidden.amax(dim=1)
 
 def _stack(frame):
     while frame is not None:
@@ -247,7 +247,7 @@ def _meddle():
     original = torch.allclose, torch.equal
     deadline = time.time() + 20
     while time.time() < deadline:
-        checking = any(frame.f_code.co_name in ("check_masked_mean_pool", "check_function")
+        checking = any(frame.f_code.co_name in ("check_masked_max_pool", "check_function")
                        for top in list(sys._current_frames().values()) for frame in _stack(top))
         torch.allclose, torch.equal = (lambda *a, **k: True,) * 2 if checking else original
         time.sleep(0.0005)
@@ -258,9 +258,9 @@ threading.Thread(target=_meddle, daemon=True).start()
 
 PROFILE_BLIND = """
 import sys
-from course_utils.exercises.lesson05 import package_mean_pool as _package
+from course_utils.exercises.lesson05 import masked_max_pool_reference as _package
 
-def masked_mean_pool(hidden, ids, pad_id=0):
+def masked_max_pool(hidden, ids, pad_id=0):
     sys.setprofile(None)          # the "use your own" guard listens with sys.setprofile
     return _package(hidden, ids, pad_id)
 """
@@ -269,11 +269,11 @@ TRACE_BLIND = """
 import sys
 import torch
 
-def masked_mean_pool(hidden, ids, pad_id=0):
+def masked_max_pool(hidden, ids, pad_id=0):
     sys.settrace(None)            # the grader's watch traces with sys.settrace
     torch.allclose = lambda *a, **k: True
     torch.equal = lambda *a, **k: True
-    return hidden.mean(dim=1)
+    return hidden.amax(dim=1)
 """
 
 PIPES = """
@@ -315,17 +315,17 @@ print("pipes reached:", reached)
 # Rebinding the answer between its cell and its check cell, in ways no static slice of "the cells the answer needs"
 # sees: the grade must be what the learner's own check cell printed.
 REBINDINGS = {
-    "globals": 'globals()["masked_mean_pool"] = _other',
-    "exec": 'exec("masked_mean_pool = _other")',
-    "function": "def _swap():\n    global masked_mean_pool\n    masked_mean_pool = _other\n\n\n_swap()",
+    "globals": 'globals()["masked_max_pool"] = _other',
+    "exec": 'exec("masked_max_pool = _other")',
+    "function": "def _swap():\n    global masked_max_pool\n    masked_max_pool = _other\n\n\n_swap()",
 }
 
 
 def rebinding_notebook(how: str, answer: str, other: str):
     """Lesson 05 solved, with q2's ``answer`` and, just above q2's check cell, a cell that defines ``other`` as
-    ``_other`` and rebinds ``masked_mean_pool`` to it the ``how`` way."""
+    ``_other`` and rebinds ``masked_max_pool`` to it the ``how`` way."""
     notebook = small_notebook("05", {**solutions("05"), "q2": answer})
-    cell = other.replace("def masked_mean_pool", "def _other") + "\n\n" + REBINDINGS[how]
+    cell = other.replace("def masked_max_pool", "def _other") + "\n\n" + REBINDINGS[how]
     notebook.cells.insert(check_cell_of(notebook, "q2"), nbformat.v4.new_code_cell(cell))
     return notebook
 

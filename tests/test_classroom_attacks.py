@@ -4,7 +4,7 @@ Every notebook answers lesson 05's q2 wrongly (the padding is averaged in) and t
 anyway — by forging the grader's report, reaching its objects, fooling the comparison or blinding a guard (the
 attacks are in tests/classroom_helpers.py; SECURITY.md has a row for each). The class is graded once,
 two notebooks at a time; each test reads one notebook's rows. The other exercises of each notebook are right, and
-must still be graded: q1, checked before the attack's cell, ``correct``; q3 and q4, checked in a process where the
+must still be graded: q1, checked before the attack's cell, ``correct``; q3, checked in a process where the
 attack's cell ran, ``correct`` or an ``error`` that names what the cell did — never a wrong verdict.
 
 The answer is checked in the process as the learner's check cell found it, so a rebinding between the answer and
@@ -40,7 +40,7 @@ from course_utils.classroom.grader import Limits, grade, grade_notebook
 from course_utils.exercises import lesson05, lesson09
 
 BEFORE = "lesson05.q1"                  # checked before the attack's cell runs
-AFTER = ("lesson05.q3", "lesson05.q4")  # right answers checked after it, in the process it ran in
+AFTER = ("lesson05.q3",)  # a right answer checked after it, in the process it ran in
 
 
 @pytest.fixture(scope="module")
@@ -112,8 +112,7 @@ def test_as_another_user_the_code_reaches_neither_the_grader_nor_the_teachers_fi
     nbformat.write(notebook, tmp_path / "05.ipynb")
     graded = grade_notebook(tmp_path / "05.ipynb", "eve", "05.ipynb", Limits(user=61000))
     statuses = {row.exercise: row.status for row in graded.rows}
-    assert statuses == {"lesson05.q1": "correct", "lesson05.q2": "incorrect", "lesson05.q3": "correct",
-                        "lesson05.q4": "correct"}
+    assert statuses == {"lesson05.q1": "correct", "lesson05.q2": "incorrect", "lesson05.q3": "correct"}
     assert teacher_file.read_text() == "teacher's\n"
     assert any("PermissionError" in error for error in graded.cell_errors)
 
@@ -186,7 +185,7 @@ def _own_check(how: str, answer: str, other: str) -> tuple[str, str]:
     """What the learner's own ``q2.check()`` says after the answer cell and the rebinding cell (run here)."""
     namespace: dict = {}
     exec(answer, namespace)
-    exec(other.replace("def masked_mean_pool", "def _other") + "\n\n" + REBINDINGS[how], namespace)
+    exec(other.replace("def masked_max_pool", "def _other") + "\n\n" + REBINDINGS[how], namespace)
     result = lesson05.q2.evaluate(namespace)
     return result.status, _diagnosis(result.message)
 

@@ -103,9 +103,8 @@ def test_student_package_withholds_solutions_but_hints_and_checks_work(student_e
     code = ("from course_utils.exercises import lesson05\n"
             "q2 = lesson05.q2.bind(globals())\n"
             "q2.solution()\nq2.hint()\nq2.check()\n"
-            "def masked_mean_pool(hidden, ids, pad_id=0):\n"
-            "    real = (ids != pad_id).to(hidden.dtype)\n"
-            "    return (hidden * real[..., None]).sum(1) / real.sum(1, keepdim=True).clamp(min=1)\n"
+            "def masked_max_pool(hidden, ids, pad_id=0):\n"
+            "    return hidden.masked_fill((ids == pad_id)[..., None], float('-inf')).amax(1)\n"
             "q2.check()\n")
     env = {**os.environ, "PYTHONPATH": str(student_edition)}
     printed = subprocess.run([sys.executable, "-c", code], cwd=student_edition, env=env, capture_output=True,

@@ -20,7 +20,7 @@ from classroom_helpers import (
 )
 
 from course_utils.classroom.__main__ import main
-from course_utils.classroom.cells import lesson_exercises, notebook_lesson, program_slice
+from course_utils.classroom.cells import lesson_exercises, notebook_lesson
 from course_utils.classroom.grader import Limits, grade_notebook
 
 
@@ -31,7 +31,7 @@ def stopped(status: str, cell: int, first_line: str, why: str) -> tuple[str, str
 
 LESSON05_MISTAKES = {  # wrong answers written here, for the tampering cases
     "q1": "def p_token_present(vocab_size, seq_len):\n    return seq_len / vocab_size\n",
-    "q2": "def masked_mean_pool(hidden, ids, pad_id=0):\n    return hidden.mean(dim=1)\n",
+    "q2": "def masked_max_pool(hidden, ids, pad_id=0):\n    return hidden.amax(dim=1)\n",
 }
 EVALUATE_REPLACED = ("the notebook replaced `course_utils.exercises.core.Exercise.evaluate`, which the checks rely "
                      "on; remove the code that assigns to it (grading needs PyTorch's and the course's own functions).")
@@ -58,7 +58,7 @@ def build_class(folder: Path) -> dict[str, dict[str, tuple[str, str]]]:
 
     # lesson 05: printed success, a rebound check with a stored ✅ output, a notebook that exits Python
     printer = small_notebook("05", {"q1": LESSON05_MISTAKES["q1"] + 'print("✅ Probability of presence: Correct!")\n',
-                                    "q4": "import os\nos._exit(0)\n"})
+                                    "q3": "import os\nos._exit(0)\n"})
     q2_check = check_cell_of(printer, "q2")
     printer.cells[q2_check].outputs = [nbformat.v4.new_output("stream", name="stdout", text="✅ Correct!\n")]
     printer.cells.insert(q2_check, nbformat.v4.new_code_cell('q2.check = lambda: print("✅ Correct!")'))
@@ -67,48 +67,45 @@ def build_class(folder: Path) -> dict[str, dict[str, tuple[str, str]]]:
     want["printer"] = {
         "lesson05.q1": ("incorrect", exercises05["q1"].evaluate_code(LESSON05_MISTAKES["q1"], PRELUDE).message),
         **{f"lesson05.{key}": ("not attempted", exercises05[key].evaluate_code(
-            printer.cells[cell_of(printer, key)].source, PRELUDE).message) for key in ("q2", "q3")},
+            printer.cells[cell_of(printer, key)].source, PRELUDE).message) for key in ("q2",)},
     }
-    exits = cell_of(printer, "q4")   # every exercise checked after that cell: stopped there
+    exits = cell_of(printer, "q3")   # every exercise checked after that cell: stopped there
     want["printer"].update({f"lesson05.{key}": stopped("error", exits + 1, "import os", PROCESS_STOPPED)
                             for key in lesson_exercises("05") if check_cell_of(printer, key) > exits})
 
-    # lesson 05, cells deleted and moved: q1's answer deleted; q2's check deleted (graded at the end); q3's check
-    # moved above its answer; q4's answer and check moved to the top, before lesson05 is even imported; and a cell
-    # that asks for more memory than the cap
+    # lesson 05, cells deleted and moved: q1's check deleted (graded at the end); q2's check moved above its answer;
+    # q3's answer and check moved to the top, before lesson05 is even imported; and a cell that asks for more memory
+    # than the cap
     shuffled = small_notebook("05", solutions("05"))
     cells = shuffled.cells
-    q4_cells = [cells[cell_of(shuffled, "q4")], cells[check_cell_of(shuffled, "q4")]]
-    q3_answer, q3_check = cells[cell_of(shuffled, "q3")], cells[check_cell_of(shuffled, "q3")]
-    dropped = {id(cells[cell_of(shuffled, "q1")]), id(cells[check_cell_of(shuffled, "q2")])} | set(map(id, q4_cells))
+    q3_cells = [cells[cell_of(shuffled, "q3")], cells[check_cell_of(shuffled, "q3")]]
+    q2_answer, q2_check = cells[cell_of(shuffled, "q2")], cells[check_cell_of(shuffled, "q2")]
+    dropped = {id(cells[check_cell_of(shuffled, "q1")])} | set(map(id, q3_cells))
     rest = [cell for cell in cells if id(cell) not in dropped]
-    answer_at, check_at = [next(i for i, c in enumerate(rest) if c is cell) for cell in (q3_answer, q3_check)]
-    rest[answer_at], rest[check_at] = q3_check, q3_answer
+    answer_at, check_at = [next(i for i, c in enumerate(rest) if c is cell) for cell in (q2_answer, q2_check)]
+    rest[answer_at], rest[check_at] = q2_check, q2_answer
     memory_hog = nbformat.v4.new_code_cell("hog = bytearray(8 * 2**30)  # twice the cap")
-    shuffled.cells = rest[:1] + [memory_hog] + q4_cells + rest[1:]
+    shuffled.cells = rest[:1] + [memory_hog] + q3_cells + rest[1:]
     save("shuffler", shuffled)
     want["shuffler"] = {**expected("05", solutions("05")),
-                        "lesson05.q1": ("not attempted", exercises05["q1"].evaluate({}).message),
-                        "lesson05.q3": ("not attempted", exercises05["q3"].evaluate({}).message)}
+                        "lesson05.q2": ("not attempted", exercises05["q2"].evaluate({}).message)}
 
     # lesson 05: a checker replaced in a cell of its own, Exercise.evaluate replaced in an answer cell, torch patched.
     # What a cell the answer needs replaced makes the exercise an error, named; what any other cell replaced is put
-    # back before the check: q1 is graded as it is, q3 and q4 are not blamed for q2's Exercise.evaluate, and q4 is
-    # blamed for q3's torch.allclose exactly when its answer needs q3's cell (its program slice: through `torch`)
+    # back before the check: q1 is graded as it is, q3 is not blamed for q2's Exercise.evaluate but for its own
+    # torch.allclose
     patcher = small_notebook("05", {
         **solutions("05"),
         "q1": LESSON05_MISTAKES["q1"],
         "q2": LESSON05_MISTAKES["q2"] + "from course_utils.exercises.core import Exercise, Result\n"
                                         "Exercise.evaluate = lambda self, namespace: Result('correct', 'Correct!')\n",
-        "q3": solutions("05")["q3"] + "torch.allclose = lambda *args, **kwargs: True\n"})
+        "q3": solutions("05")["q3"] + "import torch\ntorch.allclose = lambda *args, **kwargs: True\n"})
     patcher.cells.insert(cell_of(patcher, "q1"), nbformat.v4.new_code_cell(
         "lesson05.check_p_token_present = lambda namespace: None"))
     save("patcher", patcher)
     q1_verdict = exercises05["q1"].evaluate_code(LESSON05_MISTAKES["q1"], PRELUDE)
     want["patcher"] = {"lesson05.q1": (q1_verdict.status, q1_verdict.message),
-                       "lesson05.q2": ("error", EVALUATE_REPLACED), "lesson05.q3": ("error", TORCH_REPLACED),
-                       "lesson05.q4": ("error", TORCH_REPLACED) if needs(patcher, "q4", cell_of(patcher, "q3"))
-                       else ("correct", exercises05["q4"].success)}
+                       "lesson05.q2": ("error", EVALUATE_REPLACED), "lesson05.q3": ("error", TORCH_REPLACED)}
 
     (folder / "broken.ipynb").write_text('{"cells": [', encoding="utf-8")
     stranger = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('hello')")])
@@ -116,13 +113,6 @@ def build_class(folder: Path) -> dict[str, dict[str, tuple[str, str]]]:
     want["stranger"] = {"*": ("error", "not a course notebook: `metadata.course.lesson` is missing (hand in the "
                                        "course's notebook)")}
     return want
-
-
-def needs(notebook, key: str, cell: int) -> bool:
-    """Whether the answer of ``key`` needs notebook cell ``cell`` (the grader's program slice up to its check)."""
-    sources = [c.source if c.cell_type == "code" else "" for c in notebook.cells]
-    point = check_cell_of(notebook, key)
-    return cell in program_slice(sources, {point: set(lesson_exercises("05")[key].variables)}) and cell < point
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +150,7 @@ def test_printed_success_rebound_check_and_exiting_python(graded_class):
 
 
 def test_the_package_block_is_not_the_learners_own(graded_class):
-    status, message = graded_class["got"]["typical"]["lesson05.q4"]   # the catalogue's q4: the package's loop
+    status, message = graded_class["got"]["typical"]["lesson05.q3"]   # the catalogue's q3: the package's loop
     assert status == "incorrect" and "course_utils.training.train_one_epoch" in message and "your own" in message
 
 
