@@ -4,7 +4,7 @@ import torch
 import torch.nn as nn
 
 from course_utils.attention import MultiHeadAttention
-from course_utils.layers import EncoderLayer, PositionwiseFeedForward
+from course_utils.layers import PositionwiseFeedForward
 
 
 def encoder_parameters(n_layers, d_model, d_ff):
@@ -30,19 +30,6 @@ def stream_norms(encoder, x, mask):
             x = layer(x, mask)
             norms.append(x[real].norm(dim=-1).mean())
     return torch.stack(norms)
-
-
-class SharedEncoder(nn.Module):
-    def __init__(self, n_layers, d_model, n_heads, d_ff, dropout=0.1, norm="pre"):
-        super().__init__()
-        self.n_layers = n_layers
-        self.layer = EncoderLayer(d_model, n_heads, d_ff, dropout, norm=norm)   # one set of weights
-        self.norm = nn.LayerNorm(d_model)
-
-    def forward(self, x, mask=None):
-        for _ in range(self.n_layers):
-            x = self.layer(x, mask)                            # the same layer, every pass
-        return self.norm(x)
 
 
 class ParallelEncoderLayer(nn.Module):
