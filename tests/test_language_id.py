@@ -158,3 +158,18 @@ def test_cldr_phrases_balanced_deduplicated_seeded_and_unseen(data):
     assert "pound-force-foot" not in texts and "parts per million" not in texts   # untranslated English dropped
     assert load_cldr_phrases(DEFAULT_LANGUAGES) == (texts, labels)
     assert load_cldr_phrases(DEFAULT_LANGUAGES, seed=1) != (texts, labels)
+
+
+def test_validation_split_is_cut_from_training_by_source_message(data):
+    assert data.validation_texts == [] and data.validation_labels == []  # the default makes none
+    split = load_language_id(("es", "pt"), validation_fraction=0.15)
+    sources = {}
+    for code in ("es", "pt"):
+        sources.update(translated_strings(code))
+    sides = {name: {sources[text] for text in texts} for name, texts in
+             (("train", split.train_texts), ("validation", split.validation_texts), ("test", split.test_texts))}
+    assert not sides["train"] & sides["validation"] and not sides["validation"] & sides["test"]
+    assert not sides["train"] & sides["test"]
+    assert len(set(Counter(split.validation_labels).values())) == 1 and len(split.validation_texts) >= 50
+    plain = load_language_id(("es", "pt"))
+    assert len(split.train_texts) < len(plain.train_texts)  # validation comes out of training, not out of test
