@@ -8,7 +8,7 @@ process, so the same training code runs both ways.
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -122,3 +122,154 @@ def batch_sampler(n_batches: int, context: DistributedContext, shuffle: bool = T
                                "least one per step); use a smaller batch size or fewer processes")
     return DistributedSampler(range(n_batches), num_replicas=context.world_size, rank=context.rank,
                               shuffle=shuffle, seed=seed, drop_last=True)
+
+
+class BucketedAllReduce:
+    """What :class:`~torch.nn.parallel.DistributedDataParallel` does to the gradients, written out (lesson 10).
+
+    Build it once per model on every rank, then each step: ``loss.backward()``, then :meth:`wait`. Afterwards every
+    parameter's ``.grad`` is the *average* of that gradient over the ranks. The parameters are grouped into buckets
+    of at most ``bucket_elements`` numbers (a larger parameter gets a bucket of its own), in the order backward
+    produces their gradients — ``model.parameters()`` reversed. A hook on every parameter
+    (``register_post_accumulate_grad_hook``) counts the gradients of its bucket; when the bucket is complete, it
+    flattens them into one buffer and starts ``dist.all_reduce(buffer, async_op=True)``, while backward goes on with
+    the layers below. :meth:`wait` waits for each bucket, divides by the world size and copies the buffer back.
+    """
+
+    def __init__(self, model: torch.nn.Module, bucket_elements: int) -> None:
+        if not isinstance(bucket_elements, int) or bucket_elements < 1:
+            raise CourseValueError(f"bucket_elements must be a positive int, got {bucket_elements!r}")
+        self.buckets: list[list[torch.nn.Parameter]] = []
+        size = 0
+        for p in reversed([p for p in model.parameters() if p.requires_grad]):
+            if not self.buckets or size + p.numel() > bucket_elements:
+                self.buckets.append([])
+                size = 0
+            self.buckets[-1].append(p)
+            size += p.numel()
+        self.bucket_of = {p: i for i, bucket in enumerate(self.buckets) for p in bucket}
+        self.missing = [len(bucket) for bucket in self.buckets]   # gradients each bucket still waits for
+        self.in_flight: list[tuple[int, torch.Tensor, dist.Work]] = []
+        self.hooks = [p.register_post_accumulate_grad_hook(self.gradient_ready) for p in self.bucket_of]
+
+    def gradient_ready(self, p: torch.nn.Parameter) -> None:
+        i = self.bucket_of[p]
+        self.missing[i] -= 1
+        if self.missing[i] == 0:      # the bucket's last gradient: send it while backward goes on
+            buffer = torch.cat([q.grad.flatten() for q in self.buckets[i]])
+            self.in_flight.append((i, buffer, dist.all_reduce(buffer, async_op=True)))
+
+    def wait(self) -> None:
+        for i, buffer, work in self.in_flight:
+            work.wait()
+            buffer /= dist.get_world_size()
+            offset = 0
+            for q in self.buckets[i]:
+                q.grad.copy_(buffer[offset:offset + q.numel()].view_as(q))
+                offset += q.numel()
+        self.in_flight = []
+        self.missing = [len(bucket) for bucket in self.buckets]   # ready for the next step
+
+    def remove(self) -> None:
+        """Take the hooks off the parameters."""
+        for hook in self.hooks:
+            hook.remove()
+
+
+def _benchmark_model():
+    """A small GPT for the timings of :func:`measure_scaling` (no dropout, so every run computes the same)."""
+    from .config import TransformerConfig
+    from .language_model import DecoderOnlyLM
+
+    torch.manual_seed(0)
+    return DecoderOnlyLM(TransformerConfig(vocab_size=2048, d_model=128, n_heads=4, d_ff=512, n_layers=2,
+                                           max_len=64, dropout=0.0, norm="pre", positional="learned"))
+
+
+def measure_scaling(rows: int = 8, seq: int = 64, windows: int = 5, steps: int = 2, accumulate: int = 4) -> dict:
+    """Timings of data-parallel training on this machine, taken on every rank of a ``torchrun`` job (lesson 10).
+
+    Each rank trains a small GPT on ``rows × seq`` random tokens per step. Measured, ``windows`` times each so the
+    spread shows: the whole DDP step (tokens per second of the whole job), the same step inside ``no_sync()``
+    (computation alone), one all-reduce of a buffer as large as all the gradients (communication alone), and a step
+    of ``accumulate`` micro-batches with and without ``no_sync`` on all but the last, with DDP's all-reduces
+    counted. Returns rank 0's numbers (seconds); a world of one process measures the computation alone.
+    """
+    import time
+
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    from torch.nn.parallel import DistributedDataParallel
+
+    from .losses import lm_loss
+
+    torch.set_num_threads(1)
+    with distributed_session("cpu") as context:
+        model = _benchmark_model()
+        net = DistributedDataParallel(model) if context.is_distributed else model
+        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+        generator = torch.Generator().manual_seed(1 + context.rank)
+        batch = torch.randint(1, 2048, (rows, seq), generator=generator)
+        reduces = [0]
+        if context.is_distributed:
+            def counted(state, bucket):
+                reduces[0] += 1
+                return default_hooks.allreduce_hook(state, bucket)
+            net.register_comm_hook(None, counted)
+
+        def step(micro_batches, skip_sync: bool, sync_every: bool = False) -> None:
+            for k, micro in enumerate(micro_batches):
+                last = k == len(micro_batches) - 1
+                quiet = context.is_distributed and (skip_sync or not (last or sync_every))
+                with net.no_sync() if quiet else nullcontext():
+                    (lm_loss(net, micro) / len(micro_batches)).backward()
+            optimizer.step()
+            optimizer.zero_grad()
+
+        def timed(function, repeat: int) -> float:
+            context.barrier()
+            start = time.perf_counter()
+            for _ in range(repeat):
+                function()
+            context.barrier()
+            return (time.perf_counter() - start) / repeat
+
+        step([batch], False)                                           # warm-up
+        micro = list(batch.chunk(accumulate))
+
+        def accumulated_gradient(sync_every: bool) -> torch.Tensor:
+            for k, part in enumerate(micro):
+                quiet = context.is_distributed and not (sync_every or k == len(micro) - 1)
+                with net.no_sync() if quiet else nullcontext():
+                    (lm_loss(net, part) / len(micro)).backward()
+            gradient = torch.cat([p.grad.flatten() for p in model.parameters()])
+            optimizer.zero_grad()
+            return gradient
+        no_sync_difference = (accumulated_gradient(False) - accumulated_gradient(True)).abs().max().item()
+        whole, alone, communication, accumulated = [], [], [], {"no_sync": [], "all-reduce every micro-batch": []}
+        buffer = torch.cat([p.detach().flatten() for p in model.parameters()])
+        counts = {}
+        for _ in range(windows):   # interleaved, so a busy moment of the machine hits every measurement alike
+            whole.append(timed(lambda: step([batch], False), steps))
+            alone.append(timed(lambda: step([batch], True), steps))
+            if context.is_distributed:
+                communication.append(timed(lambda: dist.all_reduce(buffer.clone()), steps))
+                for name, sync_all in (("no_sync", False), ("all-reduce every micro-batch", True)):
+                    reduces[0] = 0
+                    accumulated[name].append(timed(lambda every=sync_all: step(micro, False, every), 1))
+                    counts[name] = reduces[0]
+
+        result = {"world_size": context.world_size, "cpus": len(os.sched_getaffinity(0)) if hasattr(
+                  os, "sched_getaffinity") else os.cpu_count(), "tokens_per_step": context.world_size * rows * seq,
+                  "step_s": whole, "compute_s": alone, "all_reduce_s": communication,
+                  "gradient_MB": buffer.numel() * 4 / 2**20, "accumulate": accumulate,
+                  "accumulated_step_s": accumulated, "all_reduces_per_step": counts,
+                  "no_sync_difference": no_sync_difference}
+    return result
+
+
+if __name__ == "__main__":   # torchrun --standalone --nproc_per_node=2 -m course_utils.distributed
+    import json
+
+    measured = measure_scaling()
+    if int(os.environ.get("RANK", 0)) == 0:
+        print(json.dumps(measured))

@@ -56,3 +56,47 @@ def test_batch_sampler_splits_one_permutation_between_ranks():
         assert [i for pair in zip(rank0, rank1) for i in pair] == alone[:8]
         orders.append(alone)
     assert orders[0] != orders[1]                         # set_epoch reshuffles
+
+
+def test_bucketed_all_reduce_gives_ddp_gradients_and_overlaps_backward():
+    """The package's BucketedAllReduce (lesson 10's capstone reference) on two forked gloo processes: every
+    gradient equals DistributedDataParallel's, and every bucket but the last starts before backward ends."""
+    from course_utils.distributed import BucketedAllReduce
+    from course_utils.exercises import lesson10
+    from course_utils.exercises.asserts import Draw
+
+    class Same(BucketedAllReduce):   # the checker refuses the package's own class by name, not a subclass
+        pass
+
+    setup = lesson10.sync_setup(Draw(3))
+    report = lesson10.sync_report(lesson10.run_ranks(Same, setup), setup)
+    assert report["right"] and report["overlap"] and not report["blocking"], report
+    assert report["reduces during backward"] == [report["buckets"]] * lesson10.STEPS and report["buckets"] > 2
+
+
+def test_capstone_check_runs_where_fork_is_missing(tmp_path, monkeypatch):
+    """Spawned processes (Windows has no fork) receive a notebook class as its methods' source."""
+    import importlib.util
+
+    from course_utils.exercises import lesson10
+
+    path = tmp_path / "answer_cell.py"
+    path.write_text(lesson10.q4.solution)
+    spec = importlib.util.spec_from_file_location("answer_cell", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    answer = module.BucketedAllReduce
+    answer.__module__ = "__main__"   # as a notebook cell defines it: not importable by the new processes
+    monkeypatch.setattr(lesson10, "FORCE_SPAWN", True)
+    assert lesson10.class_source(answer).startswith("class BucketedAllReduce:")
+    result = lesson10.q4.evaluate({"BucketedAllReduce": answer})
+    assert result.status == "correct", result.message
+
+
+def test_measure_scaling_in_one_process_times_the_computation():
+    from course_utils.distributed import measure_scaling
+
+    measured = measure_scaling(rows=2, seq=8, windows=2, steps=1)
+    assert measured["world_size"] == 1 and len(measured["step_s"]) == len(measured["compute_s"]) == 2
+    assert measured["all_reduce_s"] == [] and measured["tokens_per_step"] == 16
+    assert all(t > 0 for t in measured["step_s"])

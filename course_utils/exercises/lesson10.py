@@ -1,13 +1,12 @@
-"""Exercises of notebook 10 (scaling out): the loss each rank backpropagates, which batches a rank gets, the
-memory of the training state with and without sharding, and the capstone: a data-parallel step written with
-torch.distributed, run by the checker on two forked gloo processes and compared with one process.
+"""Exercises of notebook 10 (scaling out): the loss each rank backpropagates under DDP, which batches a rank gets,
+the training state one rank holds at each ZeRO stage, and the capstone: gradients all-reduced in buckets from
+backward hooks, overlapping the rest of backward, compared with DistributedDataParallel on two processes.
 
-Every check draws fresh inputs (:class:`~.asserts.Draw`) plus the edge cases (one process, token counts that do
-not divide evenly across ranks, a rank without tokens, batches that do not divide evenly, as many batches as
-ranks) and compares the learner's function with the package's rule: the loss scaling of
-``course_utils.train`` (``loss_sum · world_size / tokens of the step``), PyTorch's ``DistributedSampler`` through
-:func:`course_utils.distributed.batch_sampler`, and 16 bytes per parameter (float32 weight, gradient and AdamW's
-two moments), sharded or not.
+Each check draws fresh inputs (:class:`~.asserts.Draw`) and compares the learner's answer with the package's rule:
+the loss scaling of ``course_utils.train``, PyTorch's ``DistributedSampler`` through
+:func:`course_utils.distributed.batch_sampler`, bytes per parameter by stage, and
+:class:`course_utils.distributed.BucketedAllReduce`; each exercise declares its typical mistakes once
+(see :mod:`.core`).
 """
 from __future__ import annotations
 
@@ -16,12 +15,13 @@ import datetime
 import faulthandler
 import inspect
 import math
+import multiprocessing
 import os
 import shutil
-import signal
 import socket
 import sys
 import tempfile
+import textwrap
 import time
 import warnings
 from dataclasses import dataclass
@@ -33,17 +33,20 @@ import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel
 
-from ..distributed import DistributedContext, batch_sampler
-from ..losses import lm_loss_sum, lm_target_count
-from .asserts import (
-    Case,
-    Draw,
-    OwnWork,
-    call_learner,
-    check_function,
-    learner_function,
+from ..distributed import BucketedAllReduce, DistributedContext, batch_sampler
+from ..losses import lm_loss
+from .asserts import Case, Draw, call_learner, check_function, learner_function
+from .core import (
+    PLANTED,
+    Exercise,
+    ExerciseFailure,
+    Mismatch,
+    Mistake,
+    NotAttempted,
+    learner_frames,
+    raised_by_the_learner,
+    solution_of,
 )
-from .core import Exercise, ExerciseFailure, Mistake, NotAttempted, learner_frames, raised_by_the_learner, solution_of
 
 
 # ---------------------------------------------------------------------------- q1: the loss each rank backpropagates
@@ -194,25 +197,27 @@ def check_rank_batches(ns) -> None:
                    forbidden={"the package's course_utils.distributed.batch_sampler": batch_sampler})
 
 
-# ---------------------------------------------------------------------------- q3: training-state memory
-BYTES_PER_PARAMETER = 4 + 4 + 4 + 4
-"""float32 weight, gradient, and AdamW's two moments (exp_avg, exp_avg_sq)."""
+# ---------------------------------------------------------------------------- q3: training-state memory, ZeRO stages
+PARTS = {"weights": 4, "gradients": 4, "adam": 8}
+"""Bytes per parameter of float32 AdamW training: the weight, its gradient, Adam's two moments."""
+SHARDED_FROM = {"adam": 1, "gradients": 2, "weights": 3}
+"""The ZeRO stage from which each part is split across the ranks (stage 0 is plain DDP, stage 3 is FSDP)."""
 
 
-def state_reference(n_parameters: int, world_size: int, sharded: bool) -> int:
-    full = BYTES_PER_PARAMETER * n_parameters
-    return full // world_size if sharded else full
+def state_reference(n_parameters: int, world_size: int, stage: int) -> int:
+    """Bytes of training state one rank holds; a sharded part is split in equal shards (parameters padded)."""
+    return sum(size * n_parameters // (world_size if stage >= SHARDED_FROM[part] else 1)
+               for part, size in PARTS.items())
 
 
 def state_cases(draw: Draw) -> list[Case]:
     cases = []
     for world_size, scale, what in ((1, 10 ** 6, "one GPU"), (draw.integer(2, 6), 10 ** 8, "a few GPUs"),
-                                    (draw.choice((8, 16, 32, 64)), 10 ** 10, "many GPUs, a large model")):
-        n_parameters = world_size * draw.integer(scale // 20, scale)  # FSDP pads to a multiple of world_size
-        for sharded in (False, True):
-            mode = "sharded (FSDP)" if sharded else "replicated (DDP)"
-            cases.append(Case(f"{what}: {n_parameters:,} parameters, world_size={world_size}, sharded={sharded} "
-                              f"({mode})", (n_parameters, world_size, sharded)))
+                                    (draw.choice((8, 16, 64)), 10 ** 10, "many GPUs, a large model")):
+        n_parameters = world_size * draw.integer(scale // 20, scale)  # a multiple of world_size: equal shards
+        for stage in range(4):
+            cases.append(Case(f"{what}: {n_parameters:,} parameters, world_size={world_size}, stage={stage}",
+                              (n_parameters, world_size, stage)))
     return cases
 
 
@@ -222,29 +227,390 @@ def check_training_state_bytes(ns) -> None:
                    probes=cases)
 
 
+def staged(shift: int = 0, weights: int = 4, gradients: int = 4, adam: int = 8):
+    """The reference with each part sharded ``shift`` stages late (or early), or with other bytes per part."""
+    def variant(n, w, stage):
+        sizes = {"weights": weights, "gradients": gradients, "adam": adam}
+        return sum(size * n // (w if stage - shift >= SHARDED_FROM[part] else 1) for part, size in sizes.items())
+    return variant
+
+
 S = state_reference
 STATE_MISTAKES = (
-    Mistake("a float", "return an int (a number of bytes): the count is whole — divide with // (the shards are equal: "
-            "FSDP pads the parameters to a multiple of world_size)",
-            variant=lambda n, w, sharded: float(S(n, w, sharded)),
+    Mistake("a float", "return an int (a number of bytes): divide with // (the shards are equal)",
+            variant=lambda n, w, stage: float(S(n, w, stage)),
             shows=lambda case, got, _: isinstance(got, (float, np.floating)) and got == S(*case.args)),
-    Mistake("sharding does not divide", "with sharding every rank keeps only its 1/world_size share of weights, "
-            "gradients and optimizer state: divide by world_size", variant=lambda n, w, sharded: S(n, w, False)),
-    Mistake("DDP divided too", "without sharding (plain data parallelism, DDP) every rank holds a full copy: do not "
-            "divide by world_size", variant=lambda n, w, sharded: S(n, w, True)),
-    Mistake("Adam moments forgotten", "8 bytes per parameter counts weights and gradients; AdamW also keeps two "
-            "float32 moments per parameter (exp_avg and exp_avg_sq): 16 bytes in all",
-            variant=lambda n, w, sharded: S(n, w, sharded) // 2),
-    Mistake("one part missing", "12 bytes per parameter: one of weights, gradients or the two Adam moments is "
-            "missing (4 + 4 + 8 = 16 bytes in float32)", variant=lambda n, w, sharded: S(n, w, sharded) * 3 // 4),
-    Mistake("only the optimizer state sharded (ZeRO-1)", "only the optimizer state is sharded there (ZeRO-1); FSDP "
-            "shards the weights and the gradients too: all 16 bytes per parameter are divided by world_size",
-            variant=lambda n, w, sharded: 8 * n + 8 * n // w if sharded else S(n, w, sharded)),
-    Mistake("weights kept whole (ZeRO-2)", "the weights are kept whole there (ZeRO-2); FSDP shards the weights too: "
-            "all 16 bytes per parameter are divided by world_size",
-            variant=lambda n, w, sharded: 4 * n + 12 * n // w if sharded else S(n, w, sharded)),
-    Mistake("multiplied by world_size", "you multiplied by world_size; each rank holds 1/world_size of the state: "
-            "divide", variant=lambda n, w, sharded: S(n, w, False) * w if sharded else S(n, w, sharded)),
+    Mistake("every stage shards everything", "only stage 3 shards all three parts: stage 1 splits Adam's moments "
+            "alone, stage 2 adds the gradients, the weights stay whole until stage 3",
+            variant=lambda n, w, stage: S(n, w, 3) if stage else S(n, w, 0)),
+    Mistake("stages one late", "each stage shards one part more than the one before it: stage 1 already splits "
+            "Adam's two moments (8 bytes), stage 2 the gradients too, stage 3 the weights", variant=staged(shift=1)),
+    Mistake("stages one early", "stage 1 splits only Adam's moments; the gradients wait for stage 2 and the "
+            "weights for stage 3", variant=staged(shift=-1)),
+    Mistake("Adam moments forgotten", "AdamW keeps two float32 moments per parameter (exp_avg and exp_avg_sq): "
+            "4 + 4 + 8 = 16 bytes in all", variant=staged(adam=0)),
+    Mistake("one Adam moment", "AdamW keeps *two* float32 moments per parameter: 8 bytes, not 4",
+            variant=staged(adam=4)),
+    Mistake("multiplied by world_size", "each rank holds 1/world_size of a sharded part: divide, not multiply",
+            variant=lambda n, w, stage: staged()(n * w * w, w, stage) // w),
+)
+
+# ---------------------------------------------------------------------------- q4 (capstone): bucketed all-reduce
+WORLD_SIZE = 2
+TIMEOUT = 60.0   # seconds for both processes together (a few on a laptop)
+STEPS = 2
+
+
+@dataclass
+class SyncSetup:
+    """One check: a tiny GPT every rank starts from, a bucket size, each rank's batch of each step."""
+
+    model: nn.Module
+    bucket_elements: int
+    pad_id: int
+    batches: list[list[torch.Tensor]]   # [step][rank]
+    description: str
+
+
+def sync_setup(draw: Draw) -> SyncSetup:
+    from ..config import TransformerConfig
+    from ..language_model import DecoderOnlyLM
+
+    vocab, seq = draw.integer(20, 40), draw.integer(6, 9)
+    config = TransformerConfig(vocab_size=vocab, d_model=8, n_heads=2, d_ff=draw.integer(10, 20), n_layers=2,
+                               max_len=seq, dropout=0.0, norm="pre", positional="learned", pad_id=0)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(draw.integer(0, 2 ** 30))
+        model = DecoderOnlyLM(config)
+    sizes = sorted(p.numel() for p in model.parameters())
+    bucket = draw.integer(sizes[-2] + 1, sizes[-1] + sizes[-2])   # several buckets; the embedding needs its own
+    batches = [[draw.randint(1, vocab, (draw.integer(2, 4), seq)) for _ in range(WORLD_SIZE)] for _ in range(STEPS)]
+    n = sum(sizes)
+    return SyncSetup(model, bucket, 0, batches, f"2 processes, a GPT of {len(sizes)} parameter tensors ({n} numbers), "
+                     f"bucket_elements={bucket}, {STEPS} steps with an SGD step between them")
+
+
+def loopback_interface() -> str | None:
+    """The loopback network interface (``lo`` on Linux, ``lo0`` on macOS) for gloo, if one is found."""
+    try:
+        return next((name for _, name in socket.if_nameindex() if name.startswith("lo")), None)
+    except OSError:
+        return None
+
+
+class Borrowed(Exception):
+    """The learner's class used the package's BucketedAllReduce or DistributedDataParallel."""
+
+
+def grads_of(model: nn.Module) -> dict[str, torch.Tensor | None]:
+    return {k: None if p.grad is None else p.grad.detach().clone() for k, p in model.named_parameters()}
+
+
+def rank_worker(rank: int, answer: Any, source: str | None, setup: SyncSetup, folder: str) -> None:
+    """One rank's process: join the gloo group; per step, DDP's gradients (the reference), this rank's own
+    gradients, and the answer's gradients with a log of its all-reduces (size, async, gradients still to come)."""
+    result: dict[str, Any] = {"error": None, "steps": []}
+    try:
+        faulthandler.disable()   # a rank stopped in a collective is no crash to report
+        log = os.open(os.path.join(folder, f"rank{rank}.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        torch.set_num_threads(1)
+        if "GLOO_SOCKET_IFNAME" not in os.environ and loopback_interface():
+            os.environ["GLOO_SOCKET_IFNAME"] = loopback_interface()
+        dist.init_process_group("gloo", init_method="file://" + os.path.join(folder, "rendezvous"), rank=rank,
+                                world_size=WORLD_SIZE, timeout=datetime.timedelta(seconds=TIMEOUT / 2))
+        if source is not None:   # spawned: the learner's class arrives as its source
+            scope = {"torch": torch, "nn": nn, "dist": dist, "math": math}
+            exec(compile(source, "<your BucketedAllReduce>", "exec"), scope)
+            answer = scope["BucketedAllReduce"]
+        reference, mine, own = (copy.deepcopy(setup.model) for _ in range(3))
+        ddp = DistributedDataParallel(reference)
+        calls: list[tuple[int, bool, int]] = []
+        remaining = [0]
+        all_reduce, package_init = dist.all_reduce, BucketedAllReduce.__init__
+
+        def logged(tensor, *args, **kwargs):
+            calls.append((tensor.numel(), bool(kwargs.get("async_op", args[2] if len(args) > 2 else False)),
+                          remaining[0]))
+            return all_reduce(tensor, *args, **kwargs)
+
+        def refuse_ddp(*args, **kwargs):
+            raise Borrowed("torch.nn.parallel.DistributedDataParallel")
+
+        def guarded(self, *args, **kwargs):
+            if type(self) is BucketedAllReduce and sys._getframe(1).f_code not in PLANTED:
+                raise Borrowed("the package's course_utils.distributed.BucketedAllReduce")
+            package_init(self, *args, **kwargs)
+
+        dist.all_reduce, DistributedDataParallel.__init__, BucketedAllReduce.__init__ = logged, refuse_ddp, guarded
+        try:
+            sync = answer(mine, setup.bucket_elements)
+        except NotImplementedError as error:
+            result["error"] = {"kind": "not implemented" if raised_by_the_learner(error) else "raised",
+                               "type": "NotImplementedError", "message": str(error)}
+            raise
+        names = [k for k, _ in mine.named_parameters()]
+
+        def arrived(p):
+            remaining[0] -= 1
+        for p in mine.parameters():      # after the answer's hooks: counts the gradients still to come
+            p.register_post_accumulate_grad_hook(arrived)
+        reference_sgd = torch.optim.SGD(reference.parameters(), lr=1.0)
+        for batches in setup.batches:
+            batch = batches[rank]
+            reference_sgd.zero_grad()
+            lm_loss(ddp, batch, setup.pad_id).backward()
+            own.load_state_dict(reference.state_dict())
+            own.zero_grad()
+            lm_loss(own, batch, setup.pad_id).backward()   # this rank's gradient alone (no all-reduce)
+            mine.zero_grad()
+            calls.clear()
+            remaining[0] = len(names)
+            lm_loss(mine, batch, setup.pad_id).backward()
+            during = list(calls)
+            sync.wait()
+            result["steps"].append({"expected": grads_of(reference), "own": grads_of(own), "got": grads_of(mine),
+                                    "during": during, "after": calls[len(during):]})
+            reference_sgd.step()
+            mine.load_state_dict(reference.state_dict())   # the next step starts where DDP's did, right or not
+        dist.barrier()
+    except Borrowed as error:
+        result["error"] = {"kind": "borrowed", "what": str(error)}
+    except BaseException as error:  # noqa: BLE001 - report whatever stopped this process
+        result["error"] = result["error"] or {"kind": "raised", "type": type(error).__name__,
+                                              "message": (str(error).strip().splitlines() or [""])[0],
+                                              "learner": learner_frames(error)}
+    finally:
+        try:
+            torch.save(result, os.path.join(folder, f"rank{rank}.pt"))
+        finally:
+            os._exit(0)
+
+
+def class_source(answer: Any) -> str | None:
+    """The learner's class as source text (to send to spawned processes), or ``None`` when it cannot be read.
+    A notebook keeps the source of functions, not of classes: the class is rebuilt from its methods, with the
+    notebook's own functions that they call."""
+    try:
+        return textwrap.dedent(inspect.getsource(answer))
+    except (OSError, TypeError):
+        pass
+    methods = [m for m in vars(answer).values() if inspect.isfunction(m)]
+    try:
+        helpers = {name: obj for m in methods for name in m.__code__.co_names
+                   if inspect.isfunction(obj := m.__globals__.get(name)) and obj.__module__ == answer.__module__}
+        parts = [textwrap.dedent(inspect.getsource(h)) for h in helpers.values()]
+        body = "\n".join(textwrap.indent(textwrap.dedent(inspect.getsource(m)), "    ") for m in methods)
+    except (OSError, TypeError):
+        return None
+    return "\n\n".join(parts + [f"class {answer.__name__}:\n{body or '    pass'}"])
+
+
+def run_ranks(answer: Any, setup: SyncSetup) -> list[dict | None]:
+    """Start one process per rank — forked where the system can (Linux, macOS), spawned elsewhere (then the class
+    travels as its source) — wait for both, and return what each saved (``None``: stopped or timed out)."""
+    importable = getattr(sys.modules.get(getattr(answer, "__module__", "")), getattr(answer, "__qualname__", ""),
+                         None) is answer and answer.__module__ != "__main__"
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() and not FORCE_SPAWN else "spawn"
+    source = None
+    if method == "spawn" and not importable:
+        source = class_source(answer)
+        if source is None:
+            raise ExerciseFailure("the check sends your class to two new processes as its source text, and Python "
+                                  "cannot read it: define `BucketedAllReduce` in a notebook cell of its own")
+    context = multiprocessing.get_context(method)
+    folder = tempfile.mkdtemp(prefix="course-buckets-")
+    processes = []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "fork in a multi-threaded process": the child only computes and exits
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for rank in range(WORLD_SIZE):
+                process = context.Process(target=rank_worker, args=(rank, None if source else answer, source,
+                                                                    setup, folder), daemon=True)
+                process.start()
+                processes.append(process)
+        start, first_end = time.monotonic(), None
+        while any(p.is_alive() for p in processes):
+            now = time.monotonic()
+            if first_end is None and any(not p.is_alive() for p in processes):
+                first_end = now
+            if now - start > TIMEOUT or (first_end and now - first_end > 5.0):
+                for p in processes:
+                    if p.is_alive():
+                        p.kill()
+                break
+            time.sleep(0.01)
+        for p in processes:
+            p.join()
+        paths = [os.path.join(folder, f"rank{rank}.pt") for rank in range(WORLD_SIZE)]
+        return [torch.load(path, weights_only=False) if os.path.exists(path) else None for path in paths]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+FORCE_SPAWN = False   # the tests set it to run the spawn path on Linux too
+
+
+def reference_buckets(setup: SyncSetup) -> int:
+    """How many all-reduces the package's buckets make per step."""
+    sizes = [p.numel() for p in setup.model.parameters()][::-1]
+    count, size = 0, 0
+    for n in sizes:
+        if count == 0 or size + n > setup.bucket_elements:
+            count, size = count + 1, 0
+        size += n
+    return count
+
+
+def same_grads(a: dict, b: dict, factor: float = 1.0) -> bool:
+    return all(a[k] is not None and b[k] is not None and torch.allclose(a[k], factor * b[k], atol=1e-6, rtol=1e-4)
+               for k in b)
+
+
+def sync_report(results: list[dict], setup: SyncSetup) -> dict:
+    """What the answer did, in the terms the mistakes are told by."""
+    steps = [r["steps"] for r in results]
+    during = [s["during"] for s in steps[0]]
+    largest = max(p.numel() for p in setup.model.parameters())
+    return {
+        "right": all(same_grads(s["got"], s["expected"]) for rank in steps for s in rank),
+        "doubled": all(same_grads(s["got"], s["expected"], WORLD_SIZE) for rank in steps for s in rank),
+        "own": all(same_grads(s["got"], s["own"]) for rank in steps for s in rank),
+        "first step only": same_grads(steps[0][0]["got"], steps[0][0]["expected"])
+        and not all(same_grads(s["got"], s["expected"]) for s in steps[0][1:]),
+        "reduces during backward": [len(d) for d in during],
+        "blocking": any(not is_async for d in during for _, is_async, _ in d),
+        "overlap": all(any(to_come > 1 and is_async for _, is_async, to_come in d) for d in during),
+        "largest reduce": max((n for d in during for n, _, _ in d), default=0),
+        "limit": max(setup.bucket_elements, largest),
+        "buckets": reference_buckets(setup),
+        "sizes": [p.numel() for p in setup.model.parameters()],
+    }
+
+
+def check_bucketed_all_reduce(ns) -> None:
+    answer = ns["BucketedAllReduce"]
+    if not isinstance(answer, type):
+        raise ExerciseFailure(f"`BucketedAllReduce` should be a class, got {type(answer).__name__}")
+    if issubclass(answer, BucketedAllReduce) and answer.__module__ != __name__:
+        raise ExerciseFailure("your class inherits the package's course_utils.distributed.BucketedAllReduce: "
+                              "write the buckets and hooks yourself")
+    setup = sync_setup(Draw())
+    where = setup.description
+    results = run_ranks(answer, setup)
+    errors = [r["error"] for r in results if r is not None and r["error"]]
+    if any(e["kind"] == "not implemented" for e in errors):
+        raise NotAttempted
+    for error in errors:
+        if error["kind"] == "borrowed":
+            raise ExerciseFailure(f"your class uses {error['what']} to do the work: bucket the gradients and "
+                                  "all-reduce them yourself — the point of the exercise")
+    for error in errors:
+        if error["kind"] == "raised" and not any(t in error["message"] for t in ("Connection", "imed out")):
+            raise ExerciseFailure(f"on {where}: your class raised {error['type']}: {error['message']}")
+    if errors or any(r is None for r in results):
+        raise ExerciseFailure(f"on {where}: a rank was left waiting in a collective (stopped after a while): "
+                              "every rank must start the same all-reduces, in the same order, and wait() for them")
+    report = sync_report(results, setup)
+    problem = None
+    if not report["right"]:
+        problem = "after backward() and wait(), the gradients are not DDP's (the average over the ranks)"
+    elif report["blocking"] or not report["overlap"]:
+        problem = "the gradients are right, but no bucket's all-reduce runs while backward goes on"
+    elif max(report["reduces during backward"]) > report["buckets"] or report["largest reduce"] > report["limit"]:
+        problem = (f"the gradients are right, but the buckets are not packed: {report['reduces during backward']} "
+                   f"all-reduces per step where {report['buckets']} buckets of at most {setup.bucket_elements} "
+                   "numbers do")
+    if problem:
+        raise Mismatch(problem, Case(where), report, answer, run=no_rerun, same=lambda a, b: False)
+
+
+def no_rerun(answer, case):
+    raise RuntimeError("the processes are not started again to compare a variant")
+
+
+# The typical mistakes, each a variant of the package's class with one step changed.
+class SummedNotAveraged(BucketedAllReduce):
+    def wait(self):
+        world = dist.get_world_size
+        dist.get_world_size = lambda *a, **k: 1
+        try:
+            super().wait()
+        finally:
+            dist.get_world_size = world
+
+
+class AllAtTheEnd(BucketedAllReduce):
+    def gradient_ready(self, p):
+        pass
+
+    def wait(self):
+        for i, bucket in enumerate(self.buckets):
+            buffer = torch.cat([q.grad.flatten() for q in bucket])
+            self.in_flight.append((i, buffer, dist.all_reduce(buffer, async_op=True)))
+        super().wait()
+
+
+class Blocking(BucketedAllReduce):
+    def gradient_ready(self, p):
+        i = self.bucket_of[p]
+        self.missing[i] -= 1
+        if self.missing[i] == 0:
+            buffer = torch.cat([q.grad.flatten() for q in self.buckets[i]])
+            dist.all_reduce(buffer)
+            self.in_flight.append((i, buffer, FinishedWork()))
+
+
+class FinishedWork:
+    def wait(self):
+        return True
+
+
+class OnePerParameter(BucketedAllReduce):
+    def __init__(self, model, bucket_elements):
+        super().__init__(model, 1)
+
+
+class NotCopiedBack(BucketedAllReduce):
+    def wait(self):
+        for _, buffer, work in self.in_flight:
+            work.wait()
+            buffer /= dist.get_world_size()
+        self.in_flight = []
+        self.missing = [len(bucket) for bucket in self.buckets]
+
+
+class NotReset(BucketedAllReduce):
+    def wait(self):
+        missing = self.missing
+        super().wait()
+        self.missing = missing
+
+
+SYNC_MISTAKES = (
+    Mistake("summed, not averaged", "every gradient is world_size times DDP's: DDP *averages* — divide each "
+            "bucket by dist.get_world_size() after its all-reduce (a SUM)", variant=SummedNotAveraged,
+            shows=lambda case, got, _: got["doubled"]),
+    Mistake("not copied back", "the gradients are this rank's own, not the average: torch.cat makes a copy, so "
+            "the all-reduced buffer never reaches .grad — copy each slice back into its parameter's .grad in wait()",
+            variant=NotCopiedBack, shows=lambda case, got, _: got["own"]),
+    Mistake("counters not reset", "the first step is right and the next is not: reset each bucket's count of "
+            "missing gradients in wait(), so the hooks fire again at the next backward", variant=NotReset,
+            shows=lambda case, got, _: got["first step only"]),
+    Mistake("all-reduce after backward", "nothing overlaps: every all-reduce starts after backward has finished. "
+            "Start a bucket's all-reduce from the hook of its last gradient (register_post_accumulate_grad_hook), "
+            "with async_op=True", variant=AllAtTheEnd,
+            shows=lambda case, got, _: got["right"] and not any(got["reduces during backward"])),
+    Mistake("blocking all-reduce in the hook", "the hook waits for each all-reduce (async_op=False), so backward "
+            "stops until the bucket has travelled: pass async_op=True, keep the work handle, and wait for it in "
+            "wait()", variant=Blocking, shows=lambda case, got, _: got["right"] and got["blocking"]),
+    Mistake("one all-reduce per parameter", "one all-reduce per parameter tensor pays the start-up cost of a "
+            "message many times: group the parameters into buckets of up to bucket_elements numbers",
+            variant=OnePerParameter,
+            shows=lambda case, got, _: got["right"] and max(got["reduces during backward"]) >= len(got["sizes"])),
 )
 
 
@@ -277,440 +643,61 @@ q2 = Exercise(
 )
 
 q3 = Exercise(
-    name="Training-state memory, replicated or sharded",
+    name="Training state per rank, ZeRO stage by stage",
     variables=("training_state_bytes",),
     checker=check_training_state_bytes,
-    hints=("Count the float32 numbers AdamW training keeps per parameter, and ask which of them each GPU stores "
-           "under DDP and under FSDP.",
-           "Per parameter: 4 bytes of weight + 4 of gradient + 4 + 4 of Adam's two moments = 16. Replicated: the "
-           "full 16 · n_parameters on every GPU. Sharded: that divided by world_size. Return a whole number, an "
-           "int (integer division)."),
+    hints=("List the parts of float32 AdamW training state with their bytes per parameter, then ask, stage by "
+           "stage, which of them each rank keeps whole and which it keeps 1/world_size of.",
+           "weights 4, gradients 4, Adam's two moments 8 bytes per parameter. Stage 0 keeps all whole; stage 1 "
+           "divides the 8 Adam bytes by world_size; stage 2 the gradients too; stage 3 the weights too. Sum the "
+           "parts with integer division."),
     solution=solution_of("lesson10", "training_state_bytes"),
     mistakes=STATE_MISTAKES,
-    success="Correct! DDP saves time, not memory per GPU; FSDP divides the state by the number of GPUs.",
+    success="Correct! Each stage trades memory for communication: stage 3 all-gathers the weights of every layer "
+            "before it runs.",
 )
 
-
-# ---------------------------------------------------------------------------- q4 (capstone): a data-parallel step
-WORLD_SIZE = 2
-STEP_TIMEOUT = 30.0   # seconds for the whole run of both processes (a few on a laptop)
-COLLECTIVES = ("all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
-               "reduce_scatter_tensor", "barrier", "all_reduce_coalesced")
-
-
-@dataclass
-class StepSetup:
-    """One check of the data-parallel step: the model every rank starts from, the learning rate, and for each
-    optimizer step the batch of every rank (uneven token counts; one rank without targets at the last step)."""
-
-    model: nn.Module
-    lr: float
-    pad_id: int
-    steps: list[list[torch.Tensor]]
-    description: str
-
-    def loss_sum(self, model: nn.Module, batch: torch.Tensor) -> torch.Tensor:
-        return lm_loss_sum(model, batch, self.pad_id)
-
-    def target_count(self, batch: torch.Tensor) -> int:
-        return lm_target_count(batch, self.pad_id)
-
-    def counts(self, step: int) -> list[int]:
-        return [self.target_count(batch) for batch in self.steps[step]]
-
-
-def step_setup(draw: Draw) -> StepSetup:
-    """A tiny GPT (no dropout), SGD, and three steps: rank 0 with few targets and rank 1 with many, then the other
-    way round, then a rank whose batch is all padding."""
-    from ..config import TransformerConfig
-    from ..language_model import DecoderOnlyLM
-
-    vocab = draw.integer(20, 40)
-    pad_id = draw.integer(1, vocab - 1)
-    seq = draw.integer(6, 9)
-    config = TransformerConfig(vocab_size=vocab, d_model=8, n_heads=2, d_ff=draw.integer(10, 20), n_layers=1,
-                               max_len=seq, dropout=0.0, norm="pre", positional="learned", pad_id=pad_id)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(draw.integer(0, 2 ** 30))
-        model = DecoderOnlyLM(config)
-    pool = torch.tensor([i for i in range(vocab) if i != pad_id])
-
-    def batch(rows: int, lengths: list[int]) -> torch.Tensor:
-        ids = pool[torch.randint(len(pool), (rows, seq), generator=draw.generator())]
-        for row, length in enumerate(lengths):
-            ids[row, length:] = pad_id
-        return ids
-
-    few, many = draw.integer(1, 2), draw.integer(3, 4)
-    steps = [[batch(few, [draw.integer(2, seq - 2) for _ in range(few)]), batch(many, [seq] * many)],
-             [batch(many, [draw.integer(seq - 2, seq) for _ in range(many)]), batch(few, [2] * few)],
-             [batch(2, [seq, draw.integer(2, seq)]), batch(2, [1, 1])]]
-    setup = StepSetup(model, draw.choice((0.5, 1.0, 2.0)), pad_id, steps, "")
-    counts = "; ".join(f"step {s + 1}: {' and '.join(map(str, setup.counts(s)))}" for s in range(len(steps)))
-    setup.description = (f"2 gloo processes, a GPT of vocab {vocab} (pad_id {pad_id}), SGD with lr={setup.lr}, "
-                         f"3 steps; target tokens on rank 0 and rank 1 — {counts}")
-    return setup
-
-
-def reference_states(setup: StepSetup) -> list[dict[str, torch.Tensor]]:
-    """One process on the same global batches: the loss summed over every rank's batch, divided by all their
-    target tokens, one SGD step per global batch."""
-    model = copy.deepcopy(setup.model)
-    optimizer = torch.optim.SGD(model.parameters(), lr=setup.lr)
-    states = []
-    for batches in setup.steps:
-        optimizer.zero_grad()
-        tokens = sum(setup.target_count(b) for b in batches)
-        (sum(setup.loss_sum(model, b) for b in batches) / tokens).backward()
-        optimizer.step()
-        states.append({k: v.detach().clone() for k, v in model.named_parameters()})
-    return states
-
-
-class RankRecorder:
-    """In a rank's process, while the learner's step runs: any call into ``forbidden`` (as :class:`OwnWork`), and
-    every collective of ``torch.distributed`` with the size of the tensor it was given."""
-
-    def __init__(self, forbidden: dict) -> None:
-        self.guard = OwnWork(forbidden)
-        self.codes = {}
-        for name in COLLECTIVES:
-            function = getattr(dist, name, None)
-            code = getattr(inspect.unwrap(function), "__code__", None) if function is not None else None
-            if code is not None:
-                self.codes[code] = name
-        self.collectives: list[tuple[str, int | None]] = []
-
-    def _profile(self, frame, event, arg) -> None:
-        self.guard._profile(frame, event, arg)
-        if event == "call" and frame.f_code in self.codes:
-            tensor = frame.f_locals.get("tensor")
-            self.collectives.append((self.codes[frame.f_code],
-                                     tensor.numel() if isinstance(tensor, torch.Tensor) else None))
-
-    def __enter__(self) -> "RankRecorder":
-        self.guard.used = None
-        self._previous = sys.getprofile()
-        sys.setprofile(self._profile)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        sys.setprofile(self._previous)
-
-
-def loopback_interface() -> str | None:
-    """The loopback network interface (``lo`` on Linux, ``lo0`` on macOS) for gloo, if one is found."""
-    try:
-        return next((name for _, name in socket.if_nameindex() if name.startswith("lo")), None)
-    except OSError:
-        return None
-
-
-def run_rank(rank: int, function, setup: StepSetup, folder: str) -> None:
-    """A rank's process (forked): join the gloo group, run the learner's step on this rank's batch of every step,
-    save what happened, leave. Never returns."""
-    result: dict[str, Any] = {"rank": rank, "states": [], "collectives": [], "error": None, "changed_batch": None}
-    try:
-        faulthandler.disable()  # a rank stopped in a collective is no crash to report
-        log = os.open(os.path.join(folder, f"rank{rank}.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        sys.stdout = sys.stderr = open(os.devnull, "w")
-        torch.set_num_threads(1)
-        if "GLOO_SOCKET_IFNAME" not in os.environ and loopback_interface():
-            os.environ["GLOO_SOCKET_IFNAME"] = loopback_interface()
-        dist.init_process_group("gloo", init_method="file://" + os.path.join(folder, "rendezvous"), rank=rank,
-                                world_size=WORLD_SIZE, timeout=datetime.timedelta(seconds=STEP_TIMEOUT / 2))
-        model = setup.model
-        optimizer = torch.optim.SGD(model.parameters(), lr=setup.lr)
-        for step, batches in enumerate(setup.steps):
-            batch = batches[rank].clone()
-            recorder = RankRecorder({"torch.nn.parallel.DistributedDataParallel": DistributedDataParallel})
-            try:
-                with recorder:
-                    function(model, optimizer, batch, setup.loss_sum, setup.target_count)
-            except NotImplementedError as error:
-                if raised_by_the_learner(error):
-                    result["error"] = {"kind": "not implemented", "step": step}
-                    break
-                result["error"] = {"kind": "raised", "step": step, "type": "NotImplementedError",
-                                   "message": (str(error).strip().splitlines() or [""])[0], "learner": True,
-                                   "forbidden": recorder.guard.used}
-                break
-            except Exception as error:  # noqa: BLE001 - the learner's code may raise anything
-                result["error"] = {"kind": "raised", "step": step, "type": type(error).__name__,
-                                   "message": (str(error).strip().splitlines() or [""])[0],
-                                   "learner": learner_frames(error), "forbidden": recorder.guard.used}
-                break
-            finally:
-                result["collectives"].append(recorder.collectives)
-            if recorder.guard.used:
-                result["error"] = {"kind": "forbidden", "step": step, "what": recorder.guard.used}
-                break
-            if not torch.equal(batch, batches[rank]) and result["changed_batch"] is None:
-                result["changed_batch"] = step
-            result["states"].append({k: v.detach().clone() for k, v in model.named_parameters()})
-        else:
-            dist.barrier()
-    except BaseException as error:  # noqa: BLE001 - report whatever stopped this process
-        result["error"] = result["error"] or {"kind": "setup", "type": type(error).__name__,
-                                              "message": (str(error).strip().splitlines() or [""])[0]}
-    finally:
-        try:
-            torch.save(result, os.path.join(folder, f"rank{rank}.pt"))
-        finally:
-            os._exit(0)
-
-
-def run_ranks(function, setup: StepSetup) -> list[dict | None]:
-    """Fork one process per rank, wait for them (a rank left waiting in a collective after the other ended is
-    stopped), and return what each saved (``None``: stopped or timed out)."""
-    if not hasattr(os, "fork"):
-        raise ExerciseFailure("this check starts two processes with os.fork, which this system does not have (it "
-                              "runs on Linux and macOS); `q4.solution()` shows a right answer.")
-    folder = tempfile.mkdtemp(prefix="course-ddp-")
-    pids = []
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "fork in a multi-threaded process": the child only computes and exits
-            for rank in range(WORLD_SIZE):
-                sys.stdout.flush()
-                sys.stderr.flush()
-                pid = os.fork()
-                if pid == 0:
-                    run_rank(rank, function, setup, folder)
-                pids.append(pid)
-        results: list[dict | None] = [None] * WORLD_SIZE
-        running = dict(enumerate(pids))
-        start, first_end = time.monotonic(), None
-        while running:
-            for rank, pid in list(running.items()):
-                if os.waitpid(pid, os.WNOHANG)[0]:
-                    del running[rank]
-                    path = os.path.join(folder, f"rank{rank}.pt")
-                    results[rank] = torch.load(path, weights_only=False) if os.path.exists(path) else None
-                    first_end = first_end or time.monotonic()
-            now = time.monotonic()
-            if running and (now - start > STEP_TIMEOUT or (first_end and now - first_end > 3.0)):
-                for pid in running.values():
-                    os.kill(pid, signal.SIGKILL)
-                    os.waitpid(pid, 0)
-                break
-            time.sleep(0.01)
-        return results
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def step_gradients(setup: StepSetup, step: int, state: dict[str, torch.Tensor]):
-    """``(g_r for each rank, T_r for each rank)``: the gradient of each rank's *summed* loss at ``state``."""
-    model = copy.deepcopy(setup.model)
-    with torch.no_grad():
-        for key, p in model.named_parameters():
-            p.copy_(state[key])
-    grads = []
-    for batch in setup.steps[step]:
-        model.zero_grad()
-        setup.loss_sum(model, batch).backward()
-        grads.append({k: p.grad.detach().clone() for k, p in model.named_parameters()})
-    return grads, setup.counts(step)
-
-
-def gradient_mistakes(grads, counts) -> list[tuple[str, list[dict[str, torch.Tensor]]]]:
-    """The per-rank gradients that typical wrong steps apply, each with its diagnosis."""
-    total, world = sum(counts), len(counts)
-    keys = list(grads[0])
-
-    def combine(weights):  # one gradient for every rank: Σ_r weight_r · g_r
-        return {k: sum(w * g[k] for w, g in zip(weights, grads)) for k in keys}
-
-    def each(weight_of):   # each rank its own: weight_r · g_r
-        return [{k: weight_of(r) * grads[r][k] for k in keys} for r in range(world)]
-    means = [1 / c if c else float("nan") for c in counts]
-    return [
-        ("the ranks stepped with different gradients: no gradient was all-reduced, so each rank followed its own "
-         "share of the batch and the copies drift apart. After backward(), dist.all_reduce every parameter's .grad "
-         "(a SUM), before optimizer.step()", each(lambda r: 1 / total)),
-        ("the ranks stepped with different gradients: each one its own mean, and no gradient was all-reduced. "
-         "All-reduce the token count first (T over all ranks), backpropagate loss_sum / T, then dist.all_reduce "
-         "every .grad", each(lambda r: means[r])),
-        ("that is the mean of the ranks' means: each rank divided by its own token count, so a token of a short "
-         "batch weighs more than one of a long batch. All-reduce the token count and divide every rank's loss_sum "
-         "by that same global T", [combine([m / world for m in means])] * world),
-        ("each rank divided by its own token count: all-reduce the token count and divide by the global T (the "
-         "sum of the per-rank means is not the mean over all tokens)", [combine(means)] * world),
-        ("the step is world_size times too small: with loss_sum / T (T over all ranks) and a SUM all-reduce of "
-         "the gradients nothing is left to divide — you divided by world_size once more",
-         [combine([1 / (total * world)] * world)] * world),
-        ("the step is world_size² times too small: you divided by world_size twice (the loss and again the "
-         "gradients); with loss_sum / T and a SUM all-reduce there is nothing to divide",
-         [combine([1 / (total * world * world)] * world)] * world),
-        ("the step is world_size times too large: × world_size undoes DDP's average, but your dist.all_reduce "
-         "sums — with a SUM all-reduce backpropagate loss_sum / T as it is",
-         [combine([world / total] * world)] * world),
-    ]
-
-
-def applied_gradients(before: dict, after: dict, lr: float) -> dict[str, torch.Tensor]:
-    """The gradient an SGD step applied: (before - after) / lr."""
-    return {k: (before[k] - after[k]) / lr for k in before}
-
-
-def same_states(a: dict, b: dict, atol: float = 1e-6, rtol: float = 1e-5) -> bool:
-    return all(torch.allclose(a[k], b[k], atol=atol, rtol=rtol) for k in a)
-
-
-def largest_gap(a: dict, b: dict) -> float:
-    return max(float((a[k] - b[k]).abs().max()) for k in a)
-
-
-def diagnose_step(setup: StepSetup, step: int, history: list[dict], before: list[dict], after: list[dict],
-                  reference: dict, collectives: list[list[tuple[str, int | None]]]) -> str:
-    """Why the ranks' weights after ``step`` (started from ``before``, per rank) are not one process's;
-    ``history`` holds the right weights before each step so far."""
-    if any(not torch.isfinite(v).all() for state in after for v in state.values()):
-        return ("the weights became NaN: a rank without target tokens divided 0 by 0 — its own mean. Divide every "
-                "rank's loss_sum by the token count of *all* ranks (all-reduced), which is never 0 here")
-    if all(same_states(b, a, atol=0.0, rtol=0.0) for b, a in zip(before, after)):
-        return ("the weights did not change: no optimizer.step(), or the gradients were cleared between "
-                "backward() and step() — zero_grad() comes first, step() last")
-    applied = [applied_gradients(b, a, setup.lr) for b, a in zip(before, after)]
-    ranks_differ = not same_states(after[0], after[1])
-    sizes = [n for name, n in collectives[0] if name == "all_reduce"]
-    if ranks_differ and all(n == 1 for n in sizes):
-        return ("the ranks ended with different weights: no gradient was all-reduced"
-                + (" — you all-reduced only single numbers (the token count, the loss), and backward() runs on each "
-                   "rank's own graph" if sizes else "") +
-                ". After backward(), sum every parameter's .grad over the ranks with dist.all_reduce, before "
-                "optimizer.step()")
-    if step > 0:
-        grads, counts = step_gradients(setup, step - 1, history[step - 1])
-        earlier = {k: sum(g[k] for g in grads) / sum(counts) for k in grads[0]}
-        grads, counts = step_gradients(setup, step, history[step])
-        now = {k: sum(g[k] for g in grads) / sum(counts) for k in grads[0]}
-        for factor in (1, WORLD_SIZE):  # the old gradient left in .grad, all-reduced again or not
-            if all(same_states(applied[r], {k: factor * earlier[k] + now[k] for k in now}, atol=1e-5, rtol=1e-3)
-                   for r in range(WORLD_SIZE)):
-                return (f"at step {step + 1} the gradient of step {step} was still there: backward() adds into "
-                        ".grad, so zero_grad is forgotten — call optimizer.zero_grad() at the start of every step")
-    grads, counts = step_gradients(setup, step, before[0])
-    for message, wrong in gradient_mistakes(grads, counts):
-        if all(same_states(applied[r], wrong[r], atol=1e-5, rtol=1e-3) for r in range(WORLD_SIZE)):
-            return message
-    if ranks_differ:
-        return ("the ranks ended with different weights: every rank must apply the same gradient — all-reduce "
-                "(SUM) every parameter's .grad after backward(), before optimizer.step()")
-    return (f"after step {step + 1} your weights differ from one process's on the same global batch (by up to "
-            f"{largest_gap(after[0], reference):.3g}): zero the gradients, all-reduce the token count, backpropagate "
-            "loss_sum / T, all-reduce (SUM) every .grad, optimizer.step()")
-
-
-def check_data_parallel_step(ns) -> None:
-    function = learner_function(ns, "data_parallel_step")
-    setup = step_setup(Draw())
-    where = setup.description
-    reference = reference_states(setup)  # first: the processes forked next find torch's optimizer code loaded
-    results = run_ranks(function, setup)
-    errors = [(rank, r["error"]) for rank, r in enumerate(results) if r is not None and r["error"]]
-    if any(error["kind"] == "not implemented" for _, error in errors):
-        raise NotAttempted
-    for _, error in errors:
-        if error["kind"] == "forbidden" or (error["kind"] == "raised" and error.get("forbidden")):
-            raise ExerciseFailure(f"your `data_parallel_step` calls {error.get('what') or error['forbidden']} to do "
-                                  "the work: all-reduce the gradients yourself with dist.all_reduce — the point of "
-                                  "the exercise.")
-    broken = ("Connection reset", "Connection closed", "Timed out", "timed out", "Timeout", "timeout")
-    learner_errors = [(rank, e) for rank, e in errors if e["kind"] == "raised" and e["learner"]
-                      and not any(text in e["message"] for text in broken)]
-    if not learner_errors and (any(r is None for r in results)
-                               or any(any(text in e.get("message", "") for text in broken) for _, e in errors)):
-        raise ExerciseFailure(f"on {where}: a rank was left waiting in a collective (stopped after "
-                              f"{STEP_TIMEOUT:.0f} s or once the other rank had ended): every rank must call the "
-                              "same collectives, in the same order — the same number of dist.all_reduce on each.")
-    for rank, error in learner_errors + errors:
-        if error["kind"] in ("raised", "setup"):
-            step = f", step {error['step'] + 1}" if "step" in error else ""
-            hint = step_error_hint(error["message"])
-            origin = "your `data_parallel_step` raised" if error.get("learner") else "the process stopped with"
-            raise ExerciseFailure(f"on {where}, rank {rank}{step}: {origin} {error['type']}: {error['message']}"
-                                  + (f". {hint}" if hint else "") + ".")
-    if any(r is None for r in results):
-        raise ExerciseFailure(f"on {where}: a rank was left waiting in a collective (stopped after "
-                              f"{STEP_TIMEOUT:.0f} s or once the other rank had ended): every rank must call the "
-                              "same collectives, in the same order — the same number of dist.all_reduce on each.")
-    for rank, result in enumerate(results):
-        if result["changed_batch"] is not None:
-            raise ExerciseFailure(f"on {where}, rank {rank}, step {result['changed_batch'] + 1}: your "
-                                  "`data_parallel_step` changed the batch it was given in place; leave it as it is.")
-    start = {k: v.detach().clone() for k, v in setup.model.named_parameters()}
-    for step, expected in enumerate(reference):
-        after = [result["states"][step] for result in results]
-        if all(same_states(state, expected) for state in after):
-            continue
-        before = [start] * WORLD_SIZE if step == 0 else [result["states"][step - 1] for result in results]
-        raise ExerciseFailure(f"on {where}: "
-                              + diagnose_step(setup, step, [start] + reference, before, after, expected,
-                                              [r["collectives"][step] for r in results]) + ".")
-
-
-def step_error_hint(message: str) -> str | None:
-    if "not been initialized" in message or "init_process_group" in message:
-        return ("The checker starts the processes and joins the group before calling your step: use "
-                "dist.all_reduce, dist.get_rank() and dist.get_world_size(), never init_process_group")
-    if "does not require grad" in message or "element 0 of tensors" in message:
-        return "backward() needs the loss as a tensor in the graph: keep loss_sum(model, batch) a tensor"
-    return None
-
-
 q4 = Exercise(
-    name="Capstone: a data-parallel training step",
-    variables=("data_parallel_step",),
-    checker=check_data_parallel_step,
-    hints=("Every rank holds the same model and its own share of the batch. What must the ranks agree on before "
-           "the backward pass, and what after it, so that every copy takes exactly the step one process would "
-           "take on the whole batch? Stuck? the package's training command does this with DDP (`from course_utils "
-           "import train`); `q4.solution()` shows the manual version.",
-           "1. clear the old gradients through the optimizer; 2. count this rank's target tokens, make that a "
-           "tensor and sum it over the ranks with dist.all_reduce — that is T; 3. backpropagate this rank's "
-           "summed loss divided by T; 4. for every parameter, sum its .grad over the ranks with dist.all_reduce "
-           "(no division afterwards: the sum of the ranks' parts is the gradient of the mean over all T tokens); "
-           "5. one optimizer step. Every rank runs the same collectives in the same order."),
-    solution=solution_of("lesson10", "data_parallel_step"),
-    success="Correct! Two processes that each see their share of every batch end with exactly the weights of one "
-            "process on the whole batch — uneven token counts and a rank without targets included.",
+    name="Capstone: a bucketed all-reduce that overlaps backward",
+    variables=("BucketedAllReduce",),
+    checker=check_bucketed_all_reduce,
+    hints=("A gradient is final when its parameter's post-accumulate-grad hook fires; a bucket can travel once all "
+           "of its gradients are final. What must the hook remember, and what must wait() undo for the next step?",
+           "In __init__: walk reversed(list(model.parameters())), start a new bucket when the next one would pass "
+           "bucket_elements; map each parameter to its bucket; count the gradients each bucket still misses; "
+           "register self.ready as every parameter's post-accumulate-grad hook. In ready(p): count down; at zero, "
+           "torch.cat the bucket's grads and keep (bucket, buffer, dist.all_reduce(buffer, async_op=True)). In "
+           "wait(): .wait() each, divide by dist.get_world_size(), copy the slices back into each .grad, reset "
+           "the counts."),
+    solution=solution_of("lesson10", "BucketedAllReduce"),
+    mistakes=SYNC_MISTAKES,
+    success="Correct! Your buckets give DDP's gradients, and all but the last travel while backward still runs.",
     task=(
-        "**Capstone — a data-parallel training step, by hand.** Write `data_parallel_step(model, optimizer, batch, "
-        "loss_sum, target_count)`: one optimizer step of data parallelism, run by every rank at the same time "
-        "inside a `torch.distributed` process group (the checker starts the processes and the group). `batch` is "
-        "this rank's share of the step's global batch; `loss_sum(model, batch)` gives its summed token loss (a "
-        "tensor in the graph) and `target_count(batch)` its number of target tokens (an int, 0 for a batch of "
-        "padding). The step must move every rank's model exactly as one process would on the whole global "
-        "batch, with the mean over all $T = \\sum_r T_r$ target tokens of the step:\n\n"
-        "$$g = \\frac{1}{T} \\sum_{r} \\nabla \\text{loss\\_sum}_r, \\qquad \\text{i.e. each rank backpropagates } "
-        "\\text{loss\\_sum}_r / T \\text{ and the gradients are summed over the ranks.}$$\n\n"
-        "So: clear the old gradients (`optimizer.zero_grad()`), sum the token count over the ranks "
-        "(`dist.all_reduce`, whose default is a SUM), backpropagate `loss_sum / T`, sum every "
-        "parameter's `.grad` over the ranks with `dist.all_reduce`, then `optimizer.step()`. Write the all-reduce "
-        "of the gradients yourself: `DistributedDataParallel` is not accepted here (section 3 lets it do the work "
-        "for `course_utils.train`). Leave `batch` unchanged; what the function returns is ignored.\n\n"
-        "How it is checked: the checker forks 2 processes (the `fork` start method, so a function defined in "
-        "this notebook works; Linux and macOS), joins them in a gloo group on the CPU, and runs three steps of "
-        "your function on a tiny random GPT with SGD, each rank on its own batches: first rank 0 with few target "
-        "tokens and rank 1 with many, then the other way round, then one rank whose batch is all padding. After "
-        "every step both ranks' weights must equal those of one process that takes the same steps on both "
-        "batches together (divided by all their tokens), to float rounding. It takes a few seconds; a rank left "
-        "waiting in a collective is stopped. `q4.hint()` and `q4.solution()` help; stuck? the package trains "
-        "this way with DDP: `from course_utils import train` (section 3)."
+        "**Capstone — overlap communication with backward.** Write the class `BucketedAllReduce(model, "
+        "bucket_elements)`, built once on every rank of a process group. After `loss.backward()` and then "
+        "`.wait()`, every parameter's `.grad` must hold that gradient averaged over the ranks — what "
+        "`DistributedDataParallel` leaves there — and it must work again at every later step.\n\n"
+        "Group the parameters into buckets in the order backward produces their gradients (`model.parameters()` "
+        "reversed), each of at most `bucket_elements` numbers (a larger parameter gets a bucket of its own; start "
+        "a new bucket only when the next parameter would not fit). When a bucket's last gradient arrives "
+        "(`p.register_post_accumulate_grad_hook`), flatten its gradients into one buffer and start "
+        "`dist.all_reduce(buffer, async_op=True)` there, so it travels while backward computes the layers below. "
+        "`.wait()` finishes each bucket and copies the averages back into `.grad`. Write it with `dist` alone "
+        "(no DDP, no `course_utils.distributed.BucketedAllReduce`).\n\n"
+        "Checked on two new processes against DDP's gradients, bucket sizes and overlap measured. Stuck? "
+        "`q4.hint()`, `q4.solution()`, or the package's version: "
+        "`from course_utils.distributed import BucketedAllReduce`."
     ),
     starter=(
-        "import torch\n"
         "import torch.distributed as dist\n"
         "\n"
         "\n"
-        "def data_parallel_step(model, optimizer, batch, loss_sum, target_count):\n"
-        "    assert dist.is_initialized()  # it runs inside a process group: dist.get_rank(), dist.get_world_size()\n"
-        "    # zero_grad; T = target_count(batch) summed over the ranks (dist.all_reduce);\n"
-        "    # (loss_sum(model, batch) / T).backward(); dist.all_reduce every p.grad; optimizer.step()\n"
-        "    raise NotImplementedError\n"
+        "class BucketedAllReduce:\n"
+        "    def __init__(self, model, bucket_elements):\n"
+        "        self.world_size = dist.get_world_size()\n"
+        "        raise NotImplementedError\n"
+        "\n"
+        "    def wait(self):\n"
+        "        raise NotImplementedError\n"
     ),
 )

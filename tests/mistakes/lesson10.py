@@ -15,7 +15,7 @@ def right(exercise: str, name: str, code: str) -> Alternative:
 
 LOSS = "def ddp_scaled_loss(loss_sum, local_tokens, global_tokens, world_size):\n"
 BATCHES = "def rank_batches(n_batches, rank, world_size):\n"
-STATE = "def training_state_bytes(n_parameters, world_size, sharded):\n"
+STATE = "def training_state_bytes(n_parameters, world_size, stage):\n"
 
 MISTAKES = [
     # q1: the loss each rank backpropagates
@@ -45,11 +45,11 @@ MISTAKES = [
     q("q2", "the package's sampler", "from course_utils.distributed import DistributedContext, batch_sampler\n\n"
       + BATCHES + "    context = DistributedContext(rank, world_size, rank, torch.device('cpu'), 'gloo')\n"
       "    return list(batch_sampler(n_batches, context, shuffle=False))\n", "use your own code"),
-    # q3: training-state memory
-    q("q3", "hard-coded 8 GPUs", STATE + "    full = 16 * n_parameters\n    return full // 8 if sharded else full\n",
+    # q3: training state per ZeRO stage
+    q("q3", "hard-coded 8 GPUs", STATE + "    full = 16 * n_parameters\n    return full // 8 if stage == 3 else full\n",
       "should be"),
-    q("q3", "sharded flag ignored", STATE + "    return 16 * n_parameters // world_size if world_size > 1 else "
-      "16 * n_parameters\n", "do not divide by world_size"),
+    q("q3", "stage read as a count of sharded bytes",
+      STATE + "    return 16 * n_parameters - 4 * stage * n_parameters\n", "should be"),
 ]
 
 ALTERNATIVES = [
@@ -70,137 +70,87 @@ ALTERNATIVES = [
     right("q2", "a numpy array",
           BATCHES + "    return np.arange(rank, n_batches - n_batches % world_size, world_size)\n"),
     # q3
-    right("q3", "parts added", STATE + "    weights = gradients = 4 * n_parameters\n"
-          "    adam = 8 * n_parameters\n"
-          "    total = weights + gradients + adam\n"
-          "    return total // world_size if sharded else total\n"),
-    right("q3", "ceil of the shard", STATE + "    per_gpu = math.ceil(n_parameters / world_size) if sharded else "
-          "n_parameters\n    return 16 * per_gpu\n"),
-    right("q3", "numpy integers", STATE + "    return np.int64(16) * n_parameters // (world_size if sharded else 1)\n"),
+    right("q3", "a table of stages", STATE + "    per_rank = {0: 16, 1: 8 + 8 / world_size, 2: 4 + 12 / world_size,\n"
+          "                3: 16 / world_size}[stage]\n"
+          "    return round(per_rank * n_parameters)\n"),
+    right("q3", "a loop over the parts", STATE + "    total = 0\n"
+          "    for size, first_sharded in ((8, 1), (4, 2), (4, 3)):\n"
+          "        total += size * n_parameters // (world_size if stage >= first_sharded else 1)\n"
+          "    return total\n"),
+    right("q3", "numpy integers", STATE + "    n = np.int64(n_parameters)\n"
+          "    return int(8 * n // (world_size if stage else 1) + 4 * n // (world_size if stage > 1 else 1)\n"
+          "               + 4 * n // (world_size if stage > 2 else 1))\n"),
 ]
 
-# ---------------------------------------------------------------------------- q4 (capstone): a data-parallel step
-STEP_PRELUDE = PRELUDE + "import torch.distributed as dist\n"
-STEP = ("def data_parallel_step(model, optimizer, batch, loss_sum, target_count):\n"
-        "    optimizer.zero_grad()\n"
-        "    tokens = torch.tensor(float(target_count(batch)))\n"
-        "    dist.all_reduce(tokens)\n"
-        "    (loss_sum(model, batch) / tokens).backward()\n"
-        "    for p in model.parameters():\n"
-        "        if p.grad is not None:\n"
-        "            dist.all_reduce(p.grad)\n"
-        "    optimizer.step()\n")
+# ---------------------------------------------------------------------------- q4 (capstone): bucketed all-reduce
+SYNC_PRELUDE = PRELUDE + "import torch.distributed as dist\n"
+SOLUTION = """class BucketedAllReduce:
+    def __init__(self, model, bucket_elements):
+        self.buckets, size = [], 0
+        for p in reversed(list(model.parameters())):
+            if not self.buckets or size + p.numel() > bucket_elements:
+                self.buckets.append([])
+                size = 0
+            self.buckets[-1].append(p)
+            size += p.numel()
+        self.bucket_of = {p: i for i, bucket in enumerate(self.buckets) for p in bucket}
+        self.missing = [len(bucket) for bucket in self.buckets]
+        self.in_flight = []
+        for p in self.bucket_of:
+            p.register_post_accumulate_grad_hook(self.ready)
+
+    def ready(self, p):
+        i = self.bucket_of[p]
+        self.missing[i] -= 1
+        if self.missing[i] == 0:
+            buffer = torch.cat([q.grad.flatten() for q in self.buckets[i]])
+            self.in_flight.append((i, buffer, dist.all_reduce(buffer, async_op=True)))
+
+    def wait(self):
+        for i, buffer, work in self.in_flight:
+            work.wait()
+            buffer /= dist.get_world_size()
+            offset = 0
+            for q in self.buckets[i]:
+                q.grad.copy_(buffer[offset:offset + q.numel()].view_as(q))
+                offset += q.numel()
+        self.in_flight = []
+        self.missing = [len(bucket) for bucket in self.buckets]
+"""
 
 
-def step(name: str, code: str, message: str) -> Mistake:
-    return Mistake("lesson10", "q4", name, code, message, STEP_PRELUDE)
+def sync(name: str, code: str, message: str) -> Mistake:
+    return Mistake("lesson10", "q4", name, code, message, SYNC_PRELUDE)
 
 
-def step_right(name: str, code: str) -> Alternative:
-    return Alternative("lesson10", "q4", name, code, STEP_PRELUDE)
+def sync_right(name: str, code: str) -> Alternative:
+    return Alternative("lesson10", "q4", name, code, SYNC_PRELUDE)
 
 
 def planted(old: str, new: str) -> str:
-    if old not in STEP:
+    if old not in SOLUTION:
         raise ValueError(old)
-    return STEP.replace(old, new)
+    return SOLUTION.replace(old, new)
 
 
 MISTAKES += [
-    step("no all-reduce of the gradients", planted("            dist.all_reduce(p.grad)\n", "            pass\n"),
-         'no gradient was all-reduced'),
-    step("per-rank mean, averaged (DDP's default)",
-         planted("    dist.all_reduce(tokens)\n    (loss_sum(model, batch) / tokens).backward()\n",
-                 "    (loss_sum(model, batch) / tokens).backward()\n")
-         .replace("            dist.all_reduce(p.grad)\n",
-                  "            dist.all_reduce(p.grad)\n            p.grad /= dist.get_world_size()\n"),
-         "mean of the ranks' means"),
-    step("token count not all-reduced", planted("    dist.all_reduce(tokens)\n", ""), 'its own token count'),
-    step("divided by world size once too often",
-         planted("            dist.all_reduce(p.grad)\n",
-                 "            dist.all_reduce(p.grad)\n            p.grad /= dist.get_world_size()\n"),
-         'world_size times too small'),
-    step("divided by world size twice",
-         planted("(loss_sum(model, batch) / tokens)", "(loss_sum(model, batch) / tokens / dist.get_world_size())")
-         .replace("            dist.all_reduce(p.grad)\n",
-                  "            dist.all_reduce(p.grad)\n            p.grad /= dist.get_world_size()\n"),
-         'world_size² times too small'),
-    step("DDP's scaling with a SUM all-reduce",
-         planted("(loss_sum(model, batch) / tokens)", "(loss_sum(model, batch) * dist.get_world_size() / tokens)"),
-         'world_size times too large'),
-    step("the loss all-reduced instead of the gradients",
-         "def data_parallel_step(model, optimizer, batch, loss_sum, target_count):\n"
-         "    optimizer.zero_grad()\n"
-         "    tokens = torch.tensor(float(target_count(batch)))\n"
-         "    dist.all_reduce(tokens)\n"
-         "    loss = loss_sum(model, batch) / tokens\n"
-         "    dist.all_reduce(loss)          # the mean over all tokens ... of the value only\n"
-         "    loss.backward()\n"
-         "    optimizer.step()\n",
-         'single numbers'),
-    step("zero_grad forgotten", planted("    optimizer.zero_grad()\n", ""), 'zero_grad is forgotten'),
-    step("zero_grad between backward and step",
-         planted("    optimizer.step()\n", "    optimizer.zero_grad()\n    optimizer.step()\n"),
-         'did not change'),
-    step("optimizer step forgotten", planted("    optimizer.step()\n", "    return None\n"), 'did not change'),
-    step("DistributedDataParallel does the all-reduce",
-         "from torch.nn.parallel import DistributedDataParallel\n\n"
-         "def data_parallel_step(model, optimizer, batch, loss_sum, target_count):\n"
-         "    optimizer.zero_grad()\n"
-         "    ddp = DistributedDataParallel(model)\n"
-         "    tokens = torch.tensor(float(target_count(batch)))\n"
-         "    dist.all_reduce(tokens)\n"
-         "    (loss_sum(ddp, batch) * dist.get_world_size() / tokens).backward()\n"
-         "    optimizer.step()\n",
-         'DistributedDataParallel'),
-    step("gradients all-reduced on rank 0 only",
-         planted("        if p.grad is not None:\n", "        if p.grad is not None and dist.get_rank() == 0:\n"),
-         'left waiting in a collective'),
-    step("the token count all-reduced as a Python int",
-         planted("    tokens = torch.tensor(float(target_count(batch)))\n", "    tokens = target_count(batch)\n"),
-         'raised'),
-    step("the batch's padding rewritten in place",
-         planted("    optimizer.zero_grad()\n", "    optimizer.zero_grad()\n    batch[:, 0] = batch[:, 0]\n"
-                                               "    batch.clamp_(max=batch.max() - 1)\n"),
-         'in place'),
+    sync("DDP does the work", "from torch.nn.parallel import DistributedDataParallel\n\n" + planted(
+        "        self.in_flight = []\n        for p", "        self.ddp = DistributedDataParallel(model)\n"
+        "        self.in_flight = []\n        for p"), "DistributedDataParallel"),
 ]
 
 ALTERNATIVES += [
-    step_right("DDP's scaling with ReduceOp.AVG",
-               planted("    (loss_sum(model, batch) / tokens).backward()\n",
-                       "    (loss_sum(model, batch) * dist.get_world_size() / tokens).backward()\n")
-               .replace("dist.all_reduce(p.grad)", "dist.all_reduce(p.grad, op=dist.ReduceOp.AVG)")),
-    step_right("one flat buffer, divided after the all-reduce",
-               "def data_parallel_step(model, optimizer, batch, loss_sum, target_count):\n"
-               "    model.zero_grad(set_to_none=False)\n"
-               "    count = torch.tensor([target_count(batch)], dtype=torch.long)\n"
-               "    dist.all_reduce(count, op=dist.ReduceOp.SUM)\n"
-               "    loss_sum(model, batch).backward()\n"
-               "    params = [p for p in model.parameters() if p.grad is not None]\n"
-               "    flat = torch.cat([p.grad.flatten() for p in params])\n"
-               "    dist.all_reduce(flat)\n"
-               "    flat = flat / count.item()\n"
-               "    offset = 0\n"
-               "    for p in params:\n"
-               "        n = p.numel()\n"
-               "        p.grad.copy_(flat[offset:offset + n].view_as(p))\n"
-               "        offset += n\n"
-               "    optimizer.step()\n"
-               "    return loss_sum\n"),
-    step_right("DDP's scaling, asynchronous handles, the world size divided out",
-               "def data_parallel_step(model, optimizer, batch, loss_sum, target_count):\n"
-               "    world = dist.get_world_size()\n"
-               "    for p in model.parameters():\n"
-               "        p.grad = None\n"
-               "    total = torch.tensor(target_count(batch))\n"
-               "    dist.all_reduce(total)\n"
-               "    loss = loss_sum(model, batch) * world / total\n"
-               "    loss.backward()\n"
-               "    handles = [dist.all_reduce(p.grad, async_op=True) for p in model.parameters()]\n"
-               "    for handle in handles:\n"
-               "        handle.wait()\n"
-               "    for p in model.parameters():\n"
-               "        p.grad.div_(world)\n"
-               "    optimizer.step()\n"
-               "    return float(loss.detach())\n"),
+    sync_right("ReduceOp.AVG and a flat buffer per bucket kept between steps", planted(
+        "            buffer = torch.cat([q.grad.flatten() for q in self.buckets[i]])\n"
+        "            self.in_flight.append((i, buffer, dist.all_reduce(buffer, async_op=True)))\n",
+        "            buffer = torch.cat([q.grad.flatten() for q in self.buckets[i]])\n"
+        "            self.in_flight.append((i, buffer, dist.all_reduce(buffer, op=dist.ReduceOp.AVG, "
+        "async_op=True)))\n").replace("            buffer /= dist.get_world_size()\n", "")),
+    sync_right("grads replaced by views of the buffer", planted(
+        "            for q in self.buckets[i]:\n"
+        "                q.grad.copy_(buffer[offset:offset + q.numel()].view_as(q))\n"
+        "                offset += q.numel()\n",
+        "            for q in self.buckets[i]:\n"
+        "                q.grad = buffer[offset:offset + q.numel()].view_as(q).clone()\n"
+        "                offset += q.numel()\n")),
 ]

@@ -14,17 +14,42 @@ def rank_batches(n_batches, rank, world_size):
     return list(range(rank, usable, world_size))
 
 
-def training_state_bytes(n_parameters, world_size, sharded):
-    full = 16 * n_parameters          # weight + gradient + two Adam moments, float32
-    return full // world_size if sharded else full    # FSDP: equal shards (parameters padded)
+def training_state_bytes(n_parameters, world_size, stage):
+    adam = 8 * n_parameters // (world_size if stage >= 1 else 1)          # two float32 moments
+    gradients = 4 * n_parameters // (world_size if stage >= 2 else 1)
+    weights = 4 * n_parameters // (world_size if stage >= 3 else 1)
+    return adam + gradients + weights
 
 
-def data_parallel_step(model, optimizer, batch, loss_sum, target_count):
-    optimizer.zero_grad()                                     # last step's gradients must not add up
-    tokens = torch.tensor(float(target_count(batch)))
-    dist.all_reduce(tokens)                                   # T: the target tokens of every rank's share
-    (loss_sum(model, batch) / tokens).backward()               # this rank's part of the mean over all T tokens
-    for p in model.parameters():
-        if p.grad is not None:
-            dist.all_reduce(p.grad)                           # SUM over the ranks: the whole step's gradient
-    optimizer.step()                                          # the same step on every rank: copies stay equal
+class BucketedAllReduce:
+    def __init__(self, model, bucket_elements):
+        self.buckets, size = [], 0
+        for p in reversed(list(model.parameters())):          # the order backward finishes them
+            if not self.buckets or size + p.numel() > bucket_elements:
+                self.buckets.append([])
+                size = 0
+            self.buckets[-1].append(p)
+            size += p.numel()
+        self.bucket_of = {p: i for i, bucket in enumerate(self.buckets) for p in bucket}
+        self.missing = [len(bucket) for bucket in self.buckets]
+        self.in_flight = []
+        for p in self.bucket_of:
+            p.register_post_accumulate_grad_hook(self.ready)
+
+    def ready(self, p):                                        # p.grad is final
+        i = self.bucket_of[p]
+        self.missing[i] -= 1
+        if self.missing[i] == 0:                               # the bucket is complete: send it now
+            buffer = torch.cat([q.grad.flatten() for q in self.buckets[i]])
+            self.in_flight.append((i, buffer, dist.all_reduce(buffer, async_op=True)))
+
+    def wait(self):
+        for i, buffer, work in self.in_flight:
+            work.wait()
+            buffer /= dist.get_world_size()                    # DDP averages
+            offset = 0
+            for q in self.buckets[i]:
+                q.grad.copy_(buffer[offset:offset + q.numel()].view_as(q))
+                offset += q.numel()
+        self.in_flight = []
+        self.missing = [len(bucket) for bucket in self.buckets]   # ready for the next backward
