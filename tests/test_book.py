@@ -9,8 +9,9 @@ the stored notebook), and each widget explorer is drawn with its note that it ne
 
 Run it: ``pip install -r requirements-book.txt`` and ``apt-get install chromium``, then
 ``pytest -n 0 tests/test_book.py`` (MAINTAINING.md, "The course as a website"). Without Playwright, Chromium or
-jupyter-book every test here is skipped with the reason: a learner's ``pytest`` never needs them (CI sets
-``COURSE_BOOK_REQUIRED=1``, which turns a missing piece into a failure).
+jupyter-book the browser tests are skipped with the reason: a learner's ``pytest`` never needs them (CI sets
+``COURSE_BOOK_REQUIRED=1``, which turns a missing piece into a failure). The first tests here need none of them: they
+check the build script's staging (links, download line, explorer note) and its link check on small made-up inputs.
 """
 from __future__ import annotations
 
@@ -40,27 +41,28 @@ def chromium_path() -> str | None:
     return next((shutil.which(c) for c in candidates if c and shutil.which(c)), None)
 
 
-def _missing(what: str) -> None:
-    """Skip the module, or fail where the website test must run (CI sets COURSE_BOOK_REQUIRED=1)."""
+def need(what: str) -> None:
+    """Skip, or fail where the website test must run (CI sets COURSE_BOOK_REQUIRED=1)."""
     if os.environ.get("COURSE_BOOK_REQUIRED") == "1":
-        raise RuntimeError(SKIP_WHY.format(what) + "; COURSE_BOOK_REQUIRED=1 asks for it to run")
-    pytest.skip(SKIP_WHY.format(what), allow_module_level=True)
+        pytest.fail(SKIP_WHY.format(what) + "; COURSE_BOOK_REQUIRED=1 asks for it to run", pytrace=False)
+    pytest.skip(SKIP_WHY.format(what))
 
 
-if importlib.util.find_spec("playwright") is None:
-    _missing("Playwright")
-CHROMIUM = chromium_path()
-if CHROMIUM is None:
-    _missing("a Chromium browser (/usr/bin/chromium)")
-if not os.environ.get("COURSE_BOOK_SITE") and importlib.util.find_spec("jupyter_book") is None:
-    _missing("jupyter-book to build the site (or COURSE_BOOK_SITE=<built site>)")
+def load_build_book():
+    spec = importlib.util.spec_from_file_location("build_book", ROOT / "tools" / "build_book.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-from playwright.sync_api import sync_playwright  # noqa: E402  (only once it is known to be installed)
+
+build_book = load_build_book()  # standard library only: its staging and link check are tested without a browser
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     given = os.environ.get("COURSE_BOOK_SITE")
+    if not given and importlib.util.find_spec("jupyter_book") is None:
+        need("jupyter-book to build the site (or COURSE_BOOK_SITE=<built site>)")
     if given:
         path = Path(given).resolve()
         assert (path / "index.html").exists(), f"COURSE_BOOK_SITE={given} holds no built site (index.html)"
@@ -70,6 +72,56 @@ def site(tmp_path_factory) -> Path:
                             capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, f"tools/build_book.py failed:\n{result.stdout}\n{result.stderr}"
     return out / "html"
+
+
+def test_links_point_at_pages_and_linked_files_are_copied(tmp_path):
+    lessons = build_book.lessons()
+    stager = build_book.Stager(tmp_path, build_book.page_map(lessons))
+    text = ("[lesson](notebooks/{0}) [home](README.md#quick-start) [file](tools/grading.Dockerfile) "
+            "[web](https://example.org/x.md) [here](#top)").format(lessons[0].name)
+    assert stager.rewrite_links(text, ROOT / "TEACHING.md") == text.replace("README.md#", "index.md#")
+    assert (tmp_path / "tools" / "grading.Dockerfile").read_bytes() == (ROOT / "tools/grading.Dockerfile").read_bytes()
+    from_lesson = stager.rewrite_links("[g](glossary.md) [r](../README.md) [t](../TEACHING.md)", lessons[0])
+    assert from_lesson == "[g](glossary.md) [r](../index.md) [t](../TEACHING.md)"
+
+
+def test_a_lesson_gets_its_download_line_and_a_note_under_each_explorer(tmp_path):
+    notebook = tmp_path / "repo" / "99_demo.ipynb"
+    notebook.parent.mkdir()
+    widget = {"output_type": "display_data", "metadata": {},
+              "data": {"application/vnd.jupyter.widget-view+json": {"model_id": "m"}, "text/plain": ["w"]}}
+    cells = [{"cell_type": "markdown", "id": "a", "metadata": {}, "source": "# 99 · Demo\n\nObjectives."},
+             {"cell_type": "code", "id": "b", "metadata": {}, "execution_count": 1, "source": "explorer()",
+              "outputs": [widget]},
+             {"cell_type": "markdown", "id": "c", "metadata": {}, "source": "After."}]
+    notebook.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    (tmp_path / "site" / "notebooks").mkdir(parents=True)
+    stager = build_book.Stager(tmp_path / "site", {notebook: "notebooks/99_demo.ipynb"})
+    assert build_book.stage_notebook(notebook, stager) == 1
+    staged = json.loads((tmp_path / "site" / "notebooks" / "99_demo.ipynb").read_text())["cells"]
+    title = staged[0]["source"].split("\n")
+    assert title[0] == "# 99 · Demo" and 'href="99_demo.ipynb" download' in title[2]
+    assert [c["id"] for c in staged][1:] == ["b", staged[2]["id"], "c"] and staged[2]["cell_type"] == "markdown"
+    assert "its controls move only in a running notebook" in staged[2]["source"]
+    assert (tmp_path / "site" / "_extra" / "notebooks" / "99_demo.ipynb").read_bytes() == notebook.read_bytes()
+
+
+def test_the_link_check_finds_broken_links_missing_anchors_and_off_site_loads(tmp_path):
+    (tmp_path / "index.html").write_text(
+        '<h1 id="top">x</h1><a href="#top">ok</a><a href="page.html#here">ok</a><a href="https://example.org">ok</a>'
+        '<a href="gone.html">broken</a><a href="page.html#nowhere">no anchor</a>'
+        '<script src="https://cdn.example.org/x.js"></script><img src="_static/missing.png">')
+    (tmp_path / "page.html").write_text('<p id="here">here</p>')
+    assert sorted(build_book.check_site(tmp_path)) == [
+        "index.html: _static/missing.png does not resolve", "index.html: gone.html does not resolve",
+        "index.html: loads https://cdn.example.org/x.js from another site",
+        "index.html: page.html#nowhere: no element with that id"]
+
+
+def test_vendored_scripts_are_pinned_to_one_version_and_its_hash():
+    for package, spec in build_book.VENDORED.items():
+        assert re.fullmatch(r"\d+\.\d+\.\d+", spec["version"]), (package, spec["version"])
+        assert re.fullmatch(r"sha512-[A-Za-z0-9+/]{86}==", spec["integrity"]), package
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -91,8 +143,15 @@ def base_url(site):
 
 @pytest.fixture(scope="module")
 def browser():
+    if importlib.util.find_spec("playwright") is None:
+        need("Playwright")
+    executable = chromium_path()
+    if executable is None:
+        need("a Chromium browser (/usr/bin/chromium)")
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        chromium = playwright.chromium.launch(executable_path=executable, headless=True)
         yield chromium
         chromium.close()
 

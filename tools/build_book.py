@@ -249,7 +249,10 @@ def stage_notebook(notebook: Path, stager: Stager) -> int:
         out.append(cell)
         if cell["cell_type"] == "code" and any(WIDGET_VIEW in o.get("data", {}) for o in cell.get("outputs", [])):
             note = explorer_note(notebook.name)
-            note["id"] += f"-{index}"
+            if "id" in cell:
+                note["id"] += f"-{index}"
+            else:  # a notebook older than format 4.5 has no cell ids, and one would make it invalid
+                del note["id"]
             out.append(note)
             explorers += 1
     if not titled:
