@@ -146,6 +146,9 @@ def halves_to_interleaved(weight: torch.Tensor, n_heads: int) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------- reading a published config
+_CAUSAL = {"gpt2": True, "bert": False, "llama": True}
+
+
 def _check_hf_config(hf_config: object) -> tuple[str, dict]:
     """``(family, config)`` of a Hugging Face config dict (``model.config.to_dict()`` or a ``config.json``)."""
     if not isinstance(hf_config, Mapping):
@@ -161,6 +164,10 @@ def _check_hf_config(hf_config: object) -> tuple[str, dict]:
         if classes and _CLASSES[family] not in classes and not any(c.endswith("Model") for c in classes):
             raise CourseValueError(f"architectures={classes}: the course loads {_CLASSES[family]} (the language-model "
                                    f"head of {family}); a checkpoint of another head cannot be reproduced")
+    if "is_causal" in hf_config and hf_config["is_causal"] is not None \
+            and hf_config["is_causal"] != _CAUSAL[family]:
+        _refuse(family, "is_causal", hf_config["is_causal"], f"{family} is "
+                f"{'causal' if _CAUSAL[family] else 'bidirectional'}: is_causal={_CAUSAL[family]}")
     return family, hf_config
 
 
@@ -210,13 +217,31 @@ def _bert_config(c: dict) -> tuple[PublishedConfig, bool]:
     return config, c.get("tie_word_embeddings", True)
 
 
+def _rope_settings(c: dict) -> dict:
+    """Llama's RoPE settings, from ``rope_scaling`` + ``rope_theta`` (``config.json`` of Llama 3.x) or
+    ``rope_parameters`` (transformers 5); refused unless the original RoPE or Llama 3's scaling."""
+    option = "rope_scaling" if c.get("rope_scaling") else "rope_parameters"
+    rope = dict(c.get(option) or {})
+    kind = rope.get("rope_type", rope.get("type", "default"))
+    if kind not in ("default", "llama3"):
+        _refuse("llama", option, rope, "only the original RoPE, rope_type='default', or Llama 3's 'llama3'")
+    if kind == "llama3":
+        from .modern import LLAMA3_KEYS
+        values = {key: rope.get(key) for key in LLAMA3_KEYS}
+        if any(isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 for v in values.values()) \
+                or values["high_freq_factor"] <= values["low_freq_factor"]:
+            _refuse("llama", option, rope, "rope_type='llama3' needs positive factor, low_freq_factor < "
+                    "high_freq_factor and original_max_position_embeddings")
+        if rope.get("partial_rotary_factor", 1.0) != 1.0:
+            _refuse("llama", "partial_rotary_factor", rope["partial_rotary_factor"], "every dimension rotated, 1.0")
+    return {"kind": kind, "theta": rope.get("rope_theta", c.get("rope_theta", 10000.0)), "parameters": rope}
+
+
 def _llama_config(c: dict) -> tuple[PublishedConfig, bool]:
     for option, allowed, default in (("hidden_act", ("silu",), "silu"), ("attention_bias", (False,), False),
-                                      ("mlp_bias", (False,), False), ("rope_scaling", (None,), None)):
+                                      ("mlp_bias", (False,), False)):
         _require("llama", c, option, allowed, default)
-    rope = c.get("rope_parameters") or {}
-    if rope.get("rope_type", "default") != "default" or rope.get("type", "default") != "default":
-        _refuse("llama", "rope_parameters", rope, "only the original RoPE, rope_type='default'")
+    rope = _rope_settings(c)
     d_model, n_heads = c.get("hidden_size", 4096), c.get("num_attention_heads", 32)
     if c.get("head_dim") not in (None, d_model // n_heads):
         _refuse("llama", "head_dim", c.get("head_dim"), f"the course's heads have hidden_size // num_attention_heads "
@@ -226,9 +251,8 @@ def _llama_config(c: dict) -> tuple[PublishedConfig, bool]:
         d_ff=c.get("intermediate_size", 11008), n_layers=c.get("num_hidden_layers", 32),
         max_len=c.get("max_position_embeddings", 2048), dropout=c.get("attention_dropout", 0.0),
         activation="swiglu", norm="pre", positional="rope", pad_id=c.get("pad_token_id"), normalization="rmsnorm",
-        n_kv_heads=c.get("num_key_value_heads") or n_heads,
-        rope_base=rope.get("rope_theta", c.get("rope_theta", 10000.0)), bias=False, scale_embeddings=False,
-        norm_eps=c.get("rms_norm_eps", 1e-6))
+        n_kv_heads=c.get("num_key_value_heads") or n_heads, rope_base=rope["theta"], bias=False,
+        scale_embeddings=False, norm_eps=c.get("rms_norm_eps", 1e-6))
     return config, c.get("tie_word_embeddings", False)
 
 
@@ -299,6 +323,14 @@ _EMBEDDINGS = {"gpt2": "wte.weight", "bert": "embeddings.word_embeddings.weight"
 
 def _course_weight(state: Mapping[str, torch.Tensor], theirs: str, how: str, d_model: int) -> torch.Tensor:
     w = state[theirs].float()
+    if how in ("q", "k", "v", "t") and theirs.endswith("weight") and w.dim() != 2:
+        raise CourseValueError(f"{theirs} has shape {tuple(w.shape)}; a Conv1D weight is a matrix (in, out): the "
+                               "checkpoint is damaged or not GPT-2's")
+    if how in ("q", "k", "v"):
+        fused = (d_model, 3 * d_model) if w.dim() == 2 else (3 * d_model,)
+        if tuple(w.shape) != fused:
+            raise CourseValueError(f"{theirs} has shape {tuple(w.shape)}, expected {fused} (W_q, W_k, W_v of "
+                                   f"n_embd={d_model} side by side); the weights do not fit the config")
     if how in ("q", "k", "v"):                                   # GPT-2's fused c_attn: (d, 3d), bias (3d,)
         w = w[..., "qkv".index(how) * d_model:("qkv".index(how) + 1) * d_model]
         return w.t().contiguous() if w.dim() == 2 else w.clone()
@@ -367,6 +399,10 @@ def from_hf(hf_config: Mapping, state_dict: Mapping[str, torch.Tensor]) -> nn.Mo
         model.load_state_dict(ours, strict=True)
     except RuntimeError as error:
         raise CourseValueError(f"the {family} weights do not fit the sizes in its config: {error}") from None
+    if family == "llama" and _rope_settings(hf_config)["kind"] == "llama3":
+        scaling = _rope_settings(hf_config)["parameters"]
+        for block in model.blocks:                               # Llama 3's slowed rotation speeds, in every layer
+            block.self_attn.rope_scaling = scaling
     model.hf_config = hf_config
     return model.eval()
 
@@ -391,18 +427,40 @@ def load_checkpoint(folder: str | Path) -> nn.Module:
         raise CourseValueError(f"{str(folder)!r} has no config.json; pass the folder save_pretrained wrote (for the "
                                "Hugging Face cache: .../models--NAME/snapshots/HASH)")
     from safetensors.torch import load_file
-    hf_config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+
+    def read_json(path: Path) -> dict:
+        try:
+            value = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as error:
+            raise CourseValueError(f"{str(path)!r} is not valid JSON ({error}); the file is damaged: download or "
+                                   "save the checkpoint again") from None
+        if not isinstance(value, dict):
+            raise CourseValueError(f"{str(path)!r} holds {type(value).__name__}, not a JSON object of settings")
+        return value
+
+    hf_config = read_json(folder / "config.json")
     if (folder / "model.safetensors").is_file():
         files = [folder / "model.safetensors"]
     elif (folder / "model.safetensors.index.json").is_file():
-        index = json.loads((folder / "model.safetensors.index.json").read_text(encoding="utf-8"))
-        files = [folder / name for name in sorted(set(index["weight_map"].values()))]
+        weight_map = read_json(folder / "model.safetensors.index.json").get("weight_map")
+        if not isinstance(weight_map, dict) or not weight_map:
+            raise CourseValueError(f"{str(folder / 'model.safetensors.index.json')!r} has no weight_map naming the "
+                                   "shards; the file is damaged")
+        files = [folder / str(name) for name in sorted(set(weight_map.values()))]
+        missing = [file.name for file in files if not file.is_file()]
+        if missing:
+            raise CourseValueError(f"{str(folder)!r} lacks the shard{'s' * (len(missing) > 1)} {missing} that "
+                                   "model.safetensors.index.json lists; download the missing files")
     else:
         raise CourseValueError(f"{str(folder)!r} has no model.safetensors; the course reads safetensors only (a "
                                "pytorch_model.bin is a pickle: load it with transformers and use from_transformers)")
     state: dict[str, torch.Tensor] = {}
     for file in files:
-        state.update(load_file(str(file)))
+        try:
+            state.update(load_file(str(file)))
+        except Exception as error:  # noqa: BLE001 - safetensors raises its own error types for a damaged file
+            raise CourseValueError(f"{str(file)!r} cannot be read as safetensors ({type(error).__name__}: "
+                                   f"{error}); the file is damaged or truncated: download it again") from None
     return from_hf(hf_config, state)
 
 
@@ -452,6 +510,14 @@ def _check_exportable(model: nn.Module, family: str) -> TransformerConfig:
     return config
 
 
+def _rope_parameters(model: nn.Module, config: TransformerConfig) -> dict:
+    scaling = getattr(model.blocks[0].self_attn, "rope_scaling", None) if len(model.blocks) else None
+    if scaling is None:
+        return {"rope_type": "default", "rope_theta": config.rope_base}
+    from .modern import LLAMA3_KEYS
+    return {"rope_type": "llama3", "rope_theta": config.rope_base, **{key: scaling[key] for key in LLAMA3_KEYS}}
+
+
 def _hf_settings(model: nn.Module, family: str, config: TransformerConfig, tied: bool) -> dict:
     eps = config.norm_eps
     if family == "gpt2":
@@ -474,7 +540,7 @@ def _hf_settings(model: nn.Module, family: str, config: TransformerConfig, tied:
             "num_key_value_heads": config.n_kv_heads or config.n_heads, "head_dim": config.d_head,
             "hidden_act": "silu", "max_position_embeddings": config.max_len,
             "rms_norm_eps": torch.finfo(torch.float32).eps if eps is None else eps,  # the course's RMSNorm default
-            "rope_parameters": {"rope_type": "default", "rope_theta": config.rope_base},
+            "rope_parameters": _rope_parameters(model, config),
             "attention_bias": False, "mlp_bias": False, "attention_dropout": config.dropout}
 
 

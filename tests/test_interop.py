@@ -219,6 +219,11 @@ REFUSED = [
     ("llama", {"head_dim": 16}, "head_dim"),
     ("llama", {"model_type": "mistral"}, "model_type"),
     ("gpt2", {"architectures": ["GPT2ForSequenceClassification"]}, "GPT2LMHeadModel"),
+    ("gpt2", {"is_causal": False}, "is_causal"),           # converted silently, logits were off by 16
+    ("llama", {"is_causal": False}, "is_causal"),
+    ("bert", {"is_causal": True}, "is_causal"),
+    ("llama", {"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0,
+                                "high_freq_factor": 1.0, "original_max_position_embeddings": 16}}, "rope_scaling"),
 ]
 
 
@@ -243,6 +248,85 @@ def test_missing_and_unexpected_weights_are_refused():
         interop.from_hf("gpt2", state)
     with pytest.raises(CourseTypeError):
         interop.from_transformers(torch.nn.Linear(2, 2))
+
+
+def test_gpt2_weights_of_the_wrong_shape_are_refused_by_name():
+    theirs = published("gpt2", 0)                           # n_embd 24
+    state, config = theirs.state_dict(), theirs.config.to_dict()
+    wider = {**state, "transformer.h.0.attn.c_attn.weight": torch.zeros(24, 75)}
+    with pytest.raises(CourseValueError, match="c_attn"):
+        interop.from_hf(config, wider)
+    wider_bias = {**state, "transformer.h.0.attn.c_attn.bias": torch.zeros(75)}
+    with pytest.raises(CourseValueError, match="c_attn"):
+        interop.from_hf(config, wider_bias)
+    three_d = {**state, "transformer.h.1.mlp.c_proj.weight": state["transformer.h.1.mlp.c_proj.weight"][None]}
+    with pytest.raises(CourseValueError, match="c_proj"):
+        interop.from_hf(config, three_d)
+
+
+LLAMA3 = [  # (settings, rope_scaling): sizes and every regime of the scaling (slowed, kept, blended)
+    (dict(hidden_size=32, num_attention_heads=4, num_key_value_heads=2),
+     dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=16)),
+    (dict(hidden_size=48, num_attention_heads=3, num_key_value_heads=1, rope_theta=500000.0),
+     dict(factor=32.0, low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=64)),
+    (dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=4),
+     dict(factor=2.0, low_freq_factor=0.5, high_freq_factor=2.0, original_max_position_embeddings=8)),
+    (dict(hidden_size=24, num_attention_heads=2, num_key_value_heads=1, tie_word_embeddings=True),
+     dict(factor=4.0, low_freq_factor=2.0, high_freq_factor=8.0, original_max_position_embeddings=32)),
+]
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("index", range(len(LLAMA3)))
+def test_llama3_rope_scaling_equals_transformers(index):
+    settings, scaling = LLAMA3[index]
+    theta = settings.pop("rope_theta", 10000.0) if "rope_theta" in settings else 10000.0
+    config = transformers.LlamaConfig(vocab_size=47, num_hidden_layers=2, intermediate_size=36,
+                                      max_position_embeddings=256, **{k: v for k, v in settings.items()},
+                                      rope_parameters={"rope_type": "llama3", "rope_theta": theta, **scaling})
+    settings["rope_theta"] = theta
+    torch.manual_seed(index)
+    theirs = randomize(transformers.LlamaForCausalLM(config), seed=index)
+    ids = batch(theirs, index, rows=2, seq=90)              # far past original_max_position_embeddings
+    ours = interop.from_transformers(theirs)
+    assert_same_logits(ours(ids), theirs(ids).logits, f"llama3 case {index}")
+    plain = interop.from_hf({**config.to_dict(), "rope_parameters": {"rope_type": "default", "rope_theta": theta}},
+                            theirs.state_dict())
+    assert (plain(ids) - theirs(ids).logits).abs().max() > 1e-2   # the scaling matters at these lengths
+    back = interop.to_transformers(ours)
+    assert back.config.rope_parameters["rope_type"] == "llama3"
+    assert_same_logits(back(ids).logits, theirs(ids).logits, f"llama3 case {index}, converted back")
+    on_disk = {**config.to_dict(), "rope_scaling": {"rope_type": "llama3", **scaling}, "rope_theta": theta}
+    on_disk.pop("rope_parameters")                          # a Llama 3.x config.json names it rope_scaling
+    assert_same_logits(interop.from_hf(on_disk, theirs.state_dict())(ids), theirs(ids).logits, "rope_scaling")
+
+
+def test_damaged_checkpoint_files_are_named(tmp_path):
+    theirs = published("gpt2", 0)
+    theirs.save_pretrained(tmp_path / "good")
+    interop.load_checkpoint(tmp_path / "good")
+    bad = tmp_path / "bad_config"
+    bad.mkdir()
+    (bad / "config.json").write_text('{"model_type": "gpt2", ')
+    (bad / "model.safetensors").write_bytes((tmp_path / "good" / "model.safetensors").read_bytes())
+    with pytest.raises(CourseValueError, match="config.json"):
+        interop.load_checkpoint(bad)
+    truncated = tmp_path / "bad_weights"
+    truncated.mkdir()
+    (truncated / "config.json").write_text((tmp_path / "good" / "config.json").read_text())
+    (truncated / "model.safetensors").write_bytes((tmp_path / "good" / "model.safetensors").read_bytes()[:200])
+    with pytest.raises(CourseValueError, match="model.safetensors"):
+        interop.load_checkpoint(truncated)
+    sharded = tmp_path / "sharded"
+    sharded.mkdir()
+    (sharded / "config.json").write_text((tmp_path / "good" / "config.json").read_text())
+    (sharded / "model.safetensors.index.json").write_text(json.dumps(
+        {"weight_map": {"transformer.wte.weight": "model-00001-of-00002.safetensors",
+                        "lm_head.weight": "model-00002-of-00002.safetensors"}}))
+    (sharded / "model-00001-of-00002.safetensors").write_bytes(
+        (tmp_path / "good" / "model.safetensors").read_bytes())
+    with pytest.raises(CourseValueError, match="model-00002-of-00002.safetensors"):
+        interop.load_checkpoint(sharded)
 
 
 def test_load_checkpoint_needs_a_checkpoint_folder(tmp_path):
