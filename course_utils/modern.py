@@ -23,6 +23,8 @@ __all__ = ["GroupedQueryAttention", "MODERN_SWITCHES", "RMSNorm", "SwiGLUFeedFor
            "check_positions", "kv_cache_bytes", "make_attention", "make_norm", "modern_config", "repeat_kv",
            "rope_frequencies", "rotary_embedding", "rotate_half", "swiglu_hidden_size"]
 
+import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -87,6 +89,22 @@ def rotary_embedding(positions: torch.Tensor, d_head: int, base: float = 10000.0
     """
     positions = check_positions(positions)
     return _rotary_tables(positions, rope_frequencies(d_head, base))
+
+
+LLAMA3_KEYS = ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
+
+
+def _llama3_frequencies(frequencies: torch.Tensor, scaling: dict) -> torch.Tensor:
+    """Llama 3's RoPE scaling (``rope_type: "llama3"``): pairs slower than ``original_max_position_embeddings /
+    low_freq_factor`` positions per turn are slowed by ``factor``, pairs faster than ``… / high_freq_factor`` are
+    kept, and the ones between are blended smoothly. ``scaling`` holds :data:`LLAMA3_KEYS` (checked by the caller)."""
+    factor, low, high, old = (float(scaling[key]) for key in LLAMA3_KEYS)
+    wavelength = 2 * math.pi / frequencies                                  # positions per full turn of each pair
+    slowed = torch.where(wavelength > old / low, frequencies / factor, frequencies)
+    smooth = (old / wavelength - low) / (high - low)
+    blended = (1 - smooth) * slowed / factor + smooth * slowed
+    between = (wavelength >= old / high) & (wavelength <= old / low)
+    return torch.where(between, blended, slowed)
 
 
 def _rotary_tables(positions: torch.Tensor, frequencies: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -296,7 +314,10 @@ class GroupedQueryAttention(CachedMultiHeadAttention):
         if self.rope_base is None:
             return q, k
         positions = torch.arange(past, past + q.size(2), device=q.device)
-        cos, sin = _rotary_tables(positions, rope_frequencies(self.d_head, self.rope_base))
+        frequencies = rope_frequencies(self.d_head, self.rope_base)
+        if getattr(self, "rope_scaling", None) is not None:                 # a Llama 3 checkpoint (interop)
+            frequencies = _llama3_frequencies(frequencies, self.rope_scaling)
+        cos, sin = _rotary_tables(positions, frequencies)
         return _rotate(q, cos, sin), _rotate(k, cos, sin)
 
     def _repeat_kv_heads(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -339,3 +360,103 @@ def modern_config(vocab_size: int, **settings) -> TransformerConfig:
     n_heads = check_positive_int("n_heads", settings.get("n_heads", TransformerConfig.n_heads))
     defaults = {"norm": "pre", "bias": False, **MODERN_SWITCHES, "n_kv_heads": max(1, n_heads // 2)}
     return TransformerConfig(vocab_size, **{**defaults, **settings})
+
+
+# ---------------------------------------------------------------------------- lesson 09's pictures
+# Drawing helpers (matplotlib imported when called); not part of the tensor API above.
+_CHANGED, _KEPT, _EDGE = "#f4b6b6", "#e8e8e8", "#555555"
+
+
+def _box(ax, x, y, text, face, width=2.6, height=0.5, fontsize=9):
+    from matplotlib.patches import FancyBboxPatch
+
+    ax.add_patch(FancyBboxPatch((x - width / 2, y - height / 2), width, height, boxstyle="round,pad=0.03",
+                                facecolor=face, edgecolor=_EDGE, linewidth=1.2))
+    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize)
+
+
+def _arrow(ax, start, end, **style):
+    ax.annotate("", xy=end, xytext=start, arrowprops=dict(arrowstyle="->", color=_EDGE, lw=1.1, **style))
+
+
+def draw_modern_block():
+    """Lesson 08's Pre-LN block beside the modern (Llama-style) block, the four changed parts in red."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 5.6))
+    columns = (("lesson 08's block (GPT-2-like)", ("LayerNorm", "multi-head attention\n(causal)", "LayerNorm",
+                                                  "feed-forward: ReLU"), "token + learned position"),
+               ("the modern block (Llama-like)", ("RMSNorm", "grouped-query attention\n(causal, RoPE on q and k)",
+                                                  "RMSNorm", "feed-forward: SwiGLU"), "token (no position added)"))
+    for ax, (title, parts, bottom) in zip(axes, columns):
+        modern = "modern" in title
+        ax.set(xlim=(-2.2, 2.2), ylim=(-0.6, 6.2), title=title)
+        ax.axis("off")
+        _box(ax, 0, 0, bottom, _CHANGED if not modern or True else _KEPT, width=3.2)
+        ys = (1.1, 2.1, 3.4, 4.4)
+        for (y, part) in zip(ys, parts):
+            changed = modern or part.startswith("token")
+            _box(ax, 0, y, part, _CHANGED if changed else _KEPT, width=3.2, height=0.6 if "\n" in part else 0.5)
+        for y in (1.1, 3.4):  # the sublayer reads the normalised stream; the stream itself goes around
+            _arrow(ax, (0, y + 0.25), (0, y + 0.65))
+        _arrow(ax, (0, 0.25), (0, 0.85))
+        _arrow(ax, (0, 2.45), (0, 2.75))
+        _arrow(ax, (0, 4.7), (0, 5.3))
+        for low, high in ((0.55, 2.75), (2.75, 5.0)):   # residual paths: x + sublayer(norm(x))
+            ax.plot([0, -1.95, -1.95, -0.15], [low, low, high, high], color="#1f5fa8", lw=1.4)
+            ax.text(0, high, "+", ha="center", va="center", fontsize=13, color="#1f5fa8",
+                    bbox=dict(boxstyle="circle,pad=0.1", facecolor="white", edgecolor="#1f5fa8"))
+        ax.text(-2.05, 1.7, "residual", rotation=90, color="#1f5fa8", fontsize=8, va="center")
+        ax.text(0, 5.7, "× n_layers, then a final norm and the output layer", ha="center", fontsize=8)
+    axes[0].text(0, -0.55, "red: what lesson 09 changes", ha="center", fontsize=8, color="#a33")
+    fig.tight_layout()
+    return fig
+
+
+def draw_rope_pairs(d_head: int = 8, positions: int = 8, base: float = 10000.0):
+    """One query vector's ``d_head / 2`` pairs, each drawn as a 2-D arrow at positions 0 … ``positions − 1``: pair
+    ``j`` turns by ``θ_j = base^(-2j/d_head)`` radians per position."""
+    import matplotlib.pyplot as plt
+
+    speeds = rope_frequencies(d_head, base)
+    fig, axes = plt.subplots(1, len(speeds), figsize=(3.0 * len(speeds), 3.1))
+    colours = plt.cm.viridis(torch.linspace(0, 0.9, positions).tolist())
+    for j, (ax, speed) in enumerate(zip(axes, speeds.tolist())):
+        for m in range(positions):
+            angle = 0.3 + m * speed
+            ax.annotate("", xy=(math.cos(angle), math.sin(angle)), xytext=(0, 0),
+                        arrowprops=dict(arrowstyle="->", color=colours[m], lw=1.6))
+        ax.add_patch(plt.Circle((0, 0), 1, fill=False, color="#bbbbbb", lw=0.8))
+        ax.set(xlim=(-1.2, 1.2), ylim=(-1.2, 1.2), aspect="equal", xticks=[], yticks=[],
+               title=f"pair {j}: dims {j} and {j + d_head // 2}\nθ = {speed:.3g} rad per position")
+        ax.title.set_fontsize(9)
+    sm = plt.cm.ScalarMappable(cmap="viridis", norm=plt.Normalize(0, positions - 1))
+    fig.colorbar(sm, ax=axes, shrink=0.8, label="position m")
+    fig.suptitle("RoPE: the same pair of a vector at positions 0 … 7 (turned by m·θ_j)", y=1.04)
+    return fig
+
+
+def draw_kv_sharing(n_heads: int = 8, kv_options: tuple[int, ...] = (8, 2, 1)):
+    """Query heads (top) and the K/V heads they read (bottom) for multi-head, grouped-query and multi-query
+    attention."""
+    import matplotlib.pyplot as plt
+
+    names = {n_heads: "multi-head", 1: "multi-query"}
+    fig, axes = plt.subplots(1, len(kv_options), figsize=(4.2 * len(kv_options), 2.6))
+    for ax, kv in zip(axes, kv_options):
+        group = n_heads // kv
+        tops = [(i - (n_heads - 1) / 2) * 0.5 for i in range(n_heads)]
+        bottoms = [(g - (kv - 1) / 2) * 0.5 * group for g in range(kv)]
+        colours = plt.cm.tab10(range(kv))
+        for h, x in enumerate(tops):
+            _box(ax, x, 1.6, f"q{h}", "#dbe8f7", width=0.4, height=0.35)
+            ax.plot([x, bottoms[h // group]], [1.42, 0.45], color=colours[h // group], lw=1.2)
+        for g, x in enumerate(bottoms):
+            _box(ax, x, 0.2, f"k{g}\nv{g}", colours[g], width=0.4, height=0.5, fontsize=8)
+        label = names.get(kv, "grouped-query")
+        ax.set(xlim=(-2.3, 2.3), ylim=(-0.2, 2.0),
+               title=f"{label}: {n_heads} query heads, {kv} K/V head{'s' if kv > 1 else ''}\n"
+                     f"cache: {kv}/{n_heads} of multi-head's")
+        ax.axis("off")
+    fig.tight_layout()
+    return fig
