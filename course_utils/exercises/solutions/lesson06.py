@@ -3,43 +3,34 @@
 import torch
 
 
-def corrupt_selected(ids, selected, vocab_size, generator):
-    labels = ids.masked_fill(~selected, -100)
-    u = torch.rand(ids.shape, generator=generator)
-    random_ids = torch.randint(7, vocab_size, ids.shape, generator=generator)
-    inputs = ids.masked_fill(selected & (u < 0.8), 4)  # 4 = [MASK]
-    inputs = torch.where(selected & (u >= 0.8) & (u < 0.9), random_ids, inputs)
-    return inputs, labels
-
-
-def masked_accuracy(logits, labels):
-    selected = labels != -100
-    return (logits.argmax(dim=-1)[selected] == labels[selected]).float().mean().item()
-
-
 def tie_weights(model):
     model.output.weight = model.embedding.weight
     return model
 
 
-def mask_tokens(ids, vocab_size, generator, select_prob=0.15):
+def accuracy_at_mask(logits, inputs, labels):
+    shown = (inputs == 4) & (labels != -100)                       # 4 = [MASK]
+    return (logits.argmax(dim=-1)[shown] == labels[shown]).float().mean().item()
+
+
+def whole_word_mask(ids, starts, vocab_size, generator, select_prob=0.15):
     real = ids >= 7                                                # ids 0-6 are [PAD], [CLS], [SEP], ...
-    selected = real & (torch.rand(ids.shape, generator=generator) < select_prob)
-    empty = real.any(dim=1) & ~selected.any(dim=1)                 # rows with text but nothing selected
-    if empty.any():                                                # then, and only then, a second draw
-        scores = torch.rand(ids.shape, generator=generator).masked_fill(~real, -1.0)
-        best = torch.arange(ids.size(1)) == scores.argmax(dim=1, keepdim=True)   # (batch, seq)
-        selected = selected | (empty[:, None] & best)
+    starts = starts & real
+    picked = starts & (torch.rand(ids.shape, generator=generator) < select_prob)
+    empty = starts.any(dim=1) & ~picked.any(dim=1)                 # rows with words but no word picked
+    if empty.any():
+        scores = torch.rand(ids.shape, generator=generator).masked_fill(~starts, -1.0)
+        rows = empty.nonzero(as_tuple=True)[0]
+        picked[rows, scores.argmax(dim=1)[rows]] = True
+    word = starts.long().cumsum(dim=1)                             # each piece's word number (0: before any word)
+    chosen_words = torch.zeros(ids.size(0), ids.size(1) + 1, dtype=torch.bool)
+    chosen_words.scatter_(1, word.masked_fill(~picked, 0), picked)
+    chosen_words[:, 0] = False
+    selected = real & chosen_words.gather(1, word)
+
     labels = ids.masked_fill(~selected, -100)
-    u = torch.rand(ids.shape, generator=generator)                 # one number decides 80/10/10
+    u = torch.rand(ids.shape, generator=generator)
     random_ids = torch.randint(7, vocab_size, ids.shape, generator=generator)
-    inputs = ids.masked_fill(selected & (u < 0.8), 4)              # 4 = [MASK]
+    inputs = ids.masked_fill(selected & (u < 0.8), 4)             # 4 = [MASK]
     inputs = torch.where(selected & (u >= 0.8) & (u < 0.9), random_ids, inputs)
     return inputs, labels
-
-
-def mlm_loss(logits, labels):
-    selected = labels != -100                                      # (batch, seq)
-    log_probs = torch.log_softmax(logits[selected], dim=-1)        # (n_selected, vocab_size)
-    picked = log_probs.gather(1, labels[selected].unsqueeze(1))    # log p(original token)
-    return -picked.mean()                                          # one mean over all selected positions
