@@ -7,6 +7,7 @@ process, so the same training code runs both ways.
 """
 from __future__ import annotations
 
+import copy
 import os
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -189,11 +190,12 @@ def _benchmark_model():
 def measure_scaling(rows: int = 8, seq: int = 64, windows: int = 5, steps: int = 2, accumulate: int = 4) -> dict:
     """Timings of data-parallel training on this machine, taken on every rank of a ``torchrun`` job (lesson 10).
 
-    Each rank trains a small GPT on ``rows × seq`` random tokens per step. Measured, ``windows`` times each so the
-    spread shows: the whole DDP step (tokens per second of the whole job), the same step inside ``no_sync()``
-    (computation alone), one all-reduce of a buffer as large as all the gradients (communication alone), and a step
-    of ``accumulate`` micro-batches with and without ``no_sync`` on all but the last, with DDP's all-reduces
-    counted. Returns rank 0's numbers (seconds); a world of one process measures the computation alone.
+    Each rank trains a small GPT on ``rows × seq`` random tokens per step. Measured, ``windows`` times each and
+    interleaved, so the spread shows and a busy moment of the machine hits every measurement alike: rank 0 training
+    alone while the others wait (one process, ``single_s``), the whole DDP step (``step_s``), the same step inside
+    ``no_sync()`` (computation alone), one all-reduce of a buffer as large as all the gradients (communication
+    alone), and a step of ``accumulate`` micro-batches with and without ``no_sync`` on all but the last, with DDP's
+    all-reduces counted. Returns rank 0's numbers (seconds per step).
     """
     import time
 
@@ -205,6 +207,8 @@ def measure_scaling(rows: int = 8, seq: int = 64, windows: int = 5, steps: int =
     torch.set_num_threads(1)
     with distributed_session("cpu") as context:
         model = _benchmark_model()
+        solo = copy.deepcopy(model)   # a plain copy, no DDP: what one process alone would train
+        solo_optimizer = torch.optim.SGD(solo.parameters(), lr=1e-3)
         net = DistributedDataParallel(model) if context.is_distributed else model
         optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
         generator = torch.Generator().manual_seed(1 + context.rank)
@@ -225,15 +229,21 @@ def measure_scaling(rows: int = 8, seq: int = 64, windows: int = 5, steps: int =
             optimizer.step()
             optimizer.zero_grad()
 
-        def timed(function, repeat: int) -> float:
+        def solo_step() -> None:
+            lm_loss(solo, batch).backward()
+            solo_optimizer.step()
+            solo_optimizer.zero_grad()
+
+        def timed(function, repeat: int, only_rank_0: bool = False) -> float:
             context.barrier()
             start = time.perf_counter()
-            for _ in range(repeat):
+            for _ in range(repeat if context.is_main or not only_rank_0 else 0):
                 function()
             context.barrier()
             return (time.perf_counter() - start) / repeat
 
         step([batch], False)                                           # warm-up
+        solo_step()
         micro = list(batch.chunk(accumulate))
 
         def accumulated_gradient(sync_every: bool) -> torch.Tensor:
@@ -245,10 +255,12 @@ def measure_scaling(rows: int = 8, seq: int = 64, windows: int = 5, steps: int =
             optimizer.zero_grad()
             return gradient
         no_sync_difference = (accumulated_gradient(False) - accumulated_gradient(True)).abs().max().item()
-        whole, alone, communication, accumulated = [], [], [], {"no_sync": [], "all-reduce every micro-batch": []}
+        single, whole, alone, communication = [], [], [], []
+        accumulated = {"no_sync": [], "all-reduce every micro-batch": []}
         buffer = torch.cat([p.detach().flatten() for p in model.parameters()])
         counts = {}
         for _ in range(windows):   # interleaved, so a busy moment of the machine hits every measurement alike
+            single.append(timed(solo_step, steps, only_rank_0=True))
             whole.append(timed(lambda: step([batch], False), steps))
             alone.append(timed(lambda: step([batch], True), steps))
             if context.is_distributed:
@@ -260,7 +272,7 @@ def measure_scaling(rows: int = 8, seq: int = 64, windows: int = 5, steps: int =
 
         result = {"world_size": context.world_size, "cpus": len(os.sched_getaffinity(0)) if hasattr(
                   os, "sched_getaffinity") else os.cpu_count(), "tokens_per_step": context.world_size * rows * seq,
-                  "step_s": whole, "compute_s": alone, "all_reduce_s": communication,
+                  "single_s": single, "step_s": whole, "compute_s": alone, "all_reduce_s": communication,
                   "gradient_MB": buffer.numel() * 4 / 2**20, "accumulate": accumulate,
                   "accumulated_step_s": accumulated, "all_reduces_per_step": counts,
                   "no_sync_difference": no_sync_difference}

@@ -32,6 +32,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DistributedSampler
 
 from ..distributed import BucketedAllReduce, DistributedContext, batch_sampler
 from ..losses import lm_loss
@@ -194,7 +195,8 @@ BATCH_MISTAKES = (
 def check_rank_batches(ns) -> None:
     check_function(learner_function(ns, "rank_batches"), rank_batches_reference, batch_cases(Draw()),
                    "rank_batches", prepare=as_index_list,
-                   forbidden={"the package's course_utils.distributed.batch_sampler": batch_sampler})
+                   forbidden={"the package's course_utils.distributed.batch_sampler": batch_sampler,
+                              "torch's DistributedSampler (the answer you predict)": DistributedSampler})
 
 
 # ---------------------------------------------------------------------------- q3: training-state memory, ZeRO stages

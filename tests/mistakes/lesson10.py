@@ -45,6 +45,9 @@ MISTAKES = [
     q("q2", "the package's sampler", "from course_utils.distributed import DistributedContext, batch_sampler\n\n"
       + BATCHES + "    context = DistributedContext(rank, world_size, rank, torch.device('cpu'), 'gloo')\n"
       "    return list(batch_sampler(n_batches, context, shuffle=False))\n", "use your own code"),
+    q("q2", "torch's DistributedSampler", "from torch.utils.data import DistributedSampler\n\n" + BATCHES
+      + "    return list(DistributedSampler(range(n_batches), num_replicas=world_size, rank=rank, shuffle=False,\n"
+      "                                   drop_last=True))\n", "use your own code"),
     # q3: training state per ZeRO stage
     q("q3", "hard-coded 8 GPUs", STATE + "    full = 16 * n_parameters\n    return full // 8 if stage == 3 else full\n",
       "should be"),
@@ -64,9 +67,6 @@ ALTERNATIVES = [
           "    return list(range(n_batches))[rank::world_size][:steps]\n"),
     right("q2", "a tensor", BATCHES + "    steps = n_batches // world_size\n"
           "    return torch.arange(steps) * world_size + rank\n"),
-    right("q2", "torch's DistributedSampler", "from torch.utils.data import DistributedSampler\n\n" + BATCHES
-          + "    return DistributedSampler(range(n_batches), num_replicas=world_size, rank=rank, shuffle=False,\n"
-          "                              drop_last=True)\n"),
     right("q2", "a numpy array",
           BATCHES + "    return np.arange(rank, n_batches - n_batches % world_size, world_size)\n"),
     # q3
