@@ -435,6 +435,9 @@ def decode_cases(draw: Draw) -> list[DecodeCase]:
 
 
 
+NAME = "cached_greedy_decode"   # not greedy_decode: the notebook keeps the package's for its own cells
+
+
 def forbidden_decoders() -> dict:
     from ..decoding import beam_search, generate, greedy_decode
 
@@ -446,8 +449,8 @@ def forbidden_decoders() -> dict:
 def decode_error_hint(error: BaseException) -> str | None:
     text = str(error)
     if isinstance(error, TypeError) and "positional argument" in text:
-        return ("The function is greedy_decode(model, src_ids, bos_id, eos_id, max_new_tokens, pad_id=0): give it "
-                "exactly these parameters")
+        return ("The function is cached_greedy_decode(model, src_ids, bos_id, eos_id, max_new_tokens, pad_id=0): "
+                "give it exactly these parameters")
     if "Tensors must have same number of dimensions" in text or "zero-dim" in text or "too many indices" in text:
         return ("With batch 1 too, keep the batch axis: logits[:, -1] is (batch, vocab), argmax(dim=-1) gives "
                 "(batch,), and next_token[:, None] is the column to append (no .squeeze())")
@@ -457,7 +460,7 @@ def decode_error_hint(error: BaseException) -> str | None:
 def planted(start: str = "bos", forbid: str = "arguments", finished: str = "pad", stop: str = "all",
             keep_bos: bool = False, eos: str = "argument"):
     """Greedy decoding with the KV cache and one step changed (the defaults give the package's tokens)."""
-    def greedy_decode(model, src_ids, bos_id, eos_id, max_new_tokens, pad_id=0):
+    def cached_greedy_decode(model, src_ids, bos_id, eos_id, max_new_tokens, pad_id=0):
         model.eval()
         with torch.no_grad():
             memory, cache = model.encode(src_ids), model.new_cache()
@@ -477,12 +480,12 @@ def planted(start: str = "bos", forbid: str = "arguments", finished: str = "pad"
                 if (stop == "all" and done.all()) or (stop == "any" and done.any()):
                     break
             return prefix if keep_bos else prefix[:, 1:]
-    return greedy_decode
+    return cached_greedy_decode
 
 
 def run_decode(answer, case: DecodeCase) -> Any:
     """The answer's tokens on a fresh copy of the case's model (a crash comes back as :class:`Raised`)."""
-    return attempt(answer, "greedy_decode", (case.make_model().train(), *case.args()), {}, forbidden_decoders())
+    return attempt(answer, NAME, (case.make_model().train(), *case.args()), {}, forbidden_decoders())
 
 
 def same_tokens(a: Any, b: Any) -> bool:
@@ -495,10 +498,10 @@ def check_contract(case: DecodeCase, model, args: tuple, got: Any) -> None:
     """What the tokens alone cannot show: the input kept, eval mode, no gradients, the cache used; then the type."""
     where = f"on {case.description}"
     if not same_content(snapshot(case.src), args[0]):
-        raise ExerciseFailure(f"{where}: your `greedy_decode` changed its input `src_ids` in place; the caller still "
-                              "needs it.")
+        raise ExerciseFailure(f"{where}: your `cached_greedy_decode` changed its input `src_ids` in place; the caller "
+                              "still needs it.")
     if not model.calls:
-        raise ExerciseFailure(f"{where}: your `greedy_decode` never called model.encode / model.decode.")
+        raise ExerciseFailure(f"{where}: your `cached_greedy_decode` never called model.encode / model.decode.")
     if any(training for training, _ in model.calls):
         raise ExerciseFailure(f"{where}: the model ran in training mode: call model.eval() first (dropout would "
                               "change every step's prediction).")
@@ -519,14 +522,14 @@ def check_contract(case: DecodeCase, model, args: tuple, got: Any) -> None:
 
 
 def check_greedy_decode(ns) -> None:
-    decode = ns["greedy_decode"]
+    decode = ns[NAME]
     if decode not in {mistake.variant for mistake in Q3_MISTAKES}:   # a declared variant stands in for a learner's
-        own_function(decode, "greedy_decode", "course_utils.decoding.greedy_decode")
+        own_function(decode, NAME, "course_utils.decoding.greedy_decode")
     cases = decode_cases(Draw())
     for case in cases:
         model = case.make_model().train()   # handed over in training mode, as right after fit
         args = case.args()
-        got = call_learner(decode, "greedy_decode", case.description, model, *args, forbidden=forbidden_decoders(),
+        got = call_learner(decode, NAME, case.description, model, *args, forbidden=forbidden_decoders(),
                            error_hint=decode_error_hint)
         check_contract(case, model, args, got)
         if not torch.equal(got, case.expected):
@@ -594,7 +597,7 @@ q2 = Exercise(
 
 q3 = Exercise(
     name="Capstone: a batched greedy decoder with the KV cache",
-    variables=("greedy_decode",),
+    variables=("cached_greedy_decode",),
     checker=check_greedy_decode,
     hints=("Start from section 5's translate_one. What changes when rows finish at different steps, and what does "
            "the model need to see at each step once it keeps a cache?",
@@ -602,14 +605,14 @@ q3 = Exercise(
            "(batch, 1) column of bos_id; each step: logits of decode(prefix[:, -1:], memory, src, cache) at the last "
            "position, bos_id and pad_id set to -inf, arg-max per row, pad_id where the row is finished, append, "
            "update the finished flags, stop when all are finished; return the prefix without its first column."),
-    solution=solution_of("lesson07", "greedy_decode"),
+    solution=solution_of("lesson07", NAME),
     mistakes=Q3_MISTAKES,
     success="Correct! The same tokens as course_utils.decoding.greedy_decode on scripted edge cases and random "
             "Seq2SeqTransformers, one new position per step through the cache, in eval mode without gradients.",
     task=(
         "**Capstone — a batched greedy decoder with the KV cache (about 30 minutes).** Section 5's `translate_one` "
-        "decodes one sentence and re-reads the whole prefix at every step. Write `greedy_decode(model, src_ids, "
-        "bos_id, eos_id, max_new_tokens, pad_id=0)` for a batch, using the cache:\n\n"
+        "decodes one sentence and re-reads the whole prefix at every step. Write `cached_greedy_decode(model, "
+        "src_ids, bos_id, eos_id, max_new_tokens, pad_id=0)` for a batch, using the cache:\n\n"
         "* `src_ids (batch, src_len)` → generated ids `(batch, steps)`, `torch.long`, without the `[BOS]`; "
         "`steps <= max_new_tokens`;\n"
         "* every row starts from `bos_id`; each step takes the arg-max of the newest position's logits, never "
@@ -624,7 +627,7 @@ q3 = Exercise(
     ),
     starter=(
         "import torch  # so that this cell also runs on its own\n\n\n"
-        "def greedy_decode(model, src_ids, bos_id, eos_id, max_new_tokens, pad_id=0):\n"
+        "def cached_greedy_decode(model, src_ids, bos_id, eos_id, max_new_tokens, pad_id=0):\n"
         "    raise NotImplementedError  # eval, no_grad; encode once; a cache; one new position per step\n"
     ),
 )

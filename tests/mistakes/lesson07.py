@@ -41,8 +41,8 @@ MISTAKES = [
                                               "    src_ids.mul_(1)\n    src_ids[:, 0] += 1\n    src_ids[:, 0] -= 1\n"
                                               "    src_ids[0, 0] = src_ids[0, 0] * 0 + 10**6\n"),
       "changed its input"),
-    q("q3", "the package's greedy_decode", "from course_utils.decoding import greedy_decode\n",
-      "greedy_decode"),
+    q("q3", "the package's greedy_decode", "from course_utils.decoding import greedy_decode as cached_greedy_decode\n",
+      "course_utils.decoding.greedy_decode"),
     q("q3", "a list of lists returned", plant(DECODE, "    return prefix[:, 1:]", "    return prefix[:, 1:].tolist()"),
       "torch.long tensor"),
 ]
@@ -66,9 +66,9 @@ ALTERNATIVES = [
                                                      "next_token = torch.where(finished, torch.full_like(finished, "
                                                      "pad_id, dtype=torch.long), logits.argmax(dim=-1))")),
     right("q3", "decorated with no_grad", plant(plant(DECODE, "    with torch.no_grad():\n", "    if True:\n"),
-                                                "def greedy_decode", "@torch.no_grad()\ndef greedy_decode")),
+                                                "def cached", "@torch.no_grad()\ndef cached")),
     right("q3", "a list of columns, stacked at the end",
-          "def greedy_decode(model, src_ids, bos_id, eos_id, max_new_tokens, pad_id=0):\n"
+          "def cached_greedy_decode(model, src_ids, bos_id, eos_id, max_new_tokens, pad_id=0):\n"
           "    model.eval()\n    columns = []\n    with torch.no_grad():\n"
           "        memory, cache = model.encode(src_ids), model.new_cache()\n"
           "        newest = torch.full((len(src_ids), 1), bos_id, dtype=torch.long)\n"

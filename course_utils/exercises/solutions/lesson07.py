@@ -17,7 +17,7 @@ def kv_cache_floats(n_layers, d_model, batch, steps, src_len):
     return n_layers * batch * (self_attention + cross_attention)
 
 
-def greedy_decode(model, src_ids, bos_id, eos_id, max_new_tokens, pad_id=0):
+def cached_greedy_decode(model, src_ids, bos_id, eos_id, max_new_tokens, pad_id=0):
     model.eval()
     with torch.no_grad():
         memory = model.encode(src_ids)                         # (batch, src_len, d_model), once
