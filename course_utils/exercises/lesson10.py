@@ -17,6 +17,7 @@ import inspect
 import math
 import multiprocessing
 import os
+import pathlib
 import shutil
 import socket
 import sys
@@ -36,7 +37,7 @@ from torch.utils.data import DistributedSampler
 
 from ..distributed import BucketedAllReduce, DistributedContext, batch_sampler
 from ..losses import lm_loss
-from .asserts import Case, Draw, call_learner, check_function, learner_function
+from .asserts import Case, Draw, check_function, check_input_gradients, learner_function
 from .core import (
     PLANTED,
     Exercise,
@@ -92,17 +93,7 @@ def check_ddp_scaled_loss(ns) -> None:
     check_function(function, scaled_loss_reference, cases, "ddp_scaled_loss", twins=loss_cases(draw.twin()),
                    probes=cases)
     for case in cases:  # the value is right: now the gradient that reaches the model through loss_sum
-        loss_sum, local, total, world_size = case.args
-        leaf = loss_sum.detach().clone().requires_grad_()
-        got = call_learner(function, "ddp_scaled_loss", case.description, leaf * 1, local, total, world_size)
-        if not got.requires_grad or got.grad_fn is None:
-            raise ExerciseFailure(f"on {case.description}: the value is right but it carries no gradient: something "
-                                  "cut the graph (.item(), float(...), .detach(), torch.tensor(...) of a number). "
-                                  "backward() must reach the model through loss_sum: compute on the tensor.")
-        call_learner(got.backward, "ddp_scaled_loss", case.description)
-        if leaf.grad is None or not math.isclose(float(leaf.grad), world_size / total, rel_tol=1e-4):
-            raise ExerciseFailure(f"on {case.description}: the value is right but the gradient that reaches "
-                                  "loss_sum is not world_size / global_tokens: a detached factor changes it.")
+        check_input_gradients(function, scaled_loss_reference, case, "ddp_scaled_loss", labels=("loss_sum",))
 
 
 R = scaled_loss_reference
@@ -320,7 +311,7 @@ def rank_worker(rank: int, answer: Any, source: str | None, setup: SyncSetup, fo
         torch.set_num_threads(1)
         if "GLOO_SOCKET_IFNAME" not in os.environ and loopback_interface():
             os.environ["GLOO_SOCKET_IFNAME"] = loopback_interface()
-        dist.init_process_group("gloo", init_method="file://" + os.path.join(folder, "rendezvous"), rank=rank,
+        dist.init_process_group("gloo", init_method=pathlib.Path(folder, "rendezvous").as_uri(), rank=rank,
                                 world_size=WORLD_SIZE, timeout=datetime.timedelta(seconds=TIMEOUT / 2))
         if source is not None:   # spawned: the learner's class arrives as its source
             scope = {"torch": torch, "nn": nn, "dist": dist, "math": math}
