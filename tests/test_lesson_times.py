@@ -139,12 +139,11 @@ def test_every_code_cell_has_a_run_time_and_no_sitting_passes_two_hours(path):
 
 
 def test_the_lesson_checks_fail_on_doctored_lessons():
-    longest = max(lesson_times.NOTEBOOKS, key=lambda p: lesson_times.estimate(nbformat.read(p, as_version=4))[
-        "minutes"])
-    notebook = nbformat.read(longest, as_version=4)
-    assert lesson_times.estimate(notebook)["minutes"] > lesson_times.SITTING_MINUTES
-    unsplit = copy.deepcopy(notebook)
+    notebook = nbformat.read(lesson_times.NOTEBOOKS[-1], as_version=4)
+    unsplit = copy.deepcopy(notebook)  # a lesson made an hour longer, with no break cell
     unsplit.cells = [cell for cell in unsplit.cells if not lesson_times.is_break(cell)]
+    unsplit.cells.append(nbformat.v4.new_markdown_cell("word " * 6000))
+    assert lesson_times.estimate(unsplit)["minutes"] > lesson_times.SITTING_MINUTES
     assert any("past 120" in problem for problem in lesson_times.problems(unsplit))
     untimed = copy.deepcopy(notebook)
     next(cell for cell in untimed.cells if cell.cell_type == "code").metadata.pop("execution")
