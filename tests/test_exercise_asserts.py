@@ -139,11 +139,12 @@ def test_a_crash_of_the_checker_is_not_blamed_on_the_learner():
 
 
 def test_solution_of_collects_the_definitions_and_their_imports():
-    code = solution_of("lesson07", "FeedForward", "Residual", "DecoderLayer")
-    assert code.startswith("import") and "class FeedForward" in code and "class DecoderLayer" in code
+    code = solution_of("lesson03", "causal_mask", "CausalSelfAttention")
+    assert code.startswith("import") and "def causal_mask" in code and "class CausalSelfAttention" in code
+    assert "def padded_self_attention" not in code
     scope = {}
     exec(code, scope)
-    assert issubclass(scope["DecoderLayer"], nn.Module)
+    assert issubclass(scope["CausalSelfAttention"], nn.Module)
 
 
 

@@ -75,14 +75,11 @@ def test_every_exercise_has_a_catalogue_so_every_checker_is_shown_to_fail():
     assert not missing, f"exercises without typical mistakes: {missing}"
 
 
-CLASSIC_BUGS = {  # the classic Transformer bugs a capstone's catalogue must hold (lessons 03-05 are being rebuilt:
-    # their owners list their capstones' classic bugs here again once the new capstones settle)
-    "lesson06.q4": ["padding excluded, other specials selected", "step 2 missing", "select_prob hard-coded",
-                    "generator ignored", "labels everywhere"],
-    "lesson06.q5": ["mean over every position", "per-row means", "python float"],
-    "lesson07.q4": ["cross-attention with queries and keys swapped", "memory mask missing", "dropout active in eval"],
-    "lesson07.q5": ["target not shifted (no [BOS] start)", "EOS not handled", "no_grad forgotten",
-                    "eval mode forgotten"],
+CLASSIC_BUGS = {  # the classic Transformer bugs a capstone's catalogue must hold
+    "lesson06.q3": ["pieces chosen one by one", "first piece only", "specials chosen", "no word forced",
+                    "select_prob hard-coded", "generator ignored", "labels everywhere"],
+    "lesson07.q3": ["target not shifted (no [BOS] start)", "EOS not handled", "stops at the first [EOS]",
+                    "[BOS]/[PAD] generated", "no_grad forgotten", "eval mode forgotten"],
 }
 
 
