@@ -26,5 +26,5 @@ def test_presence_asks_for_a_python_float_not_a_tensor():
 
 def test_tying_the_embedding_to_the_output_is_accepted_too():
     code = "def tie_weights(model):\n    model.embedding.weight = model.output.weight\n    return model\n"
-    result = lesson06.q3.evaluate_code(code)
+    result = lesson06.q1.evaluate_code(code)
     assert result.status == CORRECT, result.message
