@@ -1,42 +1,34 @@
-"""Exercises of notebook 08 (a decoder-only GPT): the causal LM shift, temperature, top-k and top-p filters, and
-the capstones: the GPT itself (against DecoderOnlyLM) and sampling with a KV cache (against decoding.generate).
+"""Exercises of lesson 08 (a decoder-only GPT): the causal LM shift found from its symptom (q1), top-p filtering
+after the page's top-k (q2), and the capstone, sampling through a KV cache (q3).
 
-Every check draws fresh inputs (:class:`~.asserts.Draw`) — sizes with no two equal — plus the edge cases (a batch
-of one, the shortest sequence, k = vocab, ties, p = 1, logits already -inf, float64 logits) and compares the
-learner's function with the package's (:func:`course_utils.losses.shift_for_lm`, :mod:`course_utils.decoding`),
-which is the reference: same type, shape, dtype and values, and the caller's tensors left as they were.
+Every check draws fresh inputs (:class:`~.asserts.Draw`) and compares the learner's function with the package's
+(:func:`course_utils.losses.shift_for_lm`, :func:`course_utils.decoding.top_p_filter`,
+:func:`course_utils.decoding.generate`), which is the reference; each exercise declares its typical mistakes once,
+in its table (see :mod:`.core`).
 """
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 import torch
 import torch.nn as nn
 
 from .. import decoding, losses
-from ..masks import causal_mask, padding_mask
 from .asserts import (
     Case,
     Draw,
     attempt,
-    backpropagate_both,
     call_learner,
-    check_block_dropout,
     check_function,
     check_generator_use,
     check_inputs_kept,
     close,
-    compare_gradients,
     difference,
-    instantiate,
     learner_function,
     own_function,
-    own_module_class,
-    randomise_norms,
-    shared_parameters,
     show,
     snapshot,
 )
@@ -110,63 +102,7 @@ SHIFT_MISTAKES = (
 )
 
 
-# ---------------------------------------------------------------------------- q2: temperature
-def temperature_reference(logits: torch.Tensor, temperature: float) -> torch.Tensor:
-    return torch.softmax(decoding.apply_temperature(logits, temperature), dim=-1)
-
-
-def temperature_cases(draw: Draw) -> list[Case]:
-    small, rows, vocab = draw.integer(5, 9), draw.integer(2, 4), draw.integer(11, 30)
-    low, high = draw.choice((0.25, 0.4, 0.5, 0.6, 0.75)), draw.choice((1.5, 2.5, 3.0, 4.0))
-    other = draw.choice((0.3, 0.7, 1.5, 2.5))
-    return [
-        Case(f"1 row of {small} logits, temperature {low}", (draw.randn(1, small, scale=2.0), low)),
-        Case(f"{rows} rows of {vocab} logits, temperature {high}", (draw.randn(rows, vocab, scale=2.0), high)),
-        Case(f"{rows} rows of {vocab} logits, temperature 2 (an int)", (draw.randn(rows, vocab, scale=2.0), 2)),
-        Case(f"{rows} rows of {vocab} float64 logits, temperature {other}",
-             (draw.randn(rows, vocab, scale=2.0).double(), other)),
-    ]
-
-
-def check_temperature_probs(ns) -> None:
-    draw = Draw()
-    cases = temperature_cases(draw)
-    check_function(learner_function(ns, "temperature_probs"), temperature_reference, cases, "temperature_probs",
-                   forbidden={"the package's course_utils.decoding.apply_temperature": decoding.apply_temperature},
-                   twins=temperature_cases(draw.twin()), probes=cases)
-
-
-def rows_sum_to_one(got) -> bool:
-    return isinstance(got, torch.Tensor) and got.is_floating_point() and bool(torch.allclose(
-        got.detach().double().sum(-1), torch.ones(got.shape[:-1], dtype=torch.float64), atol=1e-4))
-
-
-TEMPERATURE_MISTAKES = (
-    Mistake("multiplied", "you multiplied the logits by the temperature: divide them, so a temperature below 1 "
-            "sharpens the distribution and above 1 flattens it",
-            variant=lambda logits, t: temperature_reference(logits, 1 / t)),
-    Mistake("power without renormalising", "the probabilities do not sum to 1: raising probabilities to a power needs "
-            "a renormalisation — simpler, divide the *logits* and take the softmax",
-            variant=lambda logits, t: temperature_reference(logits, 1) ** (1 / t)),
-    Mistake("wrong axis", "softmax over the wrong axis: each row (one position) is a distribution over the "
-            "vocabulary, so normalise over the last axis (dim=-1)",
-            variant=lambda logits, t: temperature_reference(logits.T, t).T),
-    Mistake("logits returned", "return probabilities, not scaled logits: apply the softmax over the vocabulary",
-            variant=lambda logits, t: decoding.apply_temperature(logits, t)),
-    Mistake("log-probabilities", "these are log-probabilities (log_softmax): return the probabilities themselves",
-            variant=lambda logits, t: temperature_reference(logits, t).log()),
-    Mistake("temperature ignored", "the temperature changed nothing: divide the logits by it before the softmax",
-            variant=lambda logits, t: temperature_reference(logits, 1)),
-    Mistake("probabilities divided", "you divided the probabilities, after the softmax: divide the logits, before it",
-            variant=lambda logits, t: temperature_reference(logits, 1) / t),
-    Mistake("rows do not sum to 1", "each row should sum to 1 (a distribution over the vocabulary)",
-            variant=lambda logits, t: temperature_reference(logits, t) * 2,
-            shows=lambda case, got, _: isinstance(got, torch.Tensor) and got.shape == case.args[0].shape
-            and not rows_sum_to_one(got)),
-)
-
-
-# ---------------------------------------------------------------------------- q3 and q4: the filters
+# ---------------------------------------------------------------------------- q2: top-p, after the page's top-k
 def logits_with_forbidden(draw: Draw, rows: int, vocab: int, n_forbidden: int) -> torch.Tensor:
     """``(rows, vocab)`` logits whose ``n_forbidden`` random tokens are already ``-inf`` (e.g. [PAD] and [BOS])."""
     logits = draw.randn(rows, vocab, scale=2.0)
@@ -175,25 +111,13 @@ def logits_with_forbidden(draw: Draw, rows: int, vocab: int, n_forbidden: int) -
     return logits
 
 
-def tie_tolerant_top_k(logits: torch.Tensor, k: int, kept: torch.Tensor) -> bool:
-    """Whether ``kept`` (one row) is a right top-k set when ties sit at the k-th largest logit: every logit above
-    the k-th largest kept, none below it, and either exactly k kept or every tied one (both conventions exist)."""
-    k = min(k, logits.numel())
-    kth = logits.sort(descending=True).values[k - 1]
-    above, at_least = logits > kth, logits >= kth
-    if (above & ~kept).any() or (kept & ~at_least).any():
-        return False
-    return int(kept.sum()) == k or bool(torch.equal(kept, at_least))
-
-
 class KeptSet(str):
     """A filter's problem that lies in which tokens it kept (the table of mistakes may name it)."""
 
 
-def filter_problem(got, expected: torch.Tensor, logits: torch.Tensor, name: str, setting: str,
-                   tie_rule=None) -> str | None:
+def filter_problem(got, expected: torch.Tensor, logits: torch.Tensor, name: str, setting: str) -> str | None:
     """What is wrong with a filter's result (``None`` if nothing): filtered logits, removed tokens ``-inf``, the
-    package's kept set (``tie_rule(row, kept)`` may accept another set; a wrong set comes back as :class:`KeptSet`),
+    package's kept set (a wrong set comes back as :class:`KeptSet`),
     the kept logits unchanged."""
     gap = difference(got, expected, f"the result of `{name}`")
     if gap is None:
@@ -226,7 +150,7 @@ def filter_problem(got, expected: torch.Tensor, logits: torch.Tensor, name: str,
                 "is float('-inf'), so its probability is exactly 0")
     kept = torch.isfinite(got)
     for row in range(got.size(0)):
-        if torch.equal(kept[row], finite[row]) or (tie_rule is not None and tie_rule(row, kept[row])):
+        if torch.equal(kept[row], finite[row]):
             continue
         return KeptSet(f"with {setting}, row {row} should keep tokens {ids_listed(finite[row])}, yours keeps "
                        f"{ids_listed(kept[row])}")
@@ -235,16 +159,10 @@ def filter_problem(got, expected: torch.Tensor, logits: torch.Tensor, name: str,
         return (f"with {setting} the kept tokens are right but their logits changed (by up to "
                 f"{float((unchanged[0] - unchanged[1]).abs().max()):.3g}): leave them as they are — only the "
                 "removed ones become -inf — so their relative probabilities stay the same")
-    return None  # another right set where logits tie at the threshold
+    return None
 
 
-def tie_tolerance(tie_rule, logits: torch.Tensor, setting, row: int, kept: torch.Tensor) -> bool:
-    """``tie_rule`` applied to one row of ``logits``."""
-    return tie_rule(logits[row], setting, kept)
-
-
-def check_filter(function, reference, cases: list[Case], name: str, argument: str, forbidden: dict,
-                 tie_rule=None) -> None:
+def check_filter(function, reference, cases: list[Case], name: str, argument: str, forbidden: dict) -> None:
     """The learner's filter against the package's ``reference`` on every case (``case.args = (logits, setting)``);
     a wrong kept set raises :class:`~.core.Mismatch` (the answer's kept set, ``torch.isfinite`` of its output)."""
     def kept(answer, case):
@@ -258,8 +176,7 @@ def check_filter(function, reference, cases: list[Case], name: str, argument: st
         before = {"logits": snapshot(args[0]), argument: args[1]}
         got = call_learner(function, name, case.description, *args, forbidden=forbidden)
         check_inputs_kept(before, {"logits": args[0], argument: args[1]}, name, case.description)
-        problem = filter_problem(got, expected, logits, name, f"{argument}={setting}",
-                                 tie_rule=partial(tie_tolerance, tie_rule, logits, setting) if tie_rule else None)
+        problem = filter_problem(got, expected, logits, name, f"{argument}={setting}")
         if isinstance(problem, KeptSet):
             raise Mismatch(f"on {case.description}: {problem}.", case, torch.isfinite(got.detach()), function, kept,
                            lambda a, b: isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
@@ -272,60 +189,8 @@ def keep_only(logits: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     return logits.masked_fill(~keep, NEG_INF)
 
 
-def top_k_cases(draw: Draw) -> list[Case]:
-    small, rows, vocab = draw.integer(5, 9), draw.integer(2, 4), draw.integer(12, 30)
-    k = draw.choice([n for n in range(2, vocab - 1) if n not in (rows, small)])
-    tie_vocab = draw.integer(10, 16)
-    tie_k = draw.choice([n for n in range(2, tie_vocab - 2) if n != rows])
-    n_forbidden = draw.integer(2, 4)
-    forbidden_k = draw.choice([n for n in range(2, vocab - n_forbidden) if n != rows])
-    ties = draw.randint(-3, 4, (rows + 1, tie_vocab)).float()  # whole numbers: many logits equal
-    return [
-        Case(f"1 row of {small} logits, k=1", (draw.randn(1, small, scale=2.0), 1)),
-        Case(f"{rows} rows of {vocab} logits, k={k}", (draw.randn(rows, vocab, scale=2.0), k)),
-        Case(f"{rows} rows of {vocab} logits, k={vocab} = vocab (every token stays)",
-             (draw.randn(rows, vocab, scale=2.0), vocab)),
-        Case(f"{rows + 1} rows of {tie_vocab} whole-number logits (ties at the k-th largest), k={tie_k}",
-             (ties, tie_k)),
-        Case(f"{rows} rows of {vocab} logits, {n_forbidden} tokens already -inf (forbidden ids), k={forbidden_k}",
-             (logits_with_forbidden(draw, rows, vocab, n_forbidden), forbidden_k)),
-        Case(f"{rows} rows of {vocab} float64 logits, k={k}", (draw.randn(rows, vocab, scale=2.0).double(), k)),
-    ]
-
-
-def check_top_k_filter(ns) -> None:
-    check_filter(learner_function(ns, "top_k_filter"), decoding.top_k_filter, top_k_cases(Draw()), "top_k_filter",
-                 "k", {"the package's course_utils.decoding.top_k_filter": decoding.top_k_filter},
-                 tie_rule=tie_tolerant_top_k)
-
-
 def top(logits: torch.Tensor, k: int) -> torch.Tensor:
     return torch.isfinite(decoding.top_k_filter(logits, k))
-
-
-def kth_largest(logits: torch.Tensor, k: int) -> torch.Tensor:
-    return logits.sort(dim=-1, descending=True).values[:, k - 1:k]
-
-
-TOP_K_MISTAKES = (
-    Mistake("removed the top k", "you removed the k most probable tokens and kept the rest: keep the k *largest* "
-            "logits, remove the others", variant=lambda logits, k: keep_only(logits, ~top(logits, k))),
-    Mistake("k smallest kept", "you kept the k *smallest* logits: rank in descending order (largest first)",
-            variant=lambda logits, k: keep_only(logits, top(torch.where(torch.isfinite(logits), -logits, NEG_INF), k)
-                                                & torch.isfinite(logits))),
-    Mistake("wrong axis", "ranked along the wrong axis: every row is one position's distribution over the vocabulary, "
-            "so rank each row over dim=-1", variant=lambda logits, k: keep_only(logits, top(logits.T.contiguous(),
-                                                                                           k).T)),
-    Mistake("off by one (strictly greater)", "you kept only the logits *above* the k-th largest: keep k of them — "
-            "every logit greater than or *equal to* the k-th largest",
-            variant=lambda logits, k: keep_only(logits, logits > kth_largest(logits, k)),
-            shows=lambda case, got, _: bool((got.sum(-1) < case.args[1]).all()) and not (
-                got & ~top(*case.args)).any()),
-    Mistake("hard-coded k", "you kept the same number of largest logits in every row, not k: use the k you are given, "
-            "not a fixed number", variant=lambda logits, k: decoding.top_k_filter(logits, min(3, logits.size(-1))),
-            shows=lambda case, got, _: bool((got.sum(-1) == got.sum(-1)[0]).all()) and int(got.sum(-1)[0]) not in (
-                0, case.args[1]) and torch.equal(got, top(case.args[0], int(got.sum(-1)[0])))),
-)
 
 
 def far_from_boundaries(logits: torch.Tensor, p: float, margin: float = 2e-3) -> bool:
@@ -443,47 +308,21 @@ TOP_P_MISTAKES = (
 
 
 q1 = Exercise(
-    name="The causal LM shift",
+    name="The causal LM shift, found from its symptom",
     variables=("shift_for_lm",),
     checker=check_shift_for_lm,
-    hints=("The model reads [BOS] w1 w2 … and must predict w1 w2 … [EOS]: which token does each copy of the batch "
-           "lose, and along which axis?",
-           "inputs: every row without its last token; targets: every row without its first token. Slice the "
-           "sequence axis (dim 1), never the batch axis, so a batch of one keeps its shape (batch, seq - 1); "
-           "return the two as a pair (inputs, targets)."),
+    hints=("Print the colleague's inputs and targets for one short sentence, side by side: at position t, which "
+           "token does the model read, and which is it asked for? Why is that question easy?",
+           "The model reads [BOS] w1 w2 … and must predict w1 w2 … [EOS]. inputs: every row without its last "
+           "token; targets: every row without its first token. Slice the sequence axis (dim 1) so a batch of one "
+           "keeps its shape (batch, seq - 1); return the pair (inputs, targets)."),
     solution=solution_of("lesson08", "shift_for_lm"),
     mistakes=SHIFT_MISTAKES,
+    success="Correct! Each position now names the token after the one it reads; the colleague's targets were the "
+            "tokens the model already reads, so it learned to copy its input.",
 )
 
 q2 = Exercise(
-    name="Temperature",
-    variables=("temperature_probs",),
-    checker=check_temperature_probs,
-    hints=("The temperature rescales the logits *before* they become probabilities; which axis holds one "
-           "distribution?",
-           "1. scaled = the logits divided by the temperature (a new tensor: the caller's logits stay as they "
-           "are); 2. the softmax of scaled over the last axis, the vocabulary; 3. return it — (rows, vocab), the "
-           "logits' dtype, every row summing to 1."),
-    solution=solution_of("lesson08", "temperature_probs"),
-    mistakes=TEMPERATURE_MISTAKES,
-    success="Correct! Below 1 the distribution sharpens, above 1 it flattens.",
-)
-
-q3 = Exercise(
-    name="Top-k filtering",
-    variables=("top_k_filter",),
-    checker=check_top_k_filter,
-    hints=("Each row needs one threshold: its k-th largest logit. What happens to everything below it?",
-           "1. per row, the k largest logits (topk over the last axis); the smallest of them is the threshold; "
-           "2. the tokens below the threshold are removed; 3. return a *new* tensor where the removed entries are "
-           "float('-inf') and the kept ones keep their logit (an out-of-place fill, not an in-place one that "
-           "changes the caller's logits). k may equal the vocabulary size: then every token stays."),
-    solution=solution_of("lesson08", "top_k_filter"),
-    mistakes=TOP_K_MISTAKES,
-    success="Correct! Only the k most probable tokens can still be sampled.",
-)
-
-q4 = Exercise(
     name="Top-p (nucleus) filtering",
     variables=("top_p_filter",),
     checker=check_top_p_filter,
@@ -500,40 +339,18 @@ q4 = Exercise(
 )
 
 
-# ---------------------------------------------------------------------------- q5 (capstone): the GPT itself
-GPT_SIGNATURE = "(config)"
-GPT_LAYOUT = ("embedding.tokens.lookup (nn.Embedding(vocab_size, d_model, padding_idx=pad_id)), "
-              "embedding.positions.table (nn.Embedding(max_len, d_model)), blocks (an nn.ModuleList of n_layers "
-              "separate Pre-LN blocks, each with self_attn.w_q/w_k/w_v/w_o, feed_forward.linear1/linear2, "
-              "attn_block.norm and ff_block.norm), norm (the final nn.LayerNorm(d_model)) and lm_head "
-              "(nn.Linear(d_model, vocab_size, bias=False), its weight tied to embedding.tokens.lookup.weight)")
-TIED = ("embedding.tokens.lookup.weight", "lm_head.weight")
+# ---------------------------------------------------------------------------- q3 (capstone): sampling with a KV cache
+GENERATE_PARAMETERS = ("(model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None, "
+                       "forbidden_ids=())")
 
 
-def gpt_forbidden() -> dict:
-    """What the learner's GPT must not call, however it is reached: the package's model, its block and its input
-    embedding (the assembly is the exercise), and torch's ready-made stacks."""
-    from ..language_model import DecoderOnlyBlock, DecoderOnlyLM
-    from ..models import InputEmbedding, make_input_embedding
-
-    return {"the package's course_utils.language_model.DecoderOnlyLM": DecoderOnlyLM,
-            "the package's course_utils.language_model.DecoderOnlyBlock": DecoderOnlyBlock,
-            "the package's course_utils.models.InputEmbedding": InputEmbedding,
-            "the package's course_utils.models.make_input_embedding": make_input_embedding,
-            "torch.nn.TransformerEncoderLayer": torch.nn.TransformerEncoderLayer,
-            "torch.nn.TransformerEncoder": torch.nn.TransformerEncoder,
-            "torch.nn.TransformerDecoderLayer": torch.nn.TransformerDecoderLayer,
-            "torch.nn.TransformerDecoder": torch.nn.TransformerDecoder}
-
-
-@dataclass
-class GPTCase:
-    """One input of the GPT check: the config both models are built from, the ids, and how to say it."""
-
-    description: str
-    config: Any
-    ids: torch.Tensor
-    padded: bool
+def generate_forbidden() -> dict:
+    """The package's decoders and its whole logits pipeline: the loop and the order of operations are the
+    exercise (the filters of exercises 3 and 4 — the learner's or the package's — may be used)."""
+    return {"the package's course_utils.decoding.generate": decoding.generate,
+            "the package's course_utils.decoding.next_token_logits": decoding.next_token_logits,
+            "the package's course_utils.decoding.greedy_decode": decoding.greedy_decode,
+            "the package's course_utils.decoding.beam_search": decoding.beam_search}
 
 
 def gpt_config(draw: Draw, n_layers: int, max_len: int, dropout: float, avoid: tuple[int, ...] = ()):
@@ -561,315 +378,6 @@ def real_ids(draw: Draw, config, batch: int, seq: int) -> torch.Tensor:
                                [t for t in (0, config.vocab_size - 1) if t != config.pad_id]):
         flat[position] = token
     return ids
-
-
-def gpt_cases(draw: Draw, dropout: float) -> list[GPTCase]:
-    """From the smallest input to the largest: one token in a batch of one; a batch of one filling the whole
-    context (seq == max_len); batches with right padding in some rows only, with 2 and 3 blocks."""
-    def label(config, batch, seq, extra):
-        return (f"{config.n_layers} block{'s' if config.n_layers > 1 else ''}, vocab {config.vocab_size}, d_model "
-                f"{config.d_model}, {config.n_heads} heads, d_ff {config.d_ff}, max_len {config.max_len}, pad_id "
-                f"{config.pad_id}; ids of batch {batch}, seq {seq}{extra}")
-
-    cases = []
-    config = gpt_config(draw, 1, draw.integer(5, 9), dropout)
-    cases.append(GPTCase(label(config, 1, 1, " (one token)"), config, real_ids(draw, config, 1, 1), False))
-
-    max_len = draw.integer(4, 8)
-    config = gpt_config(draw, 2, max_len, dropout)
-    cases.append(GPTCase(label(config, 1, max_len, " (seq == max_len: the whole context), no padding"), config,
-                         real_ids(draw, config, 1, max_len), False))
-
-    for n_layers in (2, 3):
-        batch, seq = draw.distinct(2, 2, 4) if n_layers == 2 else draw.distinct(2, 3, 7)
-        config = gpt_config(draw, n_layers, seq + draw.integer(1, 4), dropout, avoid=(batch, seq))
-        ids = real_ids(draw, config, batch, seq)
-        lengths = [seq] + [draw.integer(1, seq - 1) for _ in range(batch - 1)]
-        draw.rng.shuffle(lengths)
-        for row, length in enumerate(lengths):
-            ids[row, length:] = config.pad_id
-        padded = [str(row) for row, length in enumerate(lengths) if length < seq]
-        cases.append(GPTCase(label(config, batch, seq, f", right padding (pad_id {config.pad_id}) in row"
-                                                       f"{'s' if len(padded) > 1 else ''} {', '.join(padded)} "
-                                                       "only"), config, ids, True))
-    config = gpt_config(draw, draw.integer(11, 12), draw.integer(3, 5), dropout)  # block "10" sorts before "2"
-    cases.append(GPTCase(label(config, 2, config.max_len, " (more than 10 blocks: their order shows)"), config,
-                         real_ids(draw, config, 2, config.max_len), False))
-    return cases
-
-
-def copy_gpt_weights(package: nn.Module, learner: nn.Module) -> None:
-    """The package's parameters into the learner's GPT, by name (buffers stay the learner's); the output layer must
-    be tied to the token embedding, as in the package's model."""
-    expected = dict(package.named_parameters(remove_duplicate=False))
-    got = dict(learner.named_parameters(remove_duplicate=False))
-    missing = [key for key in expected if key not in got]
-    extra = [key for key in got if key not in expected]
-    if missing:
-        shapes = ", ".join(f"`{key}` {tuple(expected[key].shape)}" for key in missing[:5])
-        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-        found = ", ".join(f"`{key}`" for key in list(got)[:6]) or "none"
-        raise ExerciseFailure(f"your `GPT` has no parameter {shapes}{more} (its first ones: {found}). The checker "
-                              "loads the package's DecoderOnlyLM weights into yours by name, so use the package's "
-                              f"attribute names: {GPT_LAYOUT}.")
-    if extra:
-        shapes = ", ".join(f"`{key}` {tuple(got[key].shape)}" for key in extra[:5])
-        hint = (" An output layer has no bias here (bias=False)." if any(k.startswith("lm_head") for k in extra)
-                else " A Pre-LN block has exactly one LayerNorm per sublayer; the final norm comes once, after "
-                     "the last block." if any("norm" in k for k in extra) else "")
-        raise ExerciseFailure(f"your `GPT` has parameters the package's DecoderOnlyLM does not: {shapes}.{hint} "
-                              f"Expected exactly: {GPT_LAYOUT}.")
-    for key, value in expected.items():
-        if tuple(got[key].shape) != tuple(value.shape):
-            raise ExerciseFailure(f"your `GPT.{key}` has shape {tuple(got[key].shape)}, the package's "
-                                  f"{tuple(value.shape)}: {GPT_LAYOUT}. (nn.Linear(in, out).weight is stored as "
-                                  "(out, in).)")
-        if got[key].dtype != value.dtype:
-            raise ExerciseFailure(f"your `GPT.{key}` is {got[key].dtype}, the package's {value.dtype}: create "
-                                  "parameters in the default float32.")
-    if got[TIED[1]] is not got[TIED[0]]:
-        raise ExerciseFailure("your output layer is not tied to the token embedding: the package's GPT uses one "
-                              "matrix for both (tie_weights=True), so set self.lm_head.weight = "
-                              "self.embedding.tokens.lookup.weight after building both.")
-    shared = [pair for pair in shared_parameters(learner) if set(pair) != set(TIED)]
-    if shared:
-        first, second = shared[0]
-        raise ExerciseFailure(f"in your `GPT`, `{first}` and `{second}` are one and the same parameter: a module "
-                              "was reused where a new one was meant (e.g. [block] * n_layers, or one LayerNorm for "
-                              "two places). Create a separate module for each block and each norm.")
-    with torch.no_grad():
-        for key, value in expected.items():
-            got[key].copy_(value)
-
-
-def paired_gpts(config, learner_class, where: str, seed: int):
-    """``(package, learner)``: the package's DecoderOnlyLM (seeded; norms and positions randomised so a missing or
-    misplaced one shows) and the learner's GPT built from the same config, carrying the package's weights."""
-    from ..language_model import DecoderOnlyLM
-
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        package = DecoderOnlyLM(config)
-        generator = torch.Generator().manual_seed(seed + 1)
-        randomise_norms(package, generator)
-        with torch.no_grad():
-            package.embedding.positions.table.weight.normal_(0.0, 0.7, generator=generator)
-        learner = call_learner(lambda: instantiate(learner_class, "GPT", GPT_SIGNATURE, config), "GPT", where,
-                               forbidden=gpt_forbidden())
-    if not isinstance(learner, nn.Module):
-        raise ExerciseFailure(f"`GPT(config)` should build an nn.Module, got {type(learner).__name__}.")
-    copy_gpt_weights(package, learner)
-    return package, learner
-
-
-def run_block(block: nn.Module, x: torch.Tensor, mask, wiring: str) -> torch.Tensor:
-    """One block of the package's model (eval mode), wired Pre-LN (``"pre"``) or Post-LN (``"post"``)."""
-    def attention(h):
-        return block.self_attn(h, h, h, mask)[0]
-    for sublayer, norm in ((attention, block.attn_block.norm), (block.feed_forward, block.ff_block.norm)):
-        x = x + sublayer(norm(x)) if wiring == "pre" else norm(x + sublayer(x))
-    return x
-
-
-def gpt_variant(model: nn.Module, ids: torch.Tensor, *, scale: bool = True, positions: str = "from 0",
-                causal: bool = True, padding: str = "pad_id", final_norm: str = "end", wiring: str = "pre",
-                chain: bool = True, output: str = "logits") -> torch.Tensor | None:
-    """The package GPT's weights (eval mode) assembled right or with one typical bug; ``None`` where the variant
-    does not apply to this input."""
-    config = model.config
-    seq = ids.size(1)
-    tokens = model.embedding.tokens.lookup(ids)
-    table = model.embedding.positions.table.weight
-    root = math.sqrt(config.d_model)
-    if positions == "scaled":
-        x = (tokens + table[:seq]) * root
-    else:
-        x = tokens * root if scale else tokens
-        if positions == "from 0":
-            x = x + table[:seq]
-        elif positions == "from 1":
-            if seq + 1 > config.max_len:
-                return None
-            x = x + table[1:seq + 1]
-    mask = causal_mask(seq) if causal else None
-    pad = {"pad_id": config.pad_id, "zero": 0, "none": None}[padding]
-    if pad is not None:
-        keys = padding_mask(ids, pad)
-        mask = keys if mask is None else mask & keys
-    first = x
-    for block in model.blocks:
-        x = run_block(block, x if chain else first, mask, wiring)
-        if final_norm == "every":
-            x = model.norm(x)
-    if final_norm == "end":
-        x = model.norm(x)
-    logits = model.lm_head(x)
-    if output == "probs":
-        return torch.softmax(logits, dim=-1)
-    return torch.log_softmax(logits, dim=-1) if output == "log_probs" else logits
-
-
-GPT_MISTAKES = (
-    ({"scale": False}, "the token embeddings are not multiplied by √d_model: the package's embedding (lessons 01 "
-                       "and 02) computes tokens · √d_model + positions, then dropout"),
-    ({"positions": "none"}, "no positions are added: every token gets embedding.positions.table's vector for its "
-                            "position 0 .. seq - 1 — without it the model cannot tell 'a b' from 'b a'"),
-    ({"positions": "scaled"}, "the positions were multiplied by √d_model too: only the token embeddings are "
-                              "scaled, tokens · √d_model + positions"),
-    ({"positions": "from 1"}, "the positions start at 1: the first token sits at position 0, so add "
-                              "table rows 0 .. seq - 1"),
-    ({"padding": "none"}, "the padding mask is missing: the blocks need causal_mask(seq) AND padding_mask(ids, "
-                          "pad_id), so no position attends to a [PAD] key (the [PAD] positions' own logits show "
-                          "it)"),
-    ({"padding": "zero"}, "you hid id 0, but this config's pad_id is another id (0 is an ordinary token here): "
-                          "build the padding mask with config.pad_id"),
-    ({"final_norm": "none"}, "the final LayerNorm is missing: with Pre-LN blocks nothing normalises the residual "
-                             "stream that leaves the last block; apply self.norm once, after the loop, before "
-                             "lm_head"),
-    ({"final_norm": "every"}, "the final LayerNorm is applied after every block: apply it once, after the loop"),
-    ({"wiring": "post"}, "your blocks are wired Post-LN, norm(x + sublayer(x)); the GPT's blocks are Pre-LN, "
-                         "x + sublayer(norm(x)) (norm='pre')"),
-    ({"chain": False}, "every block reads the embedding instead of the previous block's output: x = block(x, "
-                       "mask) inside the loop"),
-    ({"output": "probs"}, "you returned probabilities (a softmax): return the logits, lm_head's output as it is"),
-    ({"output": "log_probs"}, "you returned log-probabilities (log_softmax): return the logits, lm_head's output "
-                              "as it is"),
-)
-
-
-def diagnose_gpt(package: nn.Module, ids: torch.Tensor, got: torch.Tensor) -> str | None:
-    with torch.no_grad():
-        for knobs, message in GPT_MISTAKES:
-            wrong = gpt_variant(package, ids, **knobs)
-            if wrong is not None and wrong.shape == got.shape and close(got, wrong, atol=1e-4):
-                return message
-    return None
-
-
-def gpt_error_hint(error: BaseException) -> str | None:
-    text = str(error)
-    if "index out of range" in text:
-        return ("An index ran past a table: token ids index embedding.tokens.lookup (vocab_size rows), positions "
-                "0 .. seq - 1 index embedding.positions.table (max_len rows)")
-    if "tuple" in text:
-        return "An attention module returns a pair (output, weights): keep [0]"
-    if "size" in text or "shape" in text:
-        return "Sizes differ on every check: take them from config and from ids, never a fixed number"
-    return None
-
-
-def check_gpt_logits(package: nn.Module, learner: nn.Module, case: GPTCase) -> None:
-    """Eval mode: the learner's logits and gradients against the package's on ``case``; ids unchanged, no
-    dropout left on, and no position that sees the future."""
-    where = case.description
-    forbidden = gpt_forbidden()
-    package.eval()
-    learner.eval()
-    ids = snapshot(case.ids)
-    got = call_learner(learner, "GPT", where, ids, forbidden=forbidden, error_hint=gpt_error_hint)
-    check_inputs_kept({"ids": case.ids}, {"ids": ids}, "GPT", where)
-    expected = package(case.ids)
-    if isinstance(got, tuple):
-        raise ExerciseFailure(f"on {where}: `GPT.forward` should return the logits tensor, got a tuple of "
-                              f"{len(got)}.")
-    if not isinstance(got, torch.Tensor) or got.shape != expected.shape or got.dtype != expected.dtype:
-        gap = difference(got, expected, "the output of your `GPT`")
-        if isinstance(got, torch.Tensor) and got.dim() == 2 and got.shape == expected[:, -1].shape:
-            gap = ("you returned the last position's logits only: return the logits of every position, (batch, "
-                   f"seq, vocab) = {tuple(expected.shape)}")
-        raise ExerciseFailure(f"on {where}: {gap}.")
-    check_eval_is_deterministic(learner, case)
-    check_no_future(learner, case, got.detach())
-    gap = difference(got, expected, "the output of your `GPT`", atol=1e-5, rtol=1e-4)
-    if gap:
-        raise ExerciseFailure(f"on {where}: {diagnose_gpt(package, case.ids, got.detach()) or gap}.")
-    backpropagate_both(package, expected, learner, got, "GPT", f"on {where}")
-    names = [key for key, _ in package.named_parameters()]
-    params = dict(learner.named_parameters(remove_duplicate=False))
-    expected_grads = {f"parameter `{key}`": p.grad for key, p in package.named_parameters()}
-    got_grads = {f"parameter `{key}`": params[key].grad for key in names}
-    token_key = f"parameter `{TIED[0]}`"
-    reference, grad = expected_grads[token_key], got_grads[token_key]
-    if reference is not None and grad is not None and not close(grad, reference, atol=1e-4, rtol=1e-3):
-        rows = (grad - reference).abs().amax(dim=-1) > 1e-4 * (1 + reference.abs().max())
-        if rows.nonzero().flatten().tolist() == [case.config.pad_id]:
-            raise ExerciseFailure(f"on {where}: the logits are right but the gradient of the token embedding's "
-                                  f"[PAD] row (id {case.config.pad_id}) differs: build the table with "
-                                  "nn.Embedding(vocab_size, d_model, padding_idx=config.pad_id), so the [PAD] "
-                                  "tokens of a batch do not train it.")
-    compare_gradients(expected_grads, got_grads, "GPT", f"on {where}")
-
-
-def check_eval_is_deterministic(learner: nn.Module, case: GPTCase) -> None:
-    """Eval mode: two calls on one input agree (3 rows of up to 5 tokens, so that a dropout left on always
-    shows)."""
-    config = case.config
-    pool = torch.tensor([i for i in range(config.vocab_size) if i != config.pad_id])
-    seq = max(1, min(5, config.max_len - 1))  # short of the full context (its own case)
-    ids = pool[torch.randint(len(pool), (3, seq), generator=torch.Generator().manual_seed(5))]
-    where = f"{case.description.split('; ids')[0]}; ids {tuple(ids.shape)}, eval mode"
-    with torch.no_grad():
-        first, second = (call_learner(learner, "GPT", where, ids.clone(), forbidden=gpt_forbidden(),
-                                      error_hint=gpt_error_hint) for _ in range(2))
-    if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and first.shape == second.shape \
-            and not torch.equal(first, second):
-        raise ExerciseFailure(f"on {where}: two calls of your `GPT` give different logits: dropout is still "
-                              "active. Use nn.Dropout modules (they follow .train()/.eval()).")
-
-
-def check_no_future(learner: nn.Module, case: GPTCase, logits: torch.Tensor) -> None:
-    """Changing every token after position t must leave the logits at positions 0 .. t as they were."""
-    seq = case.ids.size(1)
-    if seq < 2:
-        return
-    t = seq // 2 - 1 if seq > 2 else 0
-    changed = case.ids.clone()
-    generator = torch.Generator().manual_seed(seq)
-    pool = torch.tensor([i for i in range(case.config.vocab_size) if i != case.config.pad_id])
-    changed[:, t + 1:] = pool[torch.randint(len(pool), changed[:, t + 1:].shape, generator=generator)]
-    with torch.no_grad():
-        other = call_learner(learner, "GPT", case.description, changed, forbidden=gpt_forbidden())
-    if isinstance(other, torch.Tensor) and other.shape == logits.shape:
-        moved = (other[:, :t + 1] - logits[:, :t + 1]).abs().max().item()
-        if moved > 1e-5:
-            raise ExerciseFailure(f"on {case.description}: changing the tokens after position {t} changed your "
-                                  f"logits at positions 0 .. {t} (by up to {moved:.3g}): a position sees the "
-                                  "future. Every block needs the causal mask — causal_mask(seq) AND "
-                                  "padding_mask(ids, pad_id) — so position t attends only to 0 .. t.")
-
-
-def check_gpt_dropout(package: nn.Module, learner: nn.Module, case: GPTCase) -> None:
-    """Train mode: the learner's GPT drops exactly what the package's drops (the embedding's dropout and each
-    block's), the attention's own dropout aside; then every attention must drop something too."""
-    h = torch.randn(2, 3, case.config.d_model, generator=torch.Generator().manual_seed(2))
-    check_block_dropout(package, learner, lambda model: model(snapshot(case.ids)), "GPT",
-                        f"{case.description}, dropout={case.config.dropout}", case.config.dropout, h)
-
-
-def check_gpt(ns) -> None:
-    learner_class = own_module_class(ns["GPT"], "GPT", "course_utils.language_model.DecoderOnlyLM")
-    draw = Draw()
-    dropout = draw.choice((0.2, 0.25, 0.3, 0.4))
-    cases = gpt_cases(draw, dropout)
-    for index, case in enumerate(cases):
-        package, learner = paired_gpts(case.config, learner_class, case.description, draw.integer(0, 2 ** 30))
-        check_gpt_logits(package, learner, case)
-        if index == len(cases) - 1:
-            check_gpt_dropout(package, learner, case)
-
-
-# ---------------------------------------------------------------------------- q6 (capstone): sampling with a KV cache
-GENERATE_PARAMETERS = ("(model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None, "
-                       "forbidden_ids=())")
-
-
-def generate_forbidden() -> dict:
-    """The package's decoders and its whole logits pipeline: the loop and the order of operations are the
-    exercise (the filters of exercises 3 and 4 — the learner's or the package's — may be used)."""
-    return {"the package's course_utils.decoding.generate": decoding.generate,
-            "the package's course_utils.decoding.next_token_logits": decoding.next_token_logits,
-            "the package's course_utils.decoding.greedy_decode": decoding.greedy_decode,
-            "the package's course_utils.decoding.beam_search": decoding.beam_search}
 
 
 @dataclass
@@ -1009,21 +517,36 @@ def as_key(tokens: torch.Tensor | None) -> tuple:
     return ("crash",) if tokens is None else tuple(tokens.flatten().tolist())
 
 
+def run_generate(answer, case: GenerateCase) -> tuple:
+    """An answer's tokens on ``case`` — the learner's or a declared variant's, on a fresh model — as a key
+    (``("crash",)`` if it raised)."""
+    try:
+        return as_key(call_learner(lambda: answer(case.make_model(), case.prompt.clone(), case.max_new_tokens,
+                                                  **case.arguments()), "generate", case.description,
+                                   forbidden=generate_forbidden()))
+    except ExerciseFailure:
+        return ("crash",)
+
+
+def planted_key(variant, case: GenerateCase) -> tuple:
+    """A declared variant's tokens on ``case`` (the checker's own model, in eval mode) as a key."""
+    try:
+        return as_key(variant(case.reference_model(), case.prompt.clone(), case.max_new_tokens, **case.arguments()))
+    except RuntimeError:  # every token of a row removed: the multinomial draw fails, as the learner's would
+        return ("crash",)
+
+
 def telling_seed(draw: Draw, case: GenerateCase, tries: int = 4) -> int:
-    """A generator seed under which the tokens of every typical mistake that applies to ``case`` differ from the
-    package's (so each is rejected) and, as far as a few tries find, from one another (so each is named without
-    ambiguity)."""
-    mistakes = [knobs for knobs, applies, _ in SAMPLING_MISTAKES if applies(case.settings, case.prompt.size(1))]
+    """A generator seed under which as many declared mistakes as a few tries find draw other tokens than the
+    package (so each is rejected) and other tokens than one another (so each is named without ambiguity)."""
     best, best_score = 0, (-1, -1)
     for _ in range(tries):
         case.seed = draw.integer(0, 2 ** 30)
-        right = tuple(sample_variant(case).flatten().tolist())
-        outcomes = [as_key(sample_variant(case, **knobs)) for knobs in mistakes]
+        right = as_key(package_generate(case))
+        outcomes = [planted_key(mistake.variant, case) for mistake in Q3_MISTAKES]
         score = (sum(outcome != right for outcome in outcomes), len(set(outcomes + [right])))
         if score > best_score:
             best, best_score = case.seed, score
-        if best_score == (len(mistakes), len(mistakes) + 1):
-            break
     return best
 
 
@@ -1036,89 +559,63 @@ def package_generate(case: GenerateCase, generator_seed: int | None = None) -> t
                              **arguments)
 
 
-def sample_variant(case: GenerateCase, *, order=("forbid", "temperature", "top_k", "top_p"), position: int = -1,
-                   sampler: str = "multinomial", temperature_op: str = "divide",
-                   seed: int | None = None) -> torch.Tensor | None:
-    """The case's tokens from a loop with one typical change (the order of operations, the position read, the
-    sampler); with the defaults it gives the package's tokens. ``None`` where that loop cannot go on (every token
-    of a row removed: a learner's loop with this mistake crashes there)."""
-    settings = case.settings
-    temperature = settings.get("temperature", 1.0)
-    top_k, top_p = settings.get("top_k"), settings.get("top_p")
-    forbidden = torch.tensor(list(settings.get("forbidden_ids", ())), dtype=torch.long)
-    generator = torch.Generator().manual_seed(case.seed if seed is None else seed)
-    model = case.reference_model()
-    ids = case.prompt.clone()
-    cache = model.new_cache()
-    step = ids
-    with torch.no_grad():
-        for _ in range(case.max_new_tokens):
-            logits = model(step, cache)[:, position].float()
-            for operation in order:
-                if operation == "forbid" and len(forbidden):
-                    logits = logits.index_fill(-1, forbidden, float("-inf"))
-                elif operation == "temperature" and temperature != 0:
-                    logits = logits / temperature if temperature_op == "divide" else logits * temperature
-                elif operation == "top_k" and top_k is not None and temperature != 0:
-                    logits = decoding.top_k_filter(logits, top_k)
-                elif operation == "top_p" and top_p is not None and temperature != 0:
-                    logits = decoding.top_p_filter(logits, top_p)
-            if temperature == 0 or sampler == "argmax":
-                token = logits.argmax(dim=-1)
-            elif bool(torch.isinf(logits).all(dim=-1).any()):
-                return None
-            else:
-                token = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator).squeeze(1)
-            ids = torch.cat([ids, token[:, None]], dim=1)
-            step = token[:, None]
-    return ids
+def planted(order=("forbid", "temperature", "top_k", "top_p"), position: int = -1, sampler: str = "multinomial",
+            temperature_op: str = "divide"):
+    """The capstone's loop with one typical change (the order of the steps, the position read, the sampler, the
+    temperature's operation): the variants of the table below. With the defaults it gives the package's tokens."""
+    def generate(model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None,
+                 forbidden_ids=()):
+        model.eval()
+        ids, cache = prompt_ids.clone(), model.new_cache()
+        step, forbidden = ids, torch.tensor(list(forbidden_ids), dtype=torch.long)
+        with torch.no_grad():
+            for _ in range(max_new_tokens):
+                logits = model(step, cache)[:, position].float()
+                for operation in order:
+                    if operation == "forbid" and len(forbidden):
+                        logits = logits.index_fill(-1, forbidden, NEG_INF)
+                    elif temperature == 0 or operation == "forbid":
+                        continue
+                    elif operation == "temperature":
+                        logits = logits / temperature if temperature_op == "divide" else logits * temperature
+                    elif operation == "top_k" and top_k is not None:
+                        logits = decoding.top_k_filter(logits, top_k)
+                    elif operation == "top_p" and top_p is not None:
+                        logits = decoding.top_p_filter(logits, top_p)
+                if temperature == 0 or sampler == "argmax":
+                    token = logits.argmax(dim=-1)
+                else:
+                    token = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator).squeeze(1)
+                ids = torch.cat([ids, token[:, None]], dim=1)
+                step = token[:, None]
+        return ids
+    return generate
 
 
-def _setting(settings: dict, name: str, default=None):
-    return settings.get(name, default)
-
-
-def _sampling(settings: dict) -> bool:
-    return _setting(settings, "temperature", 1.0) != 0
-
-
-def _scaled(settings: dict) -> bool:
-    return _setting(settings, "temperature", 1.0) not in (0, 1)
-
-
-SAMPLING_MISTAKES = (  # (knobs of sample_variant, applies to (settings, prompt_len), the diagnosis)
-    ({"order": ("temperature", "top_k", "top_p")}, lambda s, n: bool(_setting(s, "forbidden_ids", ())),
-     "a forbidden id was generated: set the logits of forbidden_ids to -inf at every step, before anything else"),
-    ({"order": ("forbid", "top_k", "top_p")}, lambda s, n: _scaled(s),
-     "the temperature changed nothing: divide the logits by it (after the forbidden ids, before the filters)"),
-    ({"order": ("forbid", "temperature", "top_p")}, lambda s, n: _sampling(s) and _setting(s, "top_k") is not None,
-     "top_k was ignored: keep only the k largest logits (after the temperature, before top-p)"),
-    ({"order": ("forbid", "temperature", "top_k")}, lambda s, n: _sampling(s) and _setting(s, "top_p") is not None,
-     "top_p was ignored: keep only the nucleus (after top-k)"),
-    ({"order": ("temperature", "top_k", "top_p", "forbid")},
-     lambda s, n: bool(_setting(s, "forbidden_ids", ())) and _sampling(s)
-     and (_setting(s, "top_k") is not None or _setting(s, "top_p") is not None),
-     "the forbidden ids were set to -inf after the temperature and the filters: set them first, so top-k and top-p "
-     "choose among the allowed tokens only (here a forbidden id was among the top k, so fewer than k stayed)"),
-    ({"order": ("forbid", "top_k", "top_p", "temperature")},
-     lambda s, n: _scaled(s) and _setting(s, "top_p") is not None,
-     "the temperature was applied after the filters: divide by it first (after the forbidden ids) — top-p "
-     "measures the nucleus on the distribution the temperature has reshaped"),
-    ({"order": ("forbid", "temperature", "top_p", "top_k")},
-     lambda s, n: _sampling(s) and _setting(s, "top_k") is not None and _setting(s, "top_p") is not None,
-     "top-p ran before top-k: the order is top-k first, then top-p on what top-k kept"),
-    ({"temperature_op": "multiply"}, lambda s, n: _scaled(s),
-     "you multiplied the logits by the temperature: divide them (below 1 sharpens, above 1 flattens)"),
-    ({"position": 0}, lambda s, n: n > 1,
-     "the first step read the logits of the prompt's *first* position: the next token is scored at the last "
-     "position, logits[:, -1]"),
-    ({"sampler": "argmax"}, lambda s, n: _sampling(s),
-     "you took the arg-max although the temperature is not 0: sample, torch.multinomial(probs, 1, "
-     "generator=generator)"),
+Q3_MISTAKES = (
+    Mistake("forbidden ids ignored", "a forbidden id was generated: set the logits of forbidden_ids to -inf at every "
+            "step, before anything else", planted(order=("temperature", "top_k", "top_p"))),
+    Mistake("temperature ignored", "the temperature changed nothing: divide the logits by it (after the forbidden "
+            "ids, before the filters)", planted(order=("forbid", "top_k", "top_p"))),
+    Mistake("top_k ignored", "top_k was ignored: keep only the k largest logits (after the temperature, before "
+            "top-p)", planted(order=("forbid", "temperature", "top_p"))),
+    Mistake("top_p ignored", "top_p was ignored: keep only the nucleus (after top-k)",
+            planted(order=("forbid", "temperature", "top_k"))),
+    Mistake("forbidden ids set last", "the forbidden ids were set to -inf after the temperature and the filters: "
+            "set them first, so top-k and top-p choose among the allowed tokens only (a forbidden id among the top "
+            "k leaves fewer than k)", planted(order=("temperature", "top_k", "top_p", "forbid"))),
+    Mistake("temperature after the filters", "the temperature was applied after the filters: divide by it first "
+            "(after the forbidden ids) — top-p measures the nucleus of the distribution the temperature reshaped",
+            planted(order=("forbid", "top_k", "top_p", "temperature"))),
+    Mistake("top-p before top-k", "top-p ran before top-k: the order is top-k first, then top-p on what top-k kept",
+            planted(order=("forbid", "temperature", "top_p", "top_k"))),
+    Mistake("temperature multiplied", "you multiplied the logits by the temperature: divide them (below 1 "
+            "sharpens, above 1 flattens)", planted(temperature_op="multiply")),
+    Mistake("first position read", "the first step read the logits of the prompt's *first* position: the next "
+            "token is scored at the last position, logits[:, -1]", planted(position=0)),
+    Mistake("arg-max instead of a draw", "you took the arg-max although the temperature is not 0: sample, "
+            "torch.multinomial(probs, 1, generator=generator)", planted(sampler="argmax")),
 )
-SAMPLING_MESSAGES = {"argmax": next(m for knobs, _, m in SAMPLING_MISTAKES if knobs.get("sampler") == "argmax"),
-                     "forbid last": next(m for knobs, _, m in SAMPLING_MISTAKES
-                                         if knobs.get("order", ("",))[-1] == "forbid")}
 
 
 def cache_problem(calls: list[ModelCall], case: GenerateCase, steps_done: int | None = None) -> str | None:
@@ -1181,47 +678,27 @@ def probes(case: GenerateCase) -> list[GenerateCase]:
     return found
 
 
-def learner_key(function, case: GenerateCase) -> tuple:
-    """The learner's tokens on ``case`` as a key (``("crash",)`` if its function raised)."""
-    try:
-        return as_key(call_learner(lambda: function(case.make_model(), case.prompt.clone(), case.max_new_tokens,
-                                                    **case.arguments()), "generate", case.description))
-    except ExerciseFailure:
-        return ("crash",)
-
-
-def diagnose_generate(function, case: GenerateCase, got: torch.Tensor) -> str:
-    """Why the learner's tokens differ from the package's on ``case``: the typical mistake whose tokens the
-    learner's function reproduces — on this case and on probes that tell mistakes apart — or else the generator
-    misused."""
-    expected = case.expected
-    prompt_len = case.prompt.size(1)
-    candidates = [(knobs, message) for knobs, applies, message in SAMPLING_MISTAKES
-                  if applies(case.settings, prompt_len) and as_key(sample_variant(case, **knobs)) == as_key(got)]
-    if candidates and case.sampling:
-        for probe in probes(case):
-            mine = learner_key(function, probe)
-            candidates = [(knobs, message) for knobs, message in candidates
-                          if as_key(sample_variant(probe, **knobs)) == mine]
-            if not candidates:
-                break
-    if candidates:
-        return candidates[0][1]
-    if case.sampling:  # the generator: tried where every draw counts, at temperature 1 on four prompts
-        hot = probes(case)[1]
-        hot = replace(hot, settings={**case.settings, "temperature": 1.0})
-        where = f"{case.description}, and the same model at temperature 1 with {hot.prompt.size(0)} prompts"
-        check_generator_use(lambda generator: function(hot.make_model(), hot.prompt.clone(), hot.max_new_tokens,
-                                                       **{**hot.arguments(), "generator": generator}),
-                            "generate", where)
-    if case.settings.get("temperature") == 0:
+def mismatch_message(case: GenerateCase, got: torch.Tensor) -> str:
+    """The contract's own message where the learner's tokens differ from the package's (no declared mistake)."""
+    expected, prompt_len = case.expected, case.prompt.size(1)
+    if not case.sampling:
         return (f"greedy decoding (temperature=0) picks the arg-max of the last position's logits, the forbidden ids "
                 f"excluded: expected {expected.tolist()}, got {got.tolist()}")
-    rows, steps = (got != expected).nonzero()[0].tolist() if (got != expected).any() else (0, prompt_len)
-    return (f"row {rows}, new token {steps - prompt_len + 1}: the package draws {int(expected[rows, steps])}, yours "
-            f"{int(got[rows, steps])} (expected {expected.tolist()}, got {got.tolist()}). Each step: the last "
+    row, step = (got != expected).nonzero()[0].tolist()
+    return (f"row {row}, new token {step - prompt_len + 1}: the package draws {int(expected[row, step])}, yours "
+            f"{int(got[row, step])} (expected {expected.tolist()}, got {got.tolist()}). Each step: the last "
             "position's logits as float32 → forbidden ids to -inf → ÷ temperature → top-k → top-p → softmax → "
             "one torch.multinomial(probs, 1, generator=generator) draw per row")
+
+
+def check_generator_with(function, case: GenerateCase) -> None:
+    """The learner's generator use, tried where every draw counts: the case's model at temperature 1 on four
+    prompts (same seed: same tokens whatever the global random state; another seed: other tokens)."""
+    hot = replace(probes(case)[1], settings={**case.settings, "temperature": 1.0})
+    check_generator_use(lambda generator: function(hot.make_model(), hot.prompt.clone(), hot.max_new_tokens,
+                                                   **{**hot.arguments(), "generator": generator}),
+                        "generate", f"{case.description}, and the same model at temperature 1 with "
+                                    f"{hot.prompt.size(0)} prompts")
 
 
 def check_generate(ns) -> None:
@@ -1237,11 +714,10 @@ def check_generate(ns) -> None:
             problem = cache_problem(model.calls, case)
             if problem:
                 raise ExerciseFailure(f"on {where}: {problem}.") from None
-            forbid_last = next(knobs for knobs, _, message in SAMPLING_MISTAKES
-                               if knobs.get("order", ("",))[-1] == "forbid")
-            if "probability tensor" in str(failure) and sample_variant(case, **forbid_last) is None:
+            forbid_last = next(m for m in Q3_MISTAKES if m.name == "forbidden ids set last")
+            if "probability tensor" in str(failure) and run_generate(forbid_last.variant, case) == ("crash",):
                 raise ExerciseFailure(f"on {where}: your `generate` crashed where every token the filters kept "
-                                      f"was forbidden: {SAMPLING_MESSAGES['forbid last']}.") from None
+                                      f"was forbidden: {forbid_last.message}.") from None
             raise failure from None
         check_inputs_kept({"prompt_ids": case.prompt}, {"prompt_ids": prompt}, "generate", where)
         if not model.calls:
@@ -1274,106 +750,19 @@ def check_generate(ns) -> None:
         if not torch.equal(got[:, :case.prompt.size(1)], case.prompt):
             raise ExerciseFailure(f"on {where}: the result must start with the prompt itself, then the new tokens.")
         if not torch.equal(got, expected):
-            raise ExerciseFailure(f"on {where}: {diagnose_generate(function, case, got)}.")
+            failure = Mismatch(f"on {where}: {mismatch_message(case, got)}.", case, as_key(got), function,
+                               run_generate, operator.eq, probes=tuple(probes(case)) if case.sampling else (),
+                               expected=as_key(expected))
+            if case.sampling and not any(mistake.names(failure) for mistake in Q3_MISTAKES):
+                check_generator_with(function, case)
+            raise failure
 
 
-q5 = Exercise(
-    name="Capstone: the GPT itself",
-    variables=("GPT",),
-    checker=check_gpt,
-    hints=("Four stages: embed (tokens scaled by √d_model, plus a learned vector per position, then dropout); a "
-           "mask under which a position sees itself and its past but no [PAD]; the Pre-LN blocks one after the "
-           "other; a final LayerNorm, then an output layer that shares the token table. Which of them does the "
-           "future leak through if you forget one? Stuck? `from course_utils.language_model import DecoderOnlyLM` "
-           "and move on.",
-           "__init__: an `embedding` module holding `tokens.lookup` (vocab_size × d_model, padding row pad_id), "
-           "`positions.table` (max_len × d_model) and a dropout of config.dropout; an nn.ModuleList `blocks` of "
-           "n_layers *new* encoder layers built with d_model, n_heads, d_ff, dropout and norm 'pre'; a LayerNorm "
-           "`norm`; a bias-free linear `lm_head` from d_model to vocab_size, then assign the token table's weight "
-           "to lm_head's weight (one matrix, tied). forward: the mask is the causal mask of length seq AND the "
-           "padding mask of ids with config.pad_id; embed = dropout(token rows × sqrt(d_model) + position rows "
-           "0 … seq − 1); run the blocks in turn, each on the previous output with the mask; return the head of "
-           "the final norm. Stuck? `from course_utils.language_model import DecoderOnlyLM` and move on."),
-    solution=solution_of("lesson08", "TokenTable", "PositionTable", "Embedding", "GPT"),
-    success="Correct! Your GPT computes what course_utils.language_model.DecoderOnlyLM computes: the same logits "
-            "and gradients on every config tried (one token, a full context, padding in some rows), no position "
-            "sees the future, and the same dropout in train mode.",
-    task=(
-        "**Capstone — the GPT itself.** Write `GPT(config)`, a decoder-only language model in GPT-2's layout for a "
-        "`TransformerConfig` with these settings (`norm=\"pre\"`, `positional=\"learned\"`, a ReLU feed-forward, "
-        "LayerNorm) — the model of section 4 with learned positions and a ReLU feed-forward where it has RoPE and "
-        "SwiGLU, which lesson 09 builds — with `forward(ids)`: `(batch, seq)` token ids → next-token logits "
-        "`(batch, seq, vocab_size)`, float32. In order:\n\n"
-        "1. embed: $\\text{tokens}\\cdot\\sqrt{d_\\text{model}} + \\text{positions}$, then dropout — the token "
-        "table `embedding.tokens.lookup` is `nn.Embedding(vocab_size, d_model, padding_idx=config.pad_id)`, the "
-        "learned vectors of positions 0 … seq − 1 come from `embedding.positions.table`, an "
-        "`nn.Embedding(max_len, d_model)`;\n"
-        "2. the mask `causal_mask(seq) & padding_mask(ids, config.pad_id)` (`course_utils.masks`): position $t$ "
-        "attends to the non-[PAD] tokens $0 \\dots t$;\n"
-        "3. `n_layers` Pre-LN blocks in turn, each called with that mask — lesson 04's encoder layer with "
-        "`norm=\"pre\"` (yours, or the package's `course_utils.layers.EncoderLayer`);\n"
-        "4. the final `norm` (`nn.LayerNorm(d_model)`), then `lm_head` (`nn.Linear(d_model, vocab_size, "
-        "bias=False)`) whose weight *is* the token table: `self.lm_head.weight = "
-        "self.embedding.tokens.lookup.weight`.\n\n"
-        "The attribute names are the package's, so `DecoderOnlyLM`'s weights load into yours: "
-        "`embedding.tokens.lookup`, `embedding.positions.table`, `blocks` (each with `self_attn`, "
-        "`feed_forward.linear1`/`linear2`, `attn_block.norm`, `ff_block.norm`), `norm`, `lm_head` (an "
-        "`nn.Module()` can hold a sub-module, e.g. `self.tokens = nn.Module(); self.tokens.lookup = ...`; the "
-        "package's `course_utils.embedding.TokenEmbedding` and `course_utils.positional.LearnedPositionalEncoding` "
-        "have exactly these names). Take every size from `config` (`vocab_size`, `d_model`, `n_heads`, `d_ff`, "
-        "`n_layers`, `max_len`, `dropout`, `pad_id`). The package's attention, layers, embeddings and masks may "
-        "be used; the assembly is yours: the package's `DecoderOnlyLM`, `DecoderOnlyBlock`, `InputEmbedding` and "
-        "torch's `nn.Transformer…` stacks are not accepted, however they are reached.\n\n"
-        "How it is checked: every check draws four configs of fresh sizes (vocab, d_model, heads, d_ff, max_len "
-        "and a pad_id other than 0, no two alike) and tries, from the smallest input to the largest: one token in "
-        "a batch of one with one block; a batch of one that fills the whole context (seq == max_len) with two "
-        "blocks; batches with right padding in some rows only, with two and three blocks (ids 0 and vocab − 1 "
-        "occur as ordinary tokens). For each, `course_utils.language_model.DecoderOnlyLM(config)` is built (norm "
-        "gains and position vectors randomised) and its parameters are copied into your `GPT` by name (the head "
-        "must be tied). In eval mode your logits — at every position, the [PAD] ones too — and the gradients of "
-        "every parameter must equal the package's; `ids` must come back unchanged, two calls must agree, and "
-        "changing the tokens after a position must not move the logits up to it. On the largest case, in train "
-        "mode, your model must drop exactly what the package's drops (after the embedding, and in each block), "
-        "and its attention must drop too. `q5.hint()` and `q5.solution()` help; stuck? "
-        "`from course_utils.language_model import DecoderOnlyLM` and move on."
-    ),
-    starter=(
-        "import math\n"
-        "\n"
-        "import torch\n"
-        "import torch.nn as nn\n"
-        "\n"
-        "from course_utils.layers import EncoderLayer  # or yours from lesson 04 (norm=\"pre\")\n"
-        "from course_utils.masks import causal_mask, padding_mask\n"
-        "\n"
-        "\n"
-        "class Embedding(nn.Module):\n"
-        "    def __init__(self, config):\n"
-        "        super().__init__()\n"
-        "        # self.tokens.lookup: nn.Embedding(vocab_size, d_model, padding_idx=pad_id)\n"
-        "        # self.positions.table: nn.Embedding(max_len, d_model); a dropout\n"
-        "        raise NotImplementedError\n"
-        "\n"
-        "    def forward(self, ids):\n"
-        "        raise NotImplementedError  # tokens · √d_model + the vectors of positions 0..seq-1, then dropout\n"
-        "\n"
-        "\n"
-        "class GPT(nn.Module):\n"
-        "    def __init__(self, config):\n"
-        "        super().__init__()\n"
-        "        # embedding; blocks: n_layers Pre-LN blocks; norm; lm_head tied to embedding.tokens.lookup.weight\n"
-        "        raise NotImplementedError\n"
-        "\n"
-        "    def forward(self, ids):\n"
-        "        # causal AND padding mask; embed; every block in turn; final norm; lm_head -> (batch, seq, vocab)\n"
-        "        raise NotImplementedError\n"
-    ),
-)
-
-q6 = Exercise(
+q3 = Exercise(
     name="Capstone: sampling with a KV cache",
     variables=("generate",),
     checker=check_generate,
+    mistakes=Q3_MISTAKES,
     hints=("One model call per new token: the cache remembers everything fed before, so after the prompt only the "
            "newest token goes in. Within a step the order is fixed — forbidden ids first, then the temperature "
            "(0 means greedy), then top-k, then top-p, then one multinomial draw from the generator you are given. "
@@ -1391,37 +780,17 @@ q6 = Exercise(
             "eval mode without gradients, drawn from the generator you were given.",
     task=(
         "**Capstone — sampling with a KV cache.** Write `generate(model, prompt_ids, max_new_tokens, "
-        "temperature=1.0, top_k=None, top_p=None, generator=None, forbidden_ids=())` for a GPT with the package's "
-        "interface: `model(ids, cache)` → logits `(batch, seq, vocab)`, where `cache = model.new_cache()` keeps "
-        "the keys and values of every token already fed (the positions of new tokens continue after them). "
-        "Return `(batch, prompt_len + max_new_tokens)` long ids: the prompt, then exactly `max_new_tokens` new "
-        "tokens (no stop at [EOS], no repetition penalty). Every step does, in this order:\n\n"
-        "1. take the last position's logits, `[:, -1]`, as float32;\n"
-        "2. set the logits of `forbidden_ids` (a list or a tuple of ids) to `-inf`;\n"
-        "3. if `temperature == 0`, the next token is the arg-max (greedy: no filter, no draw); otherwise divide "
-        "by `temperature`, keep the `top_k` largest (when `top_k` is not None), then the nucleus of mass `top_p` "
-        "(when not None), and draw `torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)` — "
-        "one draw per row;\n"
-        "4. append the new tokens.\n\n"
-        "The model runs in eval mode and without gradients, through the KV cache: the first call reads the "
-        "prompt, every later call only the newest token `(batch, 1)`, so each token passes through the model "
-        "once. Use your `top_k_filter` and `top_p_filter` from exercises 3 and 4 (or the package's "
-        "`decoding.top_k_filter` and `decoding.top_p_filter`); the loop is yours: the package's `generate`, "
-        "`next_token_logits`, `greedy_decode` and `beam_search` are not accepted, however they are reached.\n\n"
-        "How it is checked: your tokens must equal those of `course_utils.decoding.generate(model, prompt_ids, "
-        "max_new_tokens, temperature, top_k, top_p, generator=…, forbidden_ids=…)`, token for token with "
-        "generators seeded alike, on five small random GPTs drawn per check (fresh sizes and ids, a pad_id other "
-        "than 0), from the smallest to the largest: greedy from a one-token prompt with the model's favourite "
-        "first token forbidden; plain sampling with the defaults (batch 1); top-k with the rows' favourite first "
-        "tokens and `pad_id` forbidden (a tuple); top-p; top-k then top-p with a forbidden favourite and a prompt "
-        "that leaves room for exactly `max_new_tokens` in the context. The seed is one under which the typical "
-        "mistakes (a step out of order, a setting ignored, the first position read, an arg-max) all draw other "
-        "tokens than the package. "
-        "Every model is handed over in train mode with dropout on and records each call: eval mode, no "
-        "gradients, one cache, each token fed once. The prompt must come back unchanged; where tokens differ, the "
-        "checker also tries your function with other generators (same seed: same tokens whatever the global "
-        "random state; another seed: other tokens). `q6.hint()` and `q6.solution()` help; stuck? "
-        "`from course_utils.decoding import generate` and move on."
+        "temperature=1.0, top_k=None, top_p=None, generator=None, forbidden_ids=())` for a model with the "
+        "package's interface: `model(ids, cache)` → logits `(batch, seq, vocab)`, with `cache = model.new_cache()` "
+        "holding the keys and values of every token already fed. Return `(batch, prompt_len + max_new_tokens)` "
+        "long ids: the prompt, then exactly `max_new_tokens` new tokens (no stop at [EOS], no penalty). Each "
+        "step, in this order: the last position's logits as float32; the `forbidden_ids` set to `-inf`; if "
+        "`temperature == 0`, the arg-max; otherwise ÷ `temperature`, then `top_k_filter` (when `top_k` is given), "
+        "then your `top_p_filter` (when `top_p` is given), then one `torch.multinomial(probs, 1, "
+        "generator=generator)` draw per row. Eval mode, no gradients, one cache: the first call reads the prompt, "
+        "each later call only the newest token `(batch, 1)`.\n\n"
+        "Checked: your tokens equal `decoding.generate`'s, seeded alike, on small random GPTs. Stuck? "
+        "`q3.solution()`, or move on with `from course_utils.decoding import generate`."
     ),
     starter=(
         "def generate(model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None,\n"
