@@ -585,10 +585,8 @@ q3 = Exercise(
         "step. The model may arrive in eval mode. Return the per-batch losses as `loss_fn` computed them "
         "(undivided), as Python floats.\n\n"
         "How it is checked: step for step against the course's own accumulation, on random batches.\n\n"
-        "Stuck? Read `q3.solution()`; the next lessons train with `from course_utils.training import fit`.\n\n"
-        "Then measure, with dropout 0: does one step with `accumulate=4` over four batches of 64 equal one step on "
-        "the 256 strings together? Predict first, then compare the gradients for four batches of equal size and "
-        "for four of unequal size; explain the difference."
+        "Stuck? `q3.hint()`, then `q3.solution()`; the package's loop is `from course_utils.training import "
+        "train_one_epoch` (`accumulate=`)."
     ),
     starter=(
         "def train_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):\n"
