@@ -133,6 +133,24 @@ def masked_batch_norm_cases(draw: Draw) -> list[Case]:
     return cases
 
 
+def mean_only_fixed(x, real, eps=1e-5):
+    """Half of the fix: the mean over the real tokens, the variance still over every position of the zeroed x."""
+    x = x * real[..., None]
+    mean = x.sum(dim=(0, 1)) / real.sum()
+    return (x - mean) / torch.sqrt(x.var(dim=(0, 1), unbiased=False) + eps) * real[..., None]
+
+
+def only_scale_differs(case: Case, got, answer) -> bool:
+    """The real tokens' outputs are centred like the reference's and differ from it by one scale per feature: the
+    mean is right, the variance is not."""
+    expected = reference_masked_batch_norm(*case.args, **case.kwargs)[case.args[1]]
+    got = got[case.args[1]]
+    if torch.allclose(got, expected, atol=1e-4, rtol=1e-4) or not torch.allclose(got.mean(0), torch.zeros(()),
+                                                                                   atol=1e-4):
+        return False
+    return torch.allclose(got, expected * (got.std(0) / expected.std(0)), atol=1e-4, rtol=1e-4)
+
+
 q2 = Exercise(
     name="BatchNorm that skips padding",
     variables=("masked_batch_norm",),
@@ -152,7 +170,7 @@ q2 = Exercise(
     mistakes=(
         Mistake("the function as given", "this still behaves like the function you were given: the same sentence "
                 "comes out differently once padding is appended. Measure that with section 3's `sentence` and "
-                "`padded`, then find which line lets the padding in",
+                "`padded`, then find the lines that let the padding in",
                 variant=lambda x, real, eps=1e-5: masked_standardised(x * real[..., None], real, eps,
                                                                        over_padding=True)),
         Mistake("padding included", "your statistics include the padding positions, which is exactly what section 3 "
@@ -168,6 +186,9 @@ q2 = Exercise(
                 variant=lambda x, real, eps=1e-5: masked_standardised(x, real, eps, unbiased=True)),
         Mistake("eps ignored", "your function takes eps but always uses 1e-5: use the argument",
                 variant=lambda x, real, eps=1e-5: masked_standardised(x, real, 1e-5)),
+        Mistake("only the mean fixed", "the mean now skips the padding, but the variance still averages over it: "
+                "take the variance over the real tokens too, x[real].var(dim=0, unbiased=False)",
+                variant=lambda x, real, eps=1e-5: mean_only_fixed(x, real, eps), shows=only_scale_differs),
     ),
 )
 
@@ -356,16 +377,16 @@ q4 = Exercise(
           "(h)\\big),\\qquad h = \\mathrm{LN}(x).$$\n\n"
           "Write `ParallelEncoderLayer(d_model, n_heads, d_ff, dropout=0.1)` with `forward(x, mask=None)`: "
           "`x (batch, seq, d_model)` → same shape, `mask` as for `EncoderLayer`. Attributes: `self_attn` (a "
-          "`MultiHeadAttention`), `feed_forward` (with `linear1`, `linear2` and a dropout between, like section 1's "
-          "`FeedForward`), `norm` (one `nn.LayerNorm(d_model)`). Wire the branches yourself, not through "
-          "`EncoderLayer` or `Residual`.\n\n"
-          "Then predict, and measure over seeds 0–2 with exercise 3's `stream_norms` (it takes any module with a "
-          "`layers` list): at initialisation, does the stream of 8 stacked parallel layers (`d_model=32`, "
+          "`MultiHeadAttention`), `feed_forward` (section 1's `FeedForward` layout: `linear1`, dropout, `linear2`), "
+          "`norm` (one `nn.LayerNorm(d_model)`). Wire them yourself (no `EncoderLayer`, "
+          "`Residual`).\n\n"
+          "Then predict, and measure over seeds 0–2 with exercise 3's `stream_norms` (any module with a `layers` "
+          "list): at initialisation, does the stream of 8 stacked parallel layers (`d_model=32`, "
           "`n_heads=4`, `d_ff=128`) grow from layer 1 to layer 8 faster than, as fast as, or slower than the 8-layer "
-          "Pre-LN `Encoder`'s? Why?\n\n"
-          "The check compares your layer with the formula on random sizes and padding masks. Stuck? `q4.hint()`, "
-          "`q4.solution()`; the parts may be the package's: `from course_utils.layers import "
-          "PositionwiseFeedForward`."),
+          "Pre-LN `Encoder`'s? Why? (Hint: how large is a branch's output next to the stream at initialisation? "
+          "Built attention first, as `EncoderLayer` is, one seed gives both stacks the same weights.)\n\n"
+          "Checked against the formula on random sizes and masks. Stuck? `q4.solution()`. Parts may be the "
+          "package's: `from course_utils.layers import PositionwiseFeedForward`."),
     starter=("import torch.nn as nn\n\n"
              "from course_utils.attention import MultiHeadAttention  # or yours from lesson 03\n\n\n"
              "class ParallelEncoderLayer(nn.Module):\n"
