@@ -19,6 +19,7 @@ def top_p_filter(logits, p):
     return logits.masked_fill(~keep, float('-inf'))
 
 
+@torch.no_grad()
 def generate(model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None,
              forbidden_ids=()):
     model.eval()
