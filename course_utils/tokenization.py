@@ -493,8 +493,9 @@ def tie_break_key(pair: tuple[int, int]) -> tuple[int, int]:
 
     The key is the pair's two token ids as Hugging Face numbers them: special tokens 0..6 and merged tokens (263
     onwards, by age) as here, but the 256 bytes in the order of their GPT-2 characters — ``!`` … ``~``, ``¡`` …
-    ``ÿ``, then the space, the control bytes and the rest — instead of by byte value. So "el" (both letters) beats
-    " w" (the space sorts after every letter), although the space byte 32 is smaller than "e" (101).
+    ``ÿ``, then the other 68 bytes by value (the controls 0–31, the space 32, 127–160 and 173) — instead of by byte
+    value. So "el" (both letters) beats " w" (the space sorts after every printable byte), although the space byte
+    32 is smaller than "e" (101).
 
     >>> tie_break_key((7 + ord("e"), 7 + ord("l"))) < tie_break_key((7 + ord(" "), 7 + ord("w")))
     True
