@@ -501,20 +501,28 @@ def test_ablation_config_hash_is_stable_and_follows_every_setting():
     assert setup.hash() == AblationConfig().hash()
     assert len(setup.hash()) == 12 and int(setup.hash(), 16) >= 0
     changed = {replace(setup, steps=setup.steps + 1).hash(), replace(setup, seeds=(0, 1)).hash(),
-               replace(setup, baseline=replace(setup.baseline, d_model=32)).hash(), replace(setup, lr=1e-3).hash(),
+               replace(setup, baseline=replace(setup.baseline, d_model=32)).hash(),
+               replace(setup, learning_rates=(1e-3,)).hash(), replace(setup, window=16).hash(),
                replace(setup, variants={**VARIANTS, "+ RoPE": {"positional": "sinusoidal"}}).hash()}
-    assert setup.hash() not in changed and len(changed) == 5
-    assert len(setup.seeds) >= 3 and set(setup.variants) == set(VARIANTS)
+    assert setup.hash() not in changed and len(changed) == 6
+    assert len(setup.seeds) >= 3 and set(setup.variants) == set(VARIANTS) and len(setup.learning_rates) >= 3
 
 
-def test_committed_ablation_results_match_the_code_config():
-    results = stored_results()
-    rerun = "rerun `python -m course_utils.ablation`"
+@pytest.mark.parametrize("part", ["ablation", "windows"])
+def test_committed_results_match_the_code_config(part):
+    """Each variant's rate is the grid's best on validation for the tuning seed, and every seed ran at it."""
+    results = stored_results()[part]
+    rerun = f"rerun `python -m course_utils.ablation --part {part}`"
     setup = AblationConfig()
+    variants = setup.variants if part == "ablation" else setup.window_variants
     assert results["config_hash"] == setup.hash(), f"the results were made with another AblationConfig: {rerun}"
-    assert all("validation_loss" in run for run in results["runs"]), f"the results are in an older format: {rerun}"
-    assert {(r["variant"], r["seed"]) for r in results["runs"]} == {(v, s) for v in setup.variants
-                                                                    for s in setup.seeds}
+    assert {(r["variant"], r["seed"]) for r in results["runs"]} == {(v, s) for v in variants for s in setup.seeds}
+    assert {(t["variant"], t["lr"]) for t in results["tuning"]} == {(v, lr) for v in variants
+                                                                    for lr in setup.learning_rates}
+    for variant in variants:
+        trials = [t for t in results["tuning"] if t["variant"] == variant]
+        best = min(trials, key=lambda t: t["validation_loss"])["lr"]
+        assert {r["lr"] for r in results["runs"] if r["variant"] == variant} == {best}, variant
     assert results["summary"] == summarise(results["runs"])
 
 
