@@ -1,6 +1,7 @@
-"""Exercises of notebook 10 (scaling out): the loss each rank backpropagates under DDP, which batches a rank gets,
-the training state one rank holds at each ZeRO stage, and the capstone: gradients all-reduced in buckets from
-backward hooks, overlapping the rest of backward, compared with DistributedDataParallel on two processes.
+"""Exercises of notebook 10 (scaling out): the loss each rank backpropagates under DDP from a per-rank mean, which
+batches a rank gets, the training state one rank holds at each ZeRO stage, and the capstone: gradients all-reduced
+in buckets from backward hooks, overlapping the rest of backward, compared with DistributedDataParallel on two
+processes.
 
 Each check draws fresh inputs (:class:`~.asserts.Draw`) and compares the learner's answer with the package's rule:
 the loss scaling of ``course_utils.train``, PyTorch's ``DistributedSampler`` through
@@ -52,11 +53,12 @@ from .core import (
 
 
 # ---------------------------------------------------------------------------- q1: the loss each rank backpropagates
-def scaled_loss_reference(loss_sum: torch.Tensor, local_tokens: int, global_tokens: int,
+def scaled_loss_reference(loss_mean: torch.Tensor, local_tokens: int, global_tokens: int,
                           world_size: int) -> torch.Tensor:
-    """What ``course_utils.train`` backpropagates on each rank: DDP averages the ranks' gradients, so × world_size
-    turns that mean into the sum over all ranks; ÷ the step's token count makes it the mean over all tokens."""
-    return loss_sum * (world_size / global_tokens)
+    """What a rank backpropagates under DDP when its loss comes as the mean over its own tokens (0 without tokens):
+    × local_tokens gives back its sum, ÷ the step's token count makes that the mean over all tokens, and
+    × world_size undoes DDP's average of the ranks' gradients (as ``course_utils.train`` does with its sum)."""
+    return loss_mean * (local_tokens * world_size / global_tokens)
 
 
 def rank_token_counts(draw: Draw, world_size: int, zero_rank: bool = False) -> list[int]:
@@ -68,8 +70,8 @@ def rank_token_counts(draw: Draw, world_size: int, zero_rank: bool = False) -> l
 
 
 def loss_cases(draw: Draw) -> list[Case]:
-    """``Case(..., (loss_sum, local_tokens, global_tokens, world_size))``: one process, uneven token counts, a rank
-    without target tokens, many ranks."""
+    """``Case(..., (loss_mean, local_tokens, global_tokens, world_size))``: one process, uneven token counts, a rank
+    without target tokens (its guarded mean is 0), many ranks."""
     steps = [("one process", [draw.integer(5, 300)], 0)]
     for what, world_size in (("uneven token counts", draw.integer(2, 4)),
                              ("a rank with no target tokens (all padding)", draw.integer(2, 4)),
@@ -80,9 +82,9 @@ def loss_cases(draw: Draw) -> list[Case]:
     cases = []
     for what, counts, rank in steps:
         local, total = counts[rank], sum(counts)
-        loss_sum = (draw.randn(local).abs() * 3).sum()  # this rank's summed token losses
+        loss_mean = (draw.randn(local).abs() * 3).sum() / max(local, 1)  # this rank's mean token loss
         cases.append(Case(f"{what}: rank {rank} of world_size {len(counts)}, {local} tokens on this rank, {total} "
-                          f"in the step ({' + '.join(map(str, counts))})", (loss_sum, local, total, len(counts))))
+                          f"in the step ({' + '.join(map(str, counts))})", (loss_mean, local, total, len(counts))))
     return cases
 
 
@@ -92,28 +94,31 @@ def check_ddp_scaled_loss(ns) -> None:
     cases = loss_cases(draw)
     check_function(function, scaled_loss_reference, cases, "ddp_scaled_loss", twins=loss_cases(draw.twin()),
                    probes=cases)
-    for case in cases:  # the value is right: now the gradient that reaches the model through loss_sum
-        check_input_gradients(function, scaled_loss_reference, case, "ddp_scaled_loss", labels=("loss_sum",))
+    for case in cases:  # the value is right: now the gradient that reaches the model through loss_mean
+        check_input_gradients(function, scaled_loss_reference, case, "ddp_scaled_loss", labels=("loss_mean",))
 
 
 R = scaled_loss_reference
-MEANS = ("dividing by this rank's own token count gives each rank's mean; DDP then averages the means, which weights "
-         "a rank with few tokens as much as one with many (and a rank without tokens gets 0 / 0). Use the token "
-         "count of all ranks together")
+MEANS = ("backpropagating each rank's mean as it is makes DDP average the means, which weights a rank with few "
+         "tokens as much as one with many. Turn the mean back into this rank's sum (× local_tokens), then divide by "
+         "the token count of all ranks together")
 LOSS_MISTAKES = (
-    Mistake("returns a float", "return a tensor (backward() needs one): keep computing on loss_sum, no .item() or "
-            "float(...)", variant=lambda s, local, total, w: float(R(s, local, total, w)),
+    Mistake("returns a float", "return a tensor (backward() needs one): keep computing on loss_mean, no .item() or "
+            "float(...)", variant=lambda m, local, total, w: float(R(m, local, total, w)),
             shows=lambda case, got, _: isinstance(got, (int, float, np.number))),
-    Mistake("mean of per-rank means", MEANS, variant=lambda s, local, total, w: s / local),
-    Mistake("guarded mean of means", MEANS, variant=lambda s, local, total, w: s / max(local, 1)),
+    Mistake("mean of per-rank means", MEANS, variant=lambda m, local, total, w: m),
+    Mistake("mean of means times world_size", MEANS, variant=lambda m, local, total, w: m * w),
+    Mistake("the sum rule applied to the mean", "loss_mean is already divided by this rank's tokens: "
+            "× world_size / global_tokens alone divides twice. Multiply by local_tokens first to get the sum back",
+            variant=lambda m, local, total, w: m * w / total),
     Mistake("forgot DDP divides by world_size", "DDP *averages* the gradients of the ranks: it divides by world_size "
-            "after summing. Divide by the global token count and multiply by world_size, so the average becomes "
-            "the sum over all tokens / all tokens", variant=lambda s, local, total, w: R(s, local, total, w) / w),
-    Mistake("no normalisation", "the sum alone makes the gradient grow with the batch size; divide by the global "
-            "token count (and multiply by world_size)", variant=lambda s, local, total, w: s),
+            "after summing. Multiply by world_size, so the average becomes the sum over all tokens / all tokens",
+            variant=lambda m, local, total, w: R(m, local, total, w) / w),
+    Mistake("no normalisation", "this rank's sum alone makes the gradient grow with the batch size; divide by the "
+            "global token count (and multiply by world_size)", variant=lambda m, local, total, w: m * local),
     Mistake("divided by world_size", "you divided by world_size; DDP already does that when it averages the "
             "gradients — multiply by world_size instead",
-            variant=lambda s, local, total, w: R(s, local, total, w) / w / w),
+            variant=lambda m, local, total, w: R(m, local, total, w) / w / w),
 )
 
 
@@ -613,9 +618,9 @@ q1 = Exercise(
     checker=check_ddp_scaled_loss,
     hints=("DDP sums the ranks' gradients and then divides by world_size. You want the sum over all the tokens of "
            "the step divided by all those tokens — whatever each rank holds, even none.",
-           "Start from loss_sum (keep it a tensor, so backward() reaches the model); divide by the token count of "
-           "the whole step, global_tokens (not this rank's); multiply by world_size to undo DDP's average. "
-           "local_tokens is not needed."),
+           "Start from loss_mean (keep it a tensor, so backward() reaches the model); × local_tokens gives this "
+           "rank's sum back; divide by global_tokens (the whole step's); multiply by world_size to undo DDP's "
+           "average."),
     solution=solution_of("lesson10", "ddp_scaled_loss"),
     mistakes=LOSS_MISTAKES,
     success="Correct! The averaged gradient is now the gradient of the mean over every token of the step.",
@@ -668,29 +673,25 @@ q4 = Exercise(
     task=(
         "**Capstone — overlap communication with backward.** Write the class `BucketedAllReduce(model, "
         "bucket_elements)`, built once on every rank of a process group. After `loss.backward()` and then "
-        "`.wait()`, every parameter's `.grad` must hold that gradient averaged over the ranks — what "
-        "`DistributedDataParallel` leaves there — and it must work again at every later step.\n\n"
+        "`.wait()`, every parameter's `.grad` must hold that gradient averaged over the ranks (what DDP leaves "
+        "there), at every step.\n\n"
         "Group the parameters into buckets in the order backward produces their gradients (`model.parameters()` "
         "reversed), each of at most `bucket_elements` numbers (a larger parameter gets a bucket of its own; start "
-        "a new bucket only when the next parameter would not fit). When a bucket's last gradient arrives "
-        "(`p.register_post_accumulate_grad_hook`), flatten its gradients into one buffer and start "
-        "`dist.all_reduce(buffer, async_op=True)` there, so it travels while backward computes the layers below. "
-        "`.wait()` finishes each bucket and copies the averages back into `.grad`. Write it with `dist` alone "
-        "(no DDP, no `course_utils.distributed.BucketedAllReduce`).\n\n"
-        "Checked on two new processes against DDP's gradients, bucket sizes and overlap measured. Stuck? "
-        "`q4.hint()`, `q4.solution()`, or the package's version: "
+        "a new bucket only when the next parameter would not fit). When a bucket's last gradient arrives (the "
+        "hook of section 5), flatten its gradients into one buffer and start its all-reduce with "
+        "`async_op=True`. `.wait()` finishes each bucket and copies the averages back into `.grad`. Use `dist` "
+        "alone (no DDP).\n\n"
+        "To debug here, open section 5's group of one around a backward (with one rank the average is the "
+        "gradient itself). Checked on two new processes against DDP's gradients, bucket sizes and overlap "
+        "measured. Stuck? `q4.hint()`, `q4.solution()`, or the package's version: "
         "`from course_utils.distributed import BucketedAllReduce`."
     ),
     starter=(
-        "import torch.distributed as dist\n"
-        "\n"
-        "\n"
         "class BucketedAllReduce:\n"
         "    def __init__(self, model, bucket_elements):\n"
-        "        self.world_size = dist.get_world_size()\n"
-        "        raise NotImplementedError\n"
+        "        raise NotImplementedError  # your code here\n"
         "\n"
         "    def wait(self):\n"
-        "        raise NotImplementedError\n"
+        "        raise NotImplementedError  # your code here\n"
     ),
 )

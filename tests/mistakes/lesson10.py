@@ -13,23 +13,25 @@ def right(exercise: str, name: str, code: str) -> Alternative:
     return Alternative("lesson10", exercise, name, code, PRELUDE)
 
 
-LOSS = "def ddp_scaled_loss(loss_sum, local_tokens, global_tokens, world_size):\n"
+LOSS = "def ddp_scaled_loss(loss_mean, local_tokens, global_tokens, world_size):\n"
 BATCHES = "def rank_batches(n_batches, rank, world_size):\n"
 STATE = "def training_state_bytes(n_parameters, world_size, stage):\n"
 
 MISTAKES = [
     # q1: the loss each rank backpropagates
     q("q1", "tokens assumed to divide evenly",
-      LOSS + "    return loss_sum * world_size / (local_tokens * world_size)\n",
-      "averages the means"),
-    q("q1", "hard-coded two ranks", LOSS + "    return loss_sum * 2 / global_tokens\n", "expected"),
+      LOSS + "    return loss_mean * world_size / world_size\n", "average the means"),
+    q("q1", "hard-coded two ranks", LOSS + "    return loss_mean * local_tokens * 2 / global_tokens\n", "expected"),
     q("q1", "a new tensor without a graph",
-      LOSS + "    return torch.tensor(loss_sum.item() * world_size / global_tokens)\n",
+      LOSS + "    return torch.tensor(loss_mean.item() * local_tokens * world_size / global_tokens)\n",
       "carries no gradient"),
-    q("q1", "scaled in place", LOSS + "    loss_sum *= world_size\n    return loss_sum / global_tokens\n", "in place"),
-    q("q1", "float64 result", LOSS + "    return loss_sum.double() * world_size / global_tokens\n", "torch.float32"),
-    q("q1", "the factor detached", LOSS + "    scale = (loss_sum / loss_sum.detach()) * world_size / global_tokens\n"
-      "    return scale.detach() * loss_sum.detach() + 0 * loss_sum\n", "NaN"),
+    q("q1", "scaled in place",
+      LOSS + "    loss_mean *= world_size\n    return loss_mean * local_tokens / global_tokens\n", "in place"),
+    q("q1", "float64 result",
+      LOSS + "    return loss_mean.double() * local_tokens * world_size / global_tokens\n", "torch.float32"),
+    q("q1", "the factor detached",
+      LOSS + "    scale = (loss_mean / loss_mean.detach()) * local_tokens * world_size / global_tokens\n"
+      "    return scale.detach() * loss_mean.detach() + 0 * loss_mean\n", "NaN"),
     # q2: which batches a rank gets
     q("q2", "per-rank count used as the end",
       BATCHES + "    return list(range(rank, n_batches // world_size, world_size))\n",
@@ -57,10 +59,12 @@ MISTAKES = [
 
 ALTERNATIVES = [
     # q1
-    right("q1", "divide by the mean tokens per rank", LOSS + "    return loss_sum / (global_tokens / world_size)\n"),
-    right("q1", "torch.div and mul", LOSS + "    return torch.div(loss_sum, global_tokens).mul(world_size)\n"),
-    right("q1", "a scale factor first", LOSS + "    scale = world_size / float(global_tokens)\n"
-          "    return scale * loss_sum\n"),
+    right("q1", "divide by the mean tokens per rank",
+          LOSS + "    return loss_mean * local_tokens / (global_tokens / world_size)\n"),
+    right("q1", "torch.mul and div",
+          LOSS + "    return torch.mul(loss_mean, local_tokens * world_size).div(global_tokens)\n"),
+    right("q1", "a scale factor first", LOSS + "    scale = local_tokens * world_size / float(global_tokens)\n"
+          "    return scale * loss_mean\n"),
     # q2
     right("q2", "a range", BATCHES + "    return range(rank, n_batches // world_size * world_size, world_size)\n"),
     right("q2", "a slice of all batches", BATCHES + "    steps = n_batches // world_size\n"

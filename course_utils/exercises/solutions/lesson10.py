@@ -4,9 +4,9 @@ import torch
 import torch.distributed as dist
 
 
-def ddp_scaled_loss(loss_sum, local_tokens, global_tokens, world_size):
-    # DDP averages the ranks' gradients: x world_size turns that mean into their sum
-    return loss_sum * world_size / global_tokens
+def ddp_scaled_loss(loss_mean, local_tokens, global_tokens, world_size):
+    # x local_tokens: this rank's sum back; / global_tokens: the step's mean; x world_size: undoes DDP's average
+    return loss_mean * local_tokens * world_size / global_tokens
 
 
 def rank_batches(n_batches, rank, world_size):
