@@ -22,8 +22,20 @@ DECODE = lesson07.q3.solution
 MISTAKES = [
     q("q1", "prediction not recorded", plant(COUNT, "my_ratio = 4_204_032 / 3_152_384", "my_ratio = ..."),
       "record your prediction"),
-    q("q1", "prediction: twice the encoder", plant(COUNT, "my_ratio = 4_204_032 / 3_152_384", "my_ratio = 2"),
-      "is not what the counts give"),
+    q("q1", "a count instead of a ratio", plant(COUNT, "my_ratio = 4_204_032 / 3_152_384", "my_ratio = 4_204_032"),
+      "is not a ratio"),
+    q("q1", "the package's DecoderLayer counted", "from course_utils.config import count_parameters\n"
+      "from course_utils.layers import DecoderLayer\n\nmy_ratio = 1.5\n\n\n"
+      "def decoder_layer_parameters(d_model, d_ff):\n"
+      "    return count_parameters(DecoderLayer(d_model, 1, d_ff, dropout=0.0))\n",
+      "course_utils.layers.DecoderLayer (a built layer"),
+    q("q1", "a layer built from nn.Linear and counted", "my_ratio = 1.5\n\n\n"
+      "def decoder_layer_parameters(d_model, d_ff):\n"
+      "    parts = [nn.Linear(d_model, d_model) for _ in range(8)]\n"
+      "    parts += [nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)]\n"
+      "    parts += [nn.LayerNorm(d_model) for _ in range(3)]\n"
+      "    return sum(p.numel() for part in parts for p in part.parameters())\n",
+      "torch.nn.Linear (a built layer"),
     q("q1", "a float count", plant(COUNT, "return 2 * attention + feed_forward + layer_norms",
                                    "return float(2 * attention + feed_forward + layer_norms)"), "int"),
     q("q3", "eval mode forgotten", plant(DECODE, "    model.eval()\n", ""), "training mode"),
@@ -50,10 +62,11 @@ MISTAKES = [
 ALTERNATIVES = [
     right("q1", "sum of the parts as a list", "my_ratio = 1.3336\n\n\ndef decoder_layer_parameters(d, f):\n"
           "    parts = [4 * d * d + 4 * d] * 2 + [d * f + f, f * d + d] + [2 * d] * 3\n    return sum(parts)\n"),
-    right("q1", "counted from a built layer", "from course_utils.config import count_parameters\n"
-          "from course_utils.layers import EncoderLayer\n\nmy_ratio = 4204032 / 3152384\n\n\n"
+    right("q1", "an honest prediction far from the count", "my_ratio = 2\n\n\n"
           "def decoder_layer_parameters(d_model, d_ff):\n"
-          "    return count_parameters(EncoderLayer(d_model, 1, d_ff)) + 4 * d_model * d_model + 6 * d_model\n"),
+          "    encoder_layer = 4 * d_model * d_model + 4 * d_model\n"
+          "    encoder_layer += 2 * d_model * d_ff + d_ff + d_model + 4 * d_model\n"
+          "    return encoder_layer + 4 * d_model * d_model + 6 * d_model\n"),
     right("q2", "per sentence, then times the batch", "def kv_cache_floats(n_layers, d_model, batch, steps, src_len):\n"
           "    per_sentence = n_layers * (2 * d_model * steps + 2 * d_model * src_len)\n"
           "    return per_sentence * batch\n"),
