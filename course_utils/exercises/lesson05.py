@@ -466,7 +466,7 @@ def check_training_case(learner_loop, case: TrainingCase) -> None:
         norm, expected = got.gradient_norms[step], reference.gradient_norms[step]
         if not math.isclose(norm, expected, rel_tol=1e-3, abs_tol=1e-6):
             fail(f"at optimizer step {step} the gradients reach optimizer.step() with a norm of {norm:.4g}, the "
-                 f"package's loop {expected:.4g}: the step must follow the mean gradient of its group, clipped.")
+                 f"package's loop {expected:.4g}: the step must follow the mean of its batches' gradients, clipped.")
         if not math.isclose(got.learning_rates[step], reference.learning_rates[step], rel_tol=1e-6):
             fail(f"the learning rates of your steps are {[f'{lr:.3g}' for lr in got.learning_rates]}, the package's "
                  f"{[f'{lr:.3g}' for lr in reference.learning_rates]}: one scheduler.step() after each "
@@ -580,13 +580,13 @@ q3 = Exercise(
         "**Capstone — gradient accumulation (about 30 minutes).** Four batches of 64 strings can stand in for one "
         "of 256 that does not fit in memory. Write `train_accumulated(model, batches, loss_fn, optimizer, scheduler, "
         "accumulate, clip_norm=1.0)`: one pass over `batches` (a list) making **one optimizer step per `accumulate` "
-        "consecutive batches** (a shorter last group steps too); each update equals one step on the **mean "
-        "gradient of its group**, clipped to `clip_norm` (none when `None`), with one scheduler step per optimizer "
+        "consecutive batches** (a shorter last group steps too); each update equals one step on the **mean of "
+        "its batches' gradients**, clipped to `clip_norm` (none when `None`), with one scheduler step per optimizer "
         "step. The model may arrive in eval mode. Return the per-batch losses as `loss_fn` computed them "
         "(undivided), as Python floats.\n\n"
         "How it is checked: step for step against the course's own accumulation, on random batches.\n\n"
-        "Stuck? `q3.hint()`, then `q3.solution()`; the package's loop is `from course_utils.training import "
-        "train_one_epoch` (`accumulate=`)."
+        "Stuck? `q3.hint()`, then `q3.solution()`; only after those, the package's loop to move on with: "
+        "`from course_utils.training import train_one_epoch`."
     ),
     starter=(
         "def train_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):\n"
