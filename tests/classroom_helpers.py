@@ -203,7 +203,7 @@ class Liar(int):
 
     __hash__ = int.__hash__
 
-def cache_bytes(batch, seq, layers, n_heads, n_kv_heads, d_head):
+def encoder_parameters(n_layers, d_model, d_ff):
     return Liar(7)
 """
 
@@ -349,6 +349,6 @@ def attack_notebooks(folder: Path, search: str) -> dict[str, dict[str, str]]:
         notebook = with_q2(WRONG_Q2)   # a cell of its own, after q1's check
         notebook.cells.insert(check_cell_of(notebook, "q1") + 1, nbformat.v4.new_code_cell(cell))
         save(name, notebook)
-    save("int_subclass", small_notebook("09", {**solutions("09"), "q4": INT_SUBCLASS}))
+    save("int_subclass", small_notebook("04", {**solutions("04"), "q1": INT_SUBCLASS}))
     return {name: {"lesson05.q2": "not correct"} for name in [*attacks, "connection_file", "pipes"]} | {
-        "int_subclass": {"lesson09.q4": "not correct"}}
+        "int_subclass": {"lesson04.q1": "not correct"}}

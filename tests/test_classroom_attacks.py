@@ -37,7 +37,7 @@ from classroom_helpers import (
 )
 
 from course_utils.classroom.grader import Limits, grade, grade_notebook
-from course_utils.exercises import lesson05, lesson09
+from course_utils.exercises import lesson04, lesson05
 
 BEFORE = "lesson05.q1"                  # checked before the attack's cell runs
 AFTER = ("lesson05.q3",)  # a right answer checked after it, in the process it ran in
@@ -131,7 +131,7 @@ def test_a_patch_that_undoes_itself_is_caught_while_the_check_runs(hostile_class
 def test_values_that_lie_about_equality_are_refused(hostile_class):
     status, message = hostile_class["tensor_subclass"]["lesson05.q2"]
     assert status == "error" and "`Liar`, a subclass of torch.Tensor" in message
-    status, message = hostile_class["int_subclass"]["lesson09.q4"]
+    status, message = hostile_class["int_subclass"]["lesson04.q1"]
     assert status == "error" and "`Liar`, a subclass of builtins.int" in message
 
 
@@ -216,5 +216,5 @@ def test_control_in_the_learners_own_process_the_attack_fools_the_check(code):
 def test_control_the_int_and_tensor_subclasses_are_already_refused_by_the_checker():
     """The checkers turn a count into ``int`` and compare tensors as plain tensors, so these fail even unguarded;
     the guard still names them (above)."""
-    assert _fooled(INT_SUBCLASS, lesson09.q4) == "incorrect"
+    assert _fooled(INT_SUBCLASS, lesson04.q1) == "incorrect"
     assert _fooled(TENSOR_SUBCLASS) == "incorrect"

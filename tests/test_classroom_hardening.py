@@ -152,7 +152,7 @@ def test_the_processes_that_run_learner_code_have_no_solution_to_give(tmp_path):
     assert not (root / "course_utils" / "exercises" / "solutions").exists()
     from course_utils.exercises import lesson05, lesson09
     sources = [path.read_text(encoding="utf-8") for path in root.rglob("*.py")]
-    for exercise in (lesson05.q3, lesson09.q5):
+    for exercise in (lesson05.q3, lesson09.q3):
         definition = exercise.solution.split("\n\n\n")[-1].strip()  # the class the learner must write
         assert not any(definition in source for source in sources)
 
