@@ -251,7 +251,8 @@ q3 = Exercise(
            "each layer of encoder.layers in turn on x with the mask; after each, select the real tokens' vectors, "
            "take their norms over the last axis and the mean of those; stack the n_layers numbers into a tensor."),
     solution=solution_of("lesson04", "stream_norms"),
-    success="Correct! Now measure both placements with 8 layers: how far off was `my_growth`?",
+    success="Correct! Now measure both placements with 8 layers, then open the note below: how far off was "
+            "`my_growth`?",
     mistakes=(
         Mistake("final norm applied", "you measured after the final LayerNorm; measure the stream each layer hands "
                 "on, before encoder.norm",
@@ -384,7 +385,7 @@ q4 = Exercise(
           "list): at initialisation, does the stream of 8 stacked parallel layers (`d_model=32`, "
           "`n_heads=4`, `d_ff=128`) grow from layer 1 to layer 8 faster than, as fast as, or slower than the 8-layer "
           "Pre-LN `Encoder`'s? Why? (Hint: how large is a branch's output next to the stream at initialisation? "
-          "Built attention first, as `EncoderLayer` is, one seed gives both stacks the same weights.)\n\n"
+          "Build attention first, as `EncoderLayer` does; then one seed gives both the same weights.)\n\n"
           "Checked against the formula on random sizes and masks. Stuck? `q4.solution()`. Parts may be the "
           "package's: `from course_utils.layers import PositionwiseFeedForward`."),
     starter=("import torch.nn as nn\n\n"
