@@ -92,12 +92,14 @@ DISCUSSION = {
             "layers grow only 10×), and 100× the memory for the weight matrix where it is stored (the training "
             "path keeps it for the backward pass). Fused kernels avoid storing it but still compute every score."),
            ],
-    "04": [("§4 trains Post-LN and Pre-LN at a high learning rate without warmup. Which one coped, and why might the "
-            "original paper still have used Post-LN?",
-            "Pre-LN learned; Post-LN stayed at chance — within a few steps its first layer received only a small "
-            "fraction of the last layer's gradient. The paper trained with a warmup (4000 steps), which is what "
-            "Post-LN needs, and with six layers; Post-LN trained that way works well, and the analysis of why "
-            "Pre-LN is more robust came years later."),
+    "04": [("The lesson trains Post-LN and Pre-LN with and without warmup over three seeds. What do the runs show, "
+            "and what can three seeds not show?",
+            "Pre-LN learned on every seed, with or without warmup; Post-LN without warmup failed on one seed of "
+            "three and learned late on another, and with warmup all three learned. Three seeds cannot say how often "
+            "Post-LN fails or prove that warmup is the cause; the papers (Xiong et al., Liu et al.) argue it from "
+            "the gradients at initialisation, which the lesson measures (Post-LN's larger, by 1.2–2× with unscaled "
+            "inputs and much more with the √d_model scale). The original paper trained Post-LN with 4,000 warmup "
+            "steps."),
            ],
     "05": [("A classifier reaches the majority-class accuracy. How do you tell whether it learned anything?",
             "Compare with baselines (the majority class, a simple count model), read per-class recall or balanced "
