@@ -318,8 +318,8 @@ q1 = Exercise(
            "keeps its shape (batch, seq - 1); return the pair (inputs, targets)."),
     solution=solution_of("lesson08", "shift_for_lm"),
     mistakes=SHIFT_MISTAKES,
-    success="Correct! Each position now names the token after the one it reads; the colleague's targets were the "
-            "tokens the model already reads, so it learned to copy its input.",
+    success="Correct! Each position now names the token after the one it reads; the colleague's targets were "
+            "tokens the model had already read, so it learned to copy them.",
 )
 
 q2 = Exercise(
@@ -779,7 +779,8 @@ q3 = Exercise(
             "temperature, top-k and top-p, forbidden ids excluded — through the KV cache, one token per call, in "
             "eval mode without gradients, drawn from the generator you were given.",
     task=(
-        "**Capstone — sampling with a KV cache.** Write `generate(model, prompt_ids, max_new_tokens, "
+        "## Capstone · Sampling with a KV cache (about 30 minutes)\n\n"
+        "Write `generate(model, prompt_ids, max_new_tokens, "
         "temperature=1.0, top_k=None, top_p=None, generator=None, forbidden_ids=())` for a model with the "
         "package's interface: `model(ids, cache)` → logits `(batch, seq, vocab)`, with `cache = model.new_cache()` "
         "holding the keys and values of every token already fed. Return `(batch, prompt_len + max_new_tokens)` "
@@ -795,9 +796,6 @@ q3 = Exercise(
     starter=(
         "def generate(model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None,\n"
         "             forbidden_ids=()):\n"
-        "    # eval mode, no gradients; one cache = model.new_cache(); the prompt first, then one token per call\n"
-        "    # each step: logits[:, -1] -> forbidden ids to -inf -> arg-max if temperature == 0, else\n"
-        "    # / temperature -> top-k -> top-p -> softmax -> torch.multinomial(probs, 1, generator=generator)\n"
-        "    raise NotImplementedError\n"
+        "    raise NotImplementedError  # your code here\n"
     ),
 )
