@@ -1,5 +1,5 @@
 """Exercises of notebook 06 (masked language modelling): weight tying, found from its symptom (q1); the accuracy
-where the input shows [MASK] (q2); and the capstone, whole-word masking (q3).
+where the input shows [MASK], found from a colleague's symptom (q2); and the capstone, whole-word masking (q3).
 
 Each check draws fresh random inputs (:class:`~.asserts.Draw`; ``COURSE_CHECK_SEED`` fixes them) and compares the
 learner's answer with the package (:mod:`course_utils.mlm`); each exercise declares its typical mistakes once, in
@@ -188,6 +188,10 @@ def at_mask_row_means(logits, inputs, labels) -> float:
 
 
 Q2_MISTAKES = (
+    Mistake("the colleague's draft", "that is still the colleague's mean over every position of the batch: an "
+            "unlabelled position (-100) can never be hit, yet it is counted; keep only labelled positions whose "
+            "input shows [MASK]",
+            lambda logits, inputs, labels: (logits.argmax(dim=-1) == labels).float().mean().item()),
     Mistake("every selected position", "you scored every selected position; keep only those whose *input* shows "
             "[MASK] (inputs == 4): at a kept token the answer is in plain sight",
             lambda logits, inputs, labels: masked_accuracy(logits, labels)),
@@ -414,7 +418,9 @@ q2 = Exercise(
     name="Accuracy where the input shows [MASK]",
     variables=("accuracy_at_mask",),
     checker=check_accuracy_at_mask,
-    hints=("Two conditions pick a position: it carries a label, and the model's *input* there is [MASK] (id 4).",
+    hints=("The draft averages over every position of the batch. Which of them carry no label at all (-100), and "
+           "which show the answer in their input? Two conditions pick a position: it carries a label, and the "
+           "model's *input* there is [MASK] (id 4).",
            "where = (inputs == 4) & (labels != -100); predictions = arg-max over the vocabulary axis; the share "
            "of predictions equal to the labels at those positions, all rows together, as a Python float."),
     solution=solution_of("lesson06", "accuracy_at_mask"),
