@@ -683,8 +683,7 @@ q4 = Exercise(
         "alone (no DDP).\n\n"
         "To debug here, open section 5's group of one around a backward (with one rank the average is the "
         "gradient itself). Checked on two new processes against DDP's gradients, bucket sizes and overlap "
-        "measured. Stuck? `q4.hint()`, `q4.solution()`, or the package's version: "
-        "`from course_utils.distributed import BucketedAllReduce`."
+        "measured. Stuck? `q4.hint()`, then `q4.solution()`."
     ),
     starter=(
         "class BucketedAllReduce:\n"
