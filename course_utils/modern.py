@@ -4,7 +4,7 @@ Each is one switch of :class:`~course_utils.config.TransformerConfig`, used by l
 (:class:`~course_utils.language_model.DecoderOnlyLM`) — so an ablation can turn each on alone:
 
 ===================  ==========================  ====================================
-switch               baseline (GPT-2-like)       modern (Llama-like)
+switch               baseline (Pre-LN, ReLU)     modern (Llama-like)
 ===================  ==========================  ====================================
 ``positional``       ``"learned"`` (added)       ``"rope"`` (rotates q and k)
 ``normalization``    ``"layernorm"``             ``"rmsnorm"``
@@ -380,11 +380,12 @@ def _arrow(ax, start, end, **style):
 
 
 def draw_modern_block():
-    """Lesson 08's Pre-LN block beside the modern (Llama-style) block, the four changed parts in red."""
+    """The ablation's baseline block (Pre-LN, ReLU feed-forward; lesson 08's model uses GELU) beside the modern
+    (Llama-style) block, the four changed parts in red."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 5.6))
-    columns = (("lesson 08's block (GPT-2-like)", ("LayerNorm", "multi-head attention\n(causal)", "LayerNorm",
+    columns = (("the ablation's baseline (Pre-LN, ReLU)", ("LayerNorm", "multi-head attention\n(causal)", "LayerNorm",
                                                   "feed-forward: ReLU"), "token + learned position"),
                ("the modern block (Llama-like)", ("RMSNorm", "grouped-query attention\n(causal, RoPE on q and k)",
                                                   "RMSNorm", "feed-forward: SwiGLU"), "token (no position added)"))
