@@ -81,6 +81,8 @@ q1 = Exercise(
            "d·d_ff + d_ff + d_ff·d + d; two LayerNorms of 2·d each. Times n_layers, plus the final LayerNorm's 2·d. "
            "Whole numbers only (+, *), so the result is an exact int at any size."),
     solution=solution_of("lesson04", "encoder_parameters"),
+    success="Correct! With d_ff = 4·d_model the FFN holds 8d² + 5d of a layer's 12d² + 13d parameters: about 2/3 "
+            "(the base model: 2,099,712 of 3,152,384, 66.6 %).",
     mistakes=(
         Mistake("a float", "return an int: a float (a /, a float constant, float(...)) cannot hold a count this "
                 "large exactly. Use +, * and // only", variant=lambda n, d, f: float(count_without(n, d, f))),
@@ -386,10 +388,9 @@ q4 = Exercise(
           "`n_heads=4`, `d_ff=128`) grow from layer 1 to layer 8 faster than, as fast as, or slower than the 8-layer "
           "Pre-LN `Encoder`'s? Why? (Hint: how large is a branch's output next to the stream at initialisation? "
           "Build attention first, as `EncoderLayer` does; then one seed gives both the same weights.)\n\n"
-          "Checked against the formula on random sizes and masks. Stuck? `q4.solution()`. Parts may be the "
-          "package's: `from course_utils.layers import PositionwiseFeedForward`."),
-    starter=("import torch.nn as nn\n\n"
-             "from course_utils.attention import MultiHeadAttention  # or yours from lesson 03\n\n\n"
+          "Checked against the formula on random sizes and masks. Stuck? `q4.solution()`. Allowed: "
+          "`from course_utils.layers import PositionwiseFeedForward` (our `FeedForward`)."),
+    starter=("import torch.nn as nn\n\n\n"
              "class ParallelEncoderLayer(nn.Module):\n"
              "    def __init__(self, d_model, n_heads, d_ff, dropout=0.1):\n"
              "        super().__init__()\n"
