@@ -57,7 +57,8 @@ def cell_id(lesson: str, name: str, part: str) -> str:
 
 
 def capstone_cells(lesson: str, name: str, exercise) -> list:
-    task = exercise.task + f"\n\nRun the next cell after writing your answer, then the check: `{name}.check()`."
+    task = exercise.task + (f"\n\nWrite your answer in the next cell and run it; then run the check below it "
+                            f"(`{name}.check()`).")
     task_cell = nbformat.v4.new_markdown_cell(task, id=cell_id(lesson, name, "task"))
     starter = nbformat.v4.new_code_cell(exercise.starter.rstrip("\n"), id=cell_id(lesson, name, "starter"))
     check = nbformat.v4.new_code_cell(f"{name} = {lesson}.{name}.bind(globals())\n{name}.check()\n"
