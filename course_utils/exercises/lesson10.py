@@ -683,7 +683,8 @@ q4 = Exercise(
         "alone (no DDP).\n\n"
         "To debug here, open section 5's group of one around a backward (with one rank the average is the "
         "gradient itself). Checked on two new processes against DDP's gradients, bucket sizes and overlap "
-        "measured. Stuck? `q4.hint()`, then `q4.solution()`."
+        "measured. Stuck? `q4.hint()`, then `q4.solution()`; to move on, "
+        "`from course_utils.distributed import BucketedAllReduce`."
     ),
     starter=(
         "class BucketedAllReduce:\n"
