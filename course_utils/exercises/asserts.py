@@ -949,3 +949,17 @@ def check_rates(chosen: torch.Tensor, categories: torch.Tensor, share: float, na
 def six_sigma(share: float, n: int) -> float:
     """Six standard errors of a share estimated from ``n`` independent draws (plus a little slack)."""
     return 6 * math.sqrt(max(share * (1 - share), 1e-4) / n) + 1e-3
+
+
+def load_weights_by_name(learner: nn.Module, expected: dict[str, torch.Tensor], name: str, layout: str) -> nn.Module:
+    """Copy the package block's weights ``expected`` into the learner's module by parameter name (refused, with the
+    names and shapes found, unless they match exactly); return it in eval mode."""
+    got = dict(learner.named_parameters())
+    if set(got) != set(expected) or any(got[k].shape != v.shape for k, v in expected.items()):
+        shapes = ", ".join(f"`{k}` {tuple(p.shape)}" for k, p in got.items()) or "none"
+        raise ExerciseFailure(f"your `{name}` has the parameters {shapes}; the checker loads the package's weights "
+                              f"into yours by name, so it needs exactly: {layout}.")
+    with torch.no_grad():
+        for key, value in expected.items():
+            got[key].copy_(value)
+    return learner.eval()

@@ -30,6 +30,7 @@ from .asserts import (
     first_output,
     gradients,
     instantiate,
+    load_weights_by_name,
     max_difference,
     outcome,
     own_module_class,
@@ -297,15 +298,7 @@ def build(answer: type[nn.Module], case: BlockCase, dropout: float = 0.0) -> nn.
     """The answer's block for ``case``, holding the package block's weights."""
     learner = instantiate(answer, NAME, "(d_model, n_heads, dropout=0.0)", case.block.d_model, case.block.n_heads,
                           dropout=dropout)
-    expected, got = fused(case.block), dict(learner.named_parameters())
-    if set(got) != set(expected) or any(got[k].shape != v.shape for k, v in expected.items()):
-        shapes = ", ".join(f"`{k}` {tuple(p.shape)}" for k, p in got.items()) or "none"
-        raise ExerciseFailure(f"your `{NAME}` has the parameters {shapes}; the checker loads the package's weights "
-                              f"into yours by name, so it needs exactly: {LAYOUT}.")
-    with torch.no_grad():
-        for key, value in expected.items():
-            got[key].copy_(value)
-    return learner.eval()
+    return load_weights_by_name(learner, fused(case.block), NAME, LAYOUT)
 
 
 def package_forward(block: MultiHeadAttention, x: torch.Tensor, mask: torch.Tensor | None):

@@ -28,12 +28,13 @@ from .asserts import (
     gradients,
     instantiate,
     learner_function,
+    load_weights_by_name,
     max_difference,
     outcome,
     own_module_class,
     snapshot,
 )
-from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
+from .core import Exercise, Mismatch, Mistake, solution_of
 
 # ---------------------------------------------------------------------------------------------------------------
 # q1: GeGLU — the package's GELU (tanh approximation, GPT-2's `gelu_tanh`) in SwiGLU's place
@@ -310,15 +311,7 @@ def block_cases(draw: Draw) -> list[BlockCase]:
 def build(answer: type[nn.Module], case: BlockCase) -> nn.Module:
     """The answer's block for ``case``, holding the package block's weights."""
     learner = instantiate(answer, NAME, SIGNATURE, *case.sizes, **case.options)
-    expected, got = fused_weights(case.block), dict(learner.named_parameters())
-    if set(got) != set(expected) or any(got[k].shape != v.shape for k, v in expected.items()):
-        shapes = ", ".join(f"`{k}` {tuple(p.shape)}" for k, p in got.items()) or "none"
-        raise ExerciseFailure(f"your `{NAME}` has the parameters {shapes}; the checker loads the package's weights "
-                              f"into yours by name, so it needs exactly: {LAYOUT}.")
-    with torch.no_grad():
-        for key, value in expected.items():
-            got[key].copy_(value)
-    return learner.eval()
+    return load_weights_by_name(learner, fused_weights(case.block), NAME, LAYOUT)
 
 
 def run_block(answer: type[nn.Module], case: BlockCase) -> Any:
