@@ -96,10 +96,10 @@ DISCUSSION = {
             "and what can three seeds not show?",
             "Pre-LN learned on every seed, with or without warmup; Post-LN without warmup failed on one seed of "
             "three and learned late on another, and with warmup all three learned. Three seeds cannot say how often "
-            "Post-LN fails or prove that warmup is the cause; the papers (Xiong et al., Liu et al.) argue it from "
-            "the gradients at initialisation, which the lesson measures (Post-LN's larger, by 1.2–2× with unscaled "
-            "inputs and much more with the √d_model scale). The original paper trained Post-LN with 4,000 warmup "
-            "steps."),
+            "Post-LN fails or prove that warmup is the cause; the papers argue it from the gradients (Xiong et al.: "
+            "large gradients near the output at initialisation; Liu et al.: a heavy dependence on the residual "
+            "branches), which the lesson cites but does not measure. The original paper trained Post-LN with 4,000 "
+            "warmup steps."),
            ],
     "05": [("A classifier reaches the majority-class accuracy. How do you tell whether it learned anything?",
             "Compare with baselines (the majority class, a simple count model), read per-class recall or balanced "
