@@ -57,8 +57,6 @@ def presence_cases(draw: Draw) -> list[Case]:
             for vocab, length, note in sizes]
 
 
-
-
 def as_number(value) -> float | None:
     """``value`` as a Python number, or ``None`` (a tensor is not one: the task asks for a float)."""
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
@@ -161,10 +159,10 @@ def pool_case(draw: Draw, lengths: list[int], seq: int, d_model: int, pad_id: in
     return Case(description, (hidden, ids), {"pad_id": pad_id})
 
 
-def pool_cases(draw: Draw) -> list[Case]:
+def max_pool_cases(draw: Draw) -> list[Case]:
     """Batch 1 without padding, batch 1 all padding but one token, then batches whose rows have no padding, all
     padding but one token and anything between — with pad id 0, another pad id (0 then an ordinary token), and
-    float64 vectors."""
+    float64 vectors; last, a batch whose real values are all negative — where a [PAD] filled with 0 would win."""
     batch, seq, d_model = draw.distinct(3, 3, 10)
     other_pad = draw.integer(1, 9)
 
@@ -173,19 +171,13 @@ def pool_cases(draw: Draw) -> list[Case]:
         draw.rng.shuffle(rows)
         return rows
 
-    return [
+    cases = [
         pool_case(draw, [seq], seq, d_model, 0, note="no padding"),
         pool_case(draw, [1], seq, d_model, 0, note="all padding but one token"),
         pool_case(draw, lengths(), seq, d_model, 0),
         pool_case(draw, lengths(), seq, d_model, other_pad, note="0 is an ordinary token here"),
         pool_case(draw, lengths(), seq, d_model, other_pad, torch.float64, note="float64 vectors"),
     ]
-
-
-def max_pool_cases(draw: Draw) -> list[Case]:
-    """The mean-pooling cases (no padding, all padding but one token, pad id 0 and another, float64), then a batch
-    whose real values are all negative — where a [PAD] filled with 0 would win the max."""
-    cases = pool_cases(draw)
     hidden, ids = cases[2].args
     real = (ids != 0)[..., None]
     negative = torch.where(real, -hidden.abs() - 0.1, hidden)
@@ -282,7 +274,6 @@ class TrainingCase:
     warmup: int
     total_steps: int
     clip: tuple             # () = leave clip_norm at its default; (value,) = pass it
-    loss_scale: float
     accumulate: int = 1     # batches per optimizer step
 
 
@@ -314,7 +305,7 @@ def training_case(draw: Draw, n_batches: int, clip: tuple, note: str, accumulate
                    f"accumulate={accumulate}, d_model {d_model}, {n_classes} classes, {clip_text}, warmup {warmup}"
                    + (f" — {note}" if note else ""))
     return TrainingCase(description, model, batches, peak_lr=draw.choice([3e-3, 5e-3, 1e-2, 2e-2]), warmup=warmup,
-                        total_steps=3 * n_batches + 2, clip=clip, loss_scale=10.0, accumulate=accumulate)
+                        total_steps=3 * n_batches + 2, clip=clip, accumulate=accumulate)
 
 
 def training_cases(draw: Draw) -> list[TrainingCase]:
@@ -350,7 +341,6 @@ class TrainingRecorder:
         from ..training import make_optimizer, make_scheduler
 
         self.model = model
-        self.loss_scale = case.loss_scale
         self.parameters = list(model.parameters())
         self.optimizer = make_optimizer(model, lr=case.peak_lr)
         self.scheduler = make_scheduler(self.optimizer, case.warmup, case.total_steps, "cosine")
@@ -359,8 +349,6 @@ class TrainingRecorder:
         self.stale_gradients: list[bool] = []
         self.learning_rates: list[float] = []
         self.gradient_norms: list[float] = []
-        self.parameter_norms: list[list[float]] = []
-        self.largest_entries: list[float] = []
         self.snapshots: list[list[torch.Tensor]] = []
         self.optimizer.register_step_pre_hook(self._before_step)
         self.optimizer.register_step_post_hook(self._after_step)
@@ -375,7 +363,7 @@ class TrainingRecorder:
         ids, labels = batch
         self.events.append("loss")
         self.training_flags.append(all(m.training for m in model.modules()))   # every submodule
-        loss = self.loss_scale * F.cross_entropy(model(ids), labels)   # scaled: the gradients exceed clip_norm
+        loss = 10.0 * F.cross_entropy(model(ids), labels)   # scaled: the gradients exceed clip_norm
         return _BackwardProbe.apply(loss, self._at_backward)
 
     def _at_backward(self) -> None:
@@ -388,13 +376,9 @@ class TrainingRecorder:
         grads = [p.grad for p in self.parameters if p.grad is not None]
         self.gradient_norms.append(float(torch.linalg.vector_norm(torch.stack(
             [torch.linalg.vector_norm(g) for g in grads]))) if grads else 0.0)
-        self.parameter_norms.append([float(torch.linalg.vector_norm(g)) for g in grads])
-        self.largest_entries.append(max(float(g.abs().max()) for g in grads) if grads else 0.0)
 
     def _after_step(self, optimizer, args, kwargs) -> None:
         self.snapshots.append([p.detach().clone() for p in self.parameters])
-
-
 
 
 def forbidden_loops() -> dict[str, object]:
@@ -429,16 +413,9 @@ def same_run(a: TrainingRecorder, b: TrainingRecorder) -> bool:
             and all(close(x, y) for s, t in zip(a.snapshots, b.snapshots) for x, y in zip(s, t)) and returned)
 
 
-def package_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):
-    """The reference: the package's loop with ``accumulate``."""
-    from ..training import train_one_epoch
-
-    return train_one_epoch(model, batches, loss_fn, optimizer, scheduler, clip_norm, accumulate=accumulate)
-
-
 def check_training_case(learner_loop, case: TrainingCase) -> None:
     """Train two copies of ``case.model`` — the package's loop and the learner's — and compare step by step."""
-    reference, got, n = train(package_accumulated, case, forbidden=False), train(learner_loop, case), len(case.batches)
+    reference, got, n = train(planted_loop(), case, forbidden=False), train(learner_loop, case), len(case.batches)
     steps = math.ceil(n / case.accumulate)
 
     def fail(message: str) -> None:
@@ -491,40 +468,21 @@ def check_train_accumulated(ns) -> None:
         check_training_case(learner_loop, case)
 
 
-def planted_loop(optimizer=None, scheduler=None, clip=lambda clip_norm: clip_norm, loss=None, after=None,
+def planted_loop(optimizer=None, clip=lambda clip_norm: clip_norm, loss=None,
                  groups=lambda accumulate: accumulate, returned=None, batches=None):
-    """The package's loop with a bug planted around it: ``optimizer(model, optimizer, scheduler, clip_norm)`` and
-    ``scheduler(...)`` return method replacements (see :class:`~.asserts.Planted`), ``clip(clip_norm)`` the clip_norm
-    the package's loop gets, ``loss(loss_fn, accumulate)`` the loss function, ``groups(accumulate)`` the group size
-    it gets, ``batches(batches, accumulate)`` the batches, ``returned(losses, accumulate)`` what is returned,
-    ``after(scheduler)`` runs after the epoch."""
+    """The package's loop (the reference, with no argument) with a bug planted around it: ``optimizer`` gives the
+    optimizer's method replacements (see :class:`~.asserts.Planted`), ``clip(clip_norm)`` the clip_norm the package's
+    loop gets, ``loss(loss_fn, accumulate)`` the loss function, ``groups(accumulate)`` the group size it gets,
+    ``batches(batches, accumulate)`` the batches, ``returned(losses, accumulate)`` what is returned."""
     def loop(model, batch_list, loss_fn, opt, sched, accumulate, clip_norm=1.0):
         from ..training import train_one_epoch
 
-        planted_opt = Planted(opt, **optimizer(model, opt, sched, clip_norm)) if optimizer else opt
-        planted_sched = Planted(sched, **scheduler(model, opt, sched, clip_norm)) if scheduler else sched
+        planted_opt = Planted(opt, **optimizer) if optimizer else opt
         losses = train_one_epoch(model, batches(batch_list, accumulate) if batches else batch_list,
-                                 loss(loss_fn, accumulate) if loss else loss_fn, planted_opt, planted_sched,
+                                 loss(loss_fn, accumulate) if loss else loss_fn, planted_opt, sched,
                                  clip(clip_norm), accumulate=groups(accumulate))
-        if after:
-            after(sched)
         return returned(losses, accumulate) if returned else losses
     return loop
-
-
-def skip(original, *args, **kwargs):
-    return None
-
-
-def clip_each(clip):
-    def planted(model, opt, sched, clip_norm):
-        def step(original, *args, **kwargs):
-            if clip_norm is not None:
-                for p in model.parameters():
-                    clip(p, clip_norm)
-            return original(*args, **kwargs)
-        return {"step": step}
-    return planted
 
 
 def zero_grad_each_batch(loss_fn, accumulate):
@@ -547,7 +505,7 @@ LOOP_MISTAKES = (
             variant=planted_loop(loss=zero_grad_each_batch)),
     Mistake("zero_grad forgotten", "optimizer.zero_grad() is never called: each group's gradients are added to "
             "all the previous ones. Clear them once per group",
-            variant=planted_loop(optimizer=lambda *_: {"zero_grad": skip})),
+            variant=planted_loop(optimizer={"zero_grad": lambda original, *args, **kwargs: None})),
     Mistake("loss not divided", "each batch's loss went into backward undivided, so the step follows the *sum* of "
             "the group's gradients, `accumulate` times the mean: divide each loss by the size of its group before "
             "backward (clipping hides this only when it clips)",
