@@ -5,7 +5,7 @@ from course_utils.exercises.core import CORRECT, INCORRECT
 
 
 def test_check_prints_and_never_raises(capsys):
-    lesson01.q1.bind({"count_pairs": lambda ids: 1 / 0}).check()
+    lesson01.q1.bind({"merge_pair": lambda ids, pair, new_id: 1 / 0}).check()
     out = capsys.readouterr().out
     assert "❌" in out and "ZeroDivisionError" in out
 
@@ -13,7 +13,7 @@ def test_check_prints_and_never_raises(capsys):
 def test_merge_solution_agrees_with_the_course_tokenizer():
     from course_utils.tokenization import merge_pair as package_merge_pair
 
-    merge_pair = lesson01.q2.run_solution()["merge_pair"]
+    merge_pair = lesson01.q1.run_solution()["merge_pair"]
     for ids, pair in (([1, 1, 1, 1, 2], (1, 1)), ([3, 4, 3, 4, 3], (4, 3)), ([5], (5, 5))):
         assert merge_pair(ids, pair, 99) == package_merge_pair(ids, pair, 99)
 

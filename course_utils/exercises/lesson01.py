@@ -1,10 +1,11 @@
-"""Exercises of lesson 01: byte-pair encoding from the learner's own pieces — q1 ``count_pairs`` (after predicting
-the first merges of a tiny corpus by hand), q2 ``merge_pair`` (a draft with a bug to find first), q3 ``train``,
-q4 ``encode`` (a longest-match draft to find the bug in first), q5 ``decode`` (a token-by-token draft that fails on
-"我": a token may end in the middle of a character) — and q6, the embedding's backward pass.
+"""Exercises of lesson 01: byte-pair encoding on the page's ``count_pairs`` — q1 ``merge_pair`` (a draft with a bug
+to find first), q2 ``train``, q3 ``encode`` (a longest-match draft to find the bug in first), q4 ``split_digits``
+(the split carried over to numbers: runs of digits in groups of at most three) — and q5, the embedding's backward
+pass.
 
 Each check draws fresh inputs (``COURSE_CHECK_SEED`` fixes them) and compares the answer with the package, the
-reference: ``tokenization.count_pairs``, ``merge_pair``, ``BPETokenizer.train`` / ``.encode`` / ``.decode`` and
+reference: ``tokenization.count_pairs``, ``merge_pair``, ``BPETokenizer.train`` / ``.encode``, GPT-2's pattern with
+digit groups of at most three (:data:`DIGIT_GROUPS`) and
 the gradient of ``TokenEmbedding``. Each exercise declares its typical mistakes once (``mistakes=``, see
 :mod:`.core`); the variants are written as a learner writes them, with their own pair counting and merging
 (``_pairs``, ``_merge``), never the package's.
@@ -16,10 +17,19 @@ import warnings
 from collections import Counter
 from typing import Callable
 
+import regex
 import torch
 
 from ..embedding import TokenEmbedding
-from ..tokenization import BPETokenizer, _merge_counting_changes, count_pairs, merge_pair, split_words, tie_break_key
+from ..tokenization import (
+    WORD_SPLIT_PATTERN,
+    BPETokenizer,
+    _merge_counting_changes,
+    count_pairs,
+    merge_pair,
+    split_words,
+    tie_break_key,
+)
 from .asserts import Case, Draw, check_function
 from .core import Exercise, ExerciseFailure, Mistake, solution_of
 
@@ -54,22 +64,6 @@ def _merge(ids, pair, new_id):
             out.append(ids[i])
             i += 1
     return out
-
-
-def count_distinct(ids):
-    return {pair: 1 for pair in zip(ids, ids[1:])}
-
-
-def count_wrapping(ids):
-    return Counter(zip(ids, ids[1:] + ids[:1]))
-
-
-def count_every_other(ids):
-    return Counter(zip(ids[::2], ids[1::2]))
-
-
-def count_missing_last(ids):
-    return Counter((ids[i], ids[i + 1]) for i in range(len(ids) - 2))
 
 
 def merge_overlapping(ids, pair, new_id):
@@ -179,24 +173,31 @@ def encode_longest_match(text, merges):
     return ids
 
 
-def token_pieces(merges, first_merge=263, first_byte=7) -> dict[int, bytes]:
-    """The bytes of every token of a merge list (merge k creates id ``first_merge + k``)."""
-    pieces = {first_byte + b: bytes([b]) for b in range(256)}
-    for k, (a, b) in enumerate(merges):
-        pieces[first_merge + k] = pieces[a] + pieces[b]
+def digits_pattern(group: str) -> str:
+    """GPT-2's split with ``group`` in place of its number rule ``" ?\\p{N}+"``."""
+    return WORD_SPLIT_PATTERN.replace(r" ?\p{N}+", group)
+
+
+DIGIT_GROUPS = digits_pattern(r" ?\p{N}{1,3}")  # the reference: at most 3 digits a piece, from the left
+assert DIGIT_GROUPS != WORD_SPLIT_PATTERN
+
+
+def split_with(pattern: str):
+    return lambda text: regex.findall(pattern, text)
+
+
+def groups_from_the_right(text):
+    pieces = []
+    for piece in split_words(text):
+        number = regex.fullmatch(r"( ?)(\p{N}+)", piece)
+        if not number:
+            pieces.append(piece)
+            continue
+        space, digits = number.groups()
+        cut = len(digits) % 3 or 3
+        groups = [digits[:cut]] + [digits[i:i + 3] for i in range(cut, len(digits), 3)]
+        pieces += [space + groups[0]] + groups[1:]
     return pieces
-
-
-def decode_with(ids, merges, per_token=False, errors="replace", codec="utf-8", first_merge=263, first_byte=7):
-    """The recipe of exercise 5, with one step done wrong where a flag says so."""
-    pieces = token_pieces(merges, first_merge, first_byte)
-    if per_token:
-        return "".join(pieces[i].decode(codec, errors=errors) for i in ids)
-    return b"".join(pieces[i] for i in ids).decode(codec, errors=errors)
-
-
-def decoded(**flags):
-    return lambda ids, merges: decode_with(ids, merges, **flags)
 
 
 def grad_with(ids, grad_output, vocab_size, scale="sqrt", accumulate=True, reduce="sum"):
@@ -239,23 +240,11 @@ def gradient(**flags):
 
 FIRST_IDS = "merge k creates id 263 + k (7 special tokens and 256 bytes come first), not 256 + k"
 BYTE_IDS = "byte b has id 7 + b (ids 0..6 are the special tokens)"
-MID_CHARACTER = ("a token can end in the middle of a character (我 is 3 bytes, and a token may hold only the first "
-                 "of them): join the bytes of all the tokens first, then decode the whole once")
 NO_PAIRS = ("no pair was left to merge (every word is one token) and your train still looked for the best one: "
             "stop when no pair is left, before taking the most frequent")
 TIES = "two pairs were equally frequent and you merged the other one: break ties with the smallest tie_break_key(pair)"
 
 MISTAKES: dict[str, tuple[Mistake, ...]] = {  # the table of each exercise, by the name it asks for
-    "count_pairs": (
-        Mistake("distinct pairs", "every pair got count 1: count how often each pair occurs (a Counter), not which "
-                "pairs occur", variant=count_distinct),
-        Mistake("wrap around", "you counted a pair that wraps from the last id back to the first; pairs are "
-                "neighbours inside the sequence only", variant=count_wrapping),
-        Mistake("every other pair", "you counted only every other pair (ids[0], ids[1]), (ids[2], ids[3]), …: pairs "
-                "overlap — a sequence of n ids has n - 1 adjacent pairs", variant=count_every_other),
-        Mistake("off by one", "the last pair is missing: a sequence of n ids has n - 1 adjacent pairs",
-                variant=count_missing_last),
-    ),
     "merge_pair": (
         Mistake("no skip", "after a merge skip *both* ids of the pair (i += 2), so the second id is not copied again "
                 "and occurrences never overlap", variant=merge_overlapping),
@@ -297,13 +286,18 @@ MISTAKES: dict[str, tuple[Mistake, ...]] = {  # the table of each exercise, by t
         Mistake("stops early", "a merge that finds nothing in a word does not end the word: later merges may still "
                 "apply", variant=encoded(keep_going=False)),
     ),
-    "decode": (
-        Mistake("token by token", MID_CHARACTER, variant=decoded(per_token=True)),
-        Mistake("token by token, errors ignored", MID_CHARACTER, variant=decoded(per_token=True, errors="ignore")),
-        Mistake("latin-1", "the bytes are UTF-8: decode them with .decode('utf-8'), not latin-1 (é is 2 bytes, 我 is "
-                "3)", variant=decoded(codec="latin-1")),
-        Mistake("no byte offset", BYTE_IDS, variant=decoded(first_byte=0)),
-        Mistake("ids from 256", FIRST_IDS, variant=decoded(first_merge=256)),
+    "split_digits": (
+        Mistake("whole runs", "a run of digits stays one piece: cut it into groups of at most 3 digits "
+                "(' 1234567' -> ' 123', '456', '7')", variant=split_words),
+        Mistake("exactly three", "the last group of a run may be shorter than 3 digits (' 1234567' -> ' 123', "
+                "'456', '7'): with groups of exactly 3 the leftover digits are lost and the pieces no longer join "
+                "back to the text", variant=split_with(digits_pattern(r" ?\p{N}{3}"))),
+        Mistake("single digits", "groups of *up to* 3 digits, not one digit a piece",
+                variant=split_with(digits_pattern(r" ?\p{N}"))),
+        Mistake("space apart", "a space before a number stays with its first group (' 123'), as split_words keeps a "
+                "space with the word after it", variant=split_with(digits_pattern(r"\p{N}{1,3}"))),
+        Mistake("from the right", "group from the left, three digits at a time from the start of the run "
+                "(' 1234567' -> ' 123', '456', '7'), not from its end", variant=groups_from_the_right),
     ),
     "embedding_grad": (
         Mistake("assignment", "a token that occurs several times gets the *sum* of its output gradients; assigning "
@@ -320,19 +314,7 @@ MISTAKES: dict[str, tuple[Mistake, ...]] = {  # the table of each exercise, by t
 }
 
 
-# ---------------------------------------------------------------------------------------- q1, q2: BPE's two steps
-def count_cases(draw: Draw) -> list[Case]:
-    a, b, c = draw.distinct(3, 256, 50000)
-    alphabet = draw.distinct(4, 0, 50000)
-    mixed = [draw.choice(alphabet) for _ in range(draw.integer(15, 30))]
-    run = draw.integer(4, 7)
-    return [Case("ids [5, 6, 5, 6, 7]", ([5, 6, 5, 6, 7],)),
-            Case(f"a single id [{a}]", ([a],)),
-            Case(f"{run} equal ids [{b}, {b}, …] (the pairs overlap)", ([b] * run,)),
-            Case(f"ids {[a, b, a, b, c, a]}", ([a, b, a, b, c, a],)),
-            Case(f"{len(mixed)} ids drawn from {sorted(alphabet)}", (mixed,))]
-
-
+# ---------------------------------------------------------------------------------------- q1: merge a pair
 def merge_cases(draw: Draw) -> list[Case]:
     a, b, c = draw.distinct(3, 256, 20000)
     alphabet = draw.distinct(4, 256, 50000)
@@ -351,16 +333,12 @@ PIECES_FORBIDDEN = {"the package's course_utils.tokenization.merge_pair": merge_
                     "the package's BPE merge (course_utils.tokenization)": _merge_counting_changes}
 
 
-def check_count_pairs(ns) -> None:
-    check(ns, "count_pairs", lambda ids: count_pairs(list(ids)), count_cases(Draw()), PIECES_FORBIDDEN)
-
-
 def check_merge_pair(ns) -> None:
     check(ns, "merge_pair", lambda ids, pair, new_id: merge_pair(list(ids), tuple(pair), new_id),
           merge_cases(Draw()), PIECES_FORBIDDEN)
 
 
-# ---------------------------------------------------------------------------------------- q3, q4: train and encode
+# ---------------------------------------------------------------------------------------- q2, q3: train and encode
 def package_merges(texts, n_merges) -> list[tuple[int, int]]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # it warns when it stops early, as the recipe does
@@ -421,46 +399,36 @@ def no_pairs_hint(error: BaseException) -> str | None:
 
 
 def check_train(ns) -> None:
-    for name, exercise in (("count_pairs", q1), ("merge_pair", q2)):
-        if name in ns and exercise.evaluate(ns).status == "incorrect":
-            raise ExerciseFailure(f"your `{name}` does not pass its own check yet ({exercise.name}); `train` builds "
-                                  f"on it — fix it first: run {'q1' if exercise is q1 else 'q2'}.check().")
+    if "merge_pair" in ns and q1.evaluate(ns).status == "incorrect":
+        raise ExerciseFailure(f"your `merge_pair` does not pass its own check yet ({q1.name}); `train` builds on it "
+                              "— fix it first: run q1.check().")
     check(ns, "train", package_merges, train_cases(Draw()), TRAIN_FORBIDDEN, error_hint=no_pairs_hint)
 
 
 def check_encode(ns) -> None:
-    if "merge_pair" in ns and q2.evaluate(ns).status == "incorrect":
+    if "merge_pair" in ns and q1.evaluate(ns).status == "incorrect":
         raise ExerciseFailure("your `merge_pair` does not pass its own check yet; `encode` builds on it — fix it "
-                              "first: run q2.check().")
+                              "first: run q1.check().")
     check(ns, "encode", lambda text, merges: BPETokenizer(merges).encode(text), encode_cases(Draw()),
           TRAIN_FORBIDDEN)
 
 
-# ---------------------------------------------------------------------------------------- q5: decode
-def decode_cases(draw: Draw) -> list[Case]:
-    cases = []
-    for texts, n_merges in ((["aé aé aé", "é"], 2), (["我爱你 我爱你。", "你爱我"], 3), (corpus(draw, 5), 30)):
-        merges = package_merges(texts, n_merges)
-        for text in texts[:2] + ["", "Tokens é, 12 我。"]:
-            ids = BPETokenizer(merges).encode(text)
-            cases.append(Case(f"decode({ids}, merges) with the {len(merges)} merges {merges} (the ids of {text!r})",
-                              (ids, merges)))
+# ---------------------------------------------------------------------------------------- q4: digit groups
+def digit_cases(draw: Draw) -> list[Case]:
+    alphabet = list("ab Zé我,.'-") + list("0123456789") * 3 + ["٣", "½", "  "]
+    cases = [Case(repr(text), (text,)) for text in
+             ("In 1234567 cases", "", " 12", "1234", "on 2026-12-07, 99.5 %", "x  123456 ", "a1b22c333d4444")]
+    for _ in range(8):
+        text = "".join(draw.choice(alphabet) for _ in range(draw.integer(5, 40)))
+        cases.append(Case(repr(text), (text,)))
     return cases
 
 
-def mid_character_hint(error: BaseException) -> str | None:
-    if isinstance(error, UnicodeDecodeError):
-        return MID_CHARACTER
-    return too_small_id_hint(error)
+def check_split_digits(ns) -> None:
+    check(ns, "split_digits", split_with(DIGIT_GROUPS), digit_cases(Draw()), error_hint=None)
 
 
-def check_decode(ns) -> None:
-    forbidden = {"the package's BPETokenizer.decode": BPETokenizer.decode}
-    check(ns, "decode", lambda ids, merges: BPETokenizer(merges).decode(ids), decode_cases(Draw()), forbidden,
-          error_hint=mid_character_hint)
-
-
-# ---------------------------------------------------------------------------------------- q6: the backward pass
+# ---------------------------------------------------------------------------------------- q5: the backward pass
 def package_grad(ids, grad_output, vocab_size) -> torch.Tensor:
     """The gradient of ``TokenEmbedding``'s weight for the output gradient ``grad_output``, by autograd."""
     block = TokenEmbedding(vocab_size, grad_output.size(-1))
@@ -488,13 +456,6 @@ def check_embedding_grad(ns) -> None:
 
 # ---------------------------------------------------------------------------------------- the exercises
 q1 = Exercise(
-    name="Count adjacent pairs", variables=("count_pairs",), checker=check_count_pairs,
-    hints=("Pair each id with the one after it; the same pair may occur several times.",
-           "zip the list with itself shifted by one; count the tuples with collections.Counter."),
-    solution=solution_of("lesson01", "count_pairs"),
-    mistakes=MISTAKES["count_pairs"])
-
-q2 = Exercise(
     name="Merge one pair", variables=("merge_pair",), checker=check_merge_pair,
     hints=("Walk from the left with an index; after a match, jump over both ids.",
            "an empty output list and an index i from 0 to the end of ids; where ids[i] and the next id form the "
@@ -502,7 +463,7 @@ q2 = Exercise(
     solution=solution_of("lesson01", "merge_pair"),
     mistakes=MISTAKES["merge_pair"])
 
-q3 = Exercise(
+q2 = Exercise(
     name="Train BPE", variables=("train",), checker=check_train,
     hints=("Work on the table of distinct words and their counts; each round: total pair counts over all words, "
            "pick the best, rewrite every word.",
@@ -513,7 +474,7 @@ q3 = Exercise(
     solution=solution_of("lesson01", "count_pairs", "merge_pair", "train"),
     mistakes=MISTAKES["train"])
 
-q4 = Exercise(
+q3 = Exercise(
     name="Encode with BPE", variables=("encode",), checker=check_encode,
     hints=("Each word on its own, from its bytes; every merge in turn, in the order learned.",
            "for each word of split_words(text): its ids are 7 + each UTF-8 byte; go through the merges with their "
@@ -521,16 +482,16 @@ q4 = Exercise(
     solution=solution_of("lesson01", "merge_pair", "encode"),
     mistakes=MISTAKES["encode"])
 
-q5 = Exercise(
-    name="Decode BPE", variables=("decode",), checker=check_decode,
-    hints=("Run the draft on the ids of \"我\": which of its three tokens is a character on its own? Decode only "
-           "once you have the bytes of all the tokens.",
-           "keep the draft's table id -> bytes; join the bytes of all the ids into one bytes object "
-           "(b\"\".join(...)); decode that once as UTF-8."),
-    solution=solution_of("lesson01", "decode"),
-    mistakes=MISTAKES["decode"])
+q4 = Exercise(
+    name="Digits in groups of three", variables=("split_digits",), checker=check_split_digits,
+    hints=("Only the number rule of the pattern changes; everything else splits as split_words does.",
+           "in tokenization.WORD_SPLIT_PATTERN replace the number rule ' ?\\p{N}+' by ' ?\\p{N}{1,3}' and return "
+           "regex.findall(that pattern, text) — or cut each number piece of split_words(text) into groups of 3 from "
+           "the left, the space on the first."),
+    solution=solution_of("lesson01", "split_digits"),
+    mistakes=MISTAKES["split_digits"])
 
-q6 = Exercise(
+q5 = Exercise(
     name="The embedding's gradient", variables=("embedding_grad",), checker=check_embedding_grad,
     hints=("E = √d · one_hot(ids) @ W is linear in W: its gradient is the transposed one-hot matrix times the "
            "output gradient, times √d.",

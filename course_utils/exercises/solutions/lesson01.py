@@ -3,9 +3,10 @@
 import math
 from collections import Counter
 
+import regex
 import torch.nn.functional as F
 
-from course_utils.tokenization import split_words, tie_break_key
+from course_utils.tokenization import WORD_SPLIT_PATTERN, split_words, tie_break_key
 
 
 def count_pairs(ids):
@@ -53,11 +54,9 @@ def encode(text, merges):
     return ids
 
 
-def decode(ids, merges):
-    pieces = {7 + b: bytes([b]) for b in range(256)}  # byte b has id 7 + b
-    for k, (a, b) in enumerate(merges):
-        pieces[263 + k] = pieces[a] + pieces[b]  # merge k -> id 263 + k
-    return b"".join(pieces[i] for i in ids).decode("utf-8")  # all the bytes first: a token may end mid-character
+def split_digits(text):
+    pattern = WORD_SPLIT_PATTERN.replace(r" ?\p{N}+", r" ?\p{N}{1,3}")  # numbers: at most 3 digits a piece
+    return regex.findall(pattern, text)
 
 
 def embedding_grad(ids, grad_output, vocab_size):
