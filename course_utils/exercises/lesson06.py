@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any
+import operator
+import statistics
 
 import torch
 import torch.nn as nn
@@ -21,10 +22,6 @@ from ..mlm import IGNORE_INDEX, accuracy_at_mask, mask_tokens, masked_accuracy, 
 from ..tokenization import MASK_ID, N_SPECIAL_TOKENS
 from .asserts import Case, Draw, Raised, attempt, check_function
 from .core import Exercise, Mismatch, Mistake, solution_of
-
-
-def same_kind(a: Any, b: Any) -> bool:
-    return a == b
 
 
 def kind_of(problem):
@@ -47,19 +44,6 @@ class TinyMLM(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         return self.output(self.embedding(ids))
-
-
-def tying_cases(draw: Draw) -> list[Case]:
-    small_vocab, small_d = draw.distinct(2, 3, 12)
-    cases = []
-    for vocab, d_model, bias in ((small_vocab, small_d, True), (draw.integer(100, 400), draw.integer(8, 32), True),
-                                 (draw.integer(20, 90), draw.integer(4, 16), False)):
-        with torch.random.fork_rng(devices=[]):             # the learner's global random state stays as it was
-            torch.manual_seed(draw.rng.randrange(2 ** 31))
-            model = TinyMLM(vocab, d_model, bias)
-        cases.append(Case(f"vocab_size {vocab}, d_model {d_model}" + ("" if bias else ", output layer without bias"),
-                          (model,)))
-    return cases
 
 
 def tying_problem(tie, case: Case) -> tuple[str, str] | None:
@@ -96,12 +80,19 @@ def tying_problem(tie, case: Case) -> tuple[str, str] | None:
 
 
 def check_tie_weights(ns) -> None:
-    tie = ns["tie_weights"]
-    for case in tying_cases(Draw()):
+    tie, draw = ns["tie_weights"], Draw()
+    small_vocab, small_d = draw.distinct(2, 3, 12)
+    for vocab, d_model, bias in ((small_vocab, small_d, True), (draw.integer(100, 400), draw.integer(8, 32), True),
+                                 (draw.integer(20, 90), draw.integer(4, 16), False)):
+        with torch.random.fork_rng(devices=[]):             # the learner's global random state stays as it was
+            torch.manual_seed(draw.rng.randrange(2 ** 31))
+            model = TinyMLM(vocab, d_model, bias)
+        note = "" if bias else ", output layer without bias"
+        case = Case(f"vocab_size {vocab}, d_model {d_model}{note}", (model,))
         found = tying_problem(tie, case)
         if found:
             raise Mismatch(f"on {case.description}: {found[1]}.", case, found[0], tie, kind_of(tying_problem),
-                           same_kind)
+                           operator.eq)
 
 
 def tie_by_copy(model):
@@ -181,12 +172,6 @@ def check_accuracy_at_mask(ns) -> None:
                    twins=at_mask_cases(draw.twin()), atol=1e-6, rtol=1e-6, scales=())
 
 
-def at_mask_row_means(logits, inputs, labels) -> float:
-    rows = [accuracy_at_mask(logits[r:r + 1], inputs[r:r + 1], labels[r:r + 1]) for r in range(len(labels))
-            if ((inputs[r] == MASK_ID) & (labels[r] != IGNORE_INDEX)).any()]
-    return sum(rows) / len(rows)
-
-
 Q2_MISTAKES = (
     Mistake("the colleague's draft", "that is still the colleague's mean over every position of the batch: an "
             "unlabelled position (-100) can never be hit, yet it is counted; keep only labelled positions whose "
@@ -203,7 +188,10 @@ Q2_MISTAKES = (
             lambda logits, inputs, labels: accuracy_at_mask(logits, inputs, labels) * float(
                 ((inputs == MASK_ID) & (labels != IGNORE_INDEX)).sum()) / labels.numel()),
     Mistake("mean of the per-row accuracies", "rows hold different numbers of [MASK]s: count the hits over all of "
-            "them together and divide by their total number", at_mask_row_means),
+            "them together and divide by their total number",
+            lambda logits, inputs, labels: statistics.mean(
+                accuracy_at_mask(logits[r:r + 1], inputs[r:r + 1], labels[r:r + 1]) for r in range(len(labels))
+                if ((inputs[r] == MASK_ID) & (labels[r] != IGNORE_INDEX)).any())),
     Mistake("percentage", "return a fraction between 0 and 1, not a percentage",
             lambda logits, inputs, labels: 100 * accuracy_at_mask(logits, inputs, labels)),
     Mistake("error rate", "that is the error rate: return the share of *right* predictions",
@@ -315,7 +303,7 @@ def masking_problem(function, case: Case) -> tuple[str, str] | None:
         if abs(masked - 0.8) > 6 * math.sqrt(0.16 / n) + 1e-3 or abs(kept_share - 0.1) > 6 * math.sqrt(0.09 / n) + 0.01:
             return "corruption", (f"of the chosen pieces {masked:.1%} show [MASK] and {kept_share:.1%} keep their id: "
                                   "BERT's 80 % [MASK], 10 % a random real id, 10 % unchanged")
-        first, again = call(torch.Generator().manual_seed(seed)), None
+        first = call(torch.Generator().manual_seed(seed))
         torch.rand(17)                                          # moves the global generator on
         again = call(torch.Generator().manual_seed(seed))
         if isinstance(first, Raised) or isinstance(again, Raised) or not all(
@@ -335,7 +323,7 @@ def check_whole_word_mask(ns) -> None:
         found = masking_problem(function, case)
         if found:   # a mistake is named when its variant breaks the same property here and on the other cases
             raise Mismatch(f"on {case.description}: {found[1]}.", case, found[0], function, kind_of(masking_problem),
-                           same_kind, tuple(c for c in cases if c is not case))
+                           operator.eq, tuple(c for c in cases if c is not case))
 
 
 def reference(ids, starts, vocab_size, generator, select_prob=0.15, **changes):
