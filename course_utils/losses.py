@@ -1,5 +1,5 @@
-"""Every loss the lessons train with, in one place: classification (05), masked LM (06), translation (07) and the
-next-token loss of a language model (08, 09).
+"""Every loss the lessons train with, in one place: classification (05), masked LM (06), translation (07), the
+next-token loss of a language model (08, 09), and lesson 11's response-only loss and DPO loss.
 
 Each comes as ``loss_fn(model, batch) -> scalar`` for :func:`~course_utils.training.fit`, and — where the
 distributed trainer needs it — as a ``*_sum`` over the batch's targets plus a ``*_target_count``: a token-level
@@ -8,9 +8,10 @@ processes), so a short batch's tokens do not weigh more than a long batch's.
 """
 from __future__ import annotations
 
-__all__ = ["classification_loss", "classification_loss_sum", "lm_loss", "lm_loss_sum", "lm_target_count",
-           "loss_per_position", "masked_lm_loss", "masked_lm_loss_sum", "shift_for_lm", "translation_loss",
-           "translation_loss_sum", "translation_target_count"]
+__all__ = ["classification_loss", "classification_loss_sum", "dpo_batch_loss_sum", "dpo_loss", "dpo_loss_sum",
+           "lm_loss", "lm_loss_sum", "lm_target_count", "loss_per_position", "masked_lm_loss", "masked_lm_loss_sum",
+           "response_loss", "response_loss_sum", "response_logprobs", "response_target_count", "sequence_logprobs",
+           "shift_for_lm", "translation_loss", "translation_loss_sum", "translation_target_count"]
 
 import torch
 import torch.nn as nn
@@ -27,6 +28,7 @@ from .validation import (
     check_positive_int,
     check_probability,
     check_rank,
+    check_real,
     check_same_batch,
     check_token_ids,
     checked_by,
@@ -253,3 +255,126 @@ def loss_per_position(model: nn.Module, windows: torch.Tensor, batch_size: int =
         totals += losses.sum(dim=0).cpu()
     model.train(was_training)
     return totals / windows.size(0)
+
+
+# ---------------------------------------------------------------------------------------------- lesson 11
+def check_sequence_logprobs(logits: object, targets: object, mask: object) -> None:
+    """Raise a course error unless ``logits (batch, seq, vocab)`` float, ``targets (batch, seq)`` integer ids of
+    that vocabulary and ``mask (batch, seq)`` bool."""
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 3 or not logits.dtype.is_floating_point:
+        raise CourseTypeError(f"logits must be a float tensor (batch, seq, vocab_size), got {describe(logits)}; "
+                              "pass the model's output")
+    check_token_ids(targets, logits.size(-1), name="targets")
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        raise CourseTypeError(f"mask must be a bool tensor (batch, seq), True where a token is scored, got "
+                              f"{describe(mask)}; build it with mask = ... == ... or .bool()")
+    if targets.shape != logits.shape[:2] or mask.shape != targets.shape:
+        raise CourseValueError(f"logits {tuple(logits.shape)}, targets {tuple(targets.shape)} and mask "
+                               f"{tuple(mask.shape)} must agree: logits (batch, seq, vocab), the others (batch, seq)")
+
+
+@checked_by(check_sequence_logprobs)
+def sequence_logprobs(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """log p(response | prompt) of each row: the sum of ``log softmax(logits)[target]`` over the positions where
+    ``mask`` is True (padding and prompt positions count nothing). Float32 ``(batch,)``. Built in lesson 11."""
+    token_logps = torch.log_softmax(logits.float(), dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    return (token_logps * mask).sum(dim=-1)
+
+
+def check_response_batch(model: object, batch: object) -> None:
+    """Raise a course error unless ``batch`` is ``(ids, response_mask)``: ``(batch, seq)`` integer ids with
+    ``seq >= 2`` and a bool mask of the same shape (what :func:`course_utils.instruct.chat_batch` returns)."""
+    check_module("model", model)
+    if not isinstance(batch, (tuple, list)) or len(batch) < 2:
+        raise CourseTypeError(f"batch must be a pair (ids, response_mask), got {describe(batch)}; build it with "
+                              "course_utils.instruct.chat_batch")
+    ids, mask = batch[0], batch[1]
+    check_token_ids(ids, ANY_ID, name="ids")
+    check_rank(ids, 2, "ids", "(batch, seq)")
+    if ids.size(1) < 2:
+        raise CourseValueError(f"ids need at least 2 tokens per row (a prompt and one to predict), got shape "
+                               f"{tuple(ids.shape)}")
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or mask.shape != ids.shape:
+        raise CourseTypeError(f"response_mask must be a bool tensor of the shape of ids {tuple(ids.shape)}, got "
+                              f"{describe(mask)}; True marks the response tokens")
+
+
+@checked_by(check_response_batch, trusts_callees=False)
+def response_logprobs(model: nn.Module, batch) -> torch.Tensor:
+    """``(batch,)`` log-probability of each row's response given its prompt: ``model`` reads ``ids[:, :-1]``,
+    position ``t`` is scored on ``ids[:, t + 1]`` where ``response_mask[:, t + 1]`` is True."""
+    ids, mask = batch[0], batch[1]
+    logits = model(ids[:, :-1])
+    check_vocabulary(ids[:, 1:], logits, PAD_ID, "response tokens")
+    return sequence_logprobs(logits, ids[:, 1:], mask[:, 1:])
+
+
+def response_target_count(batch) -> int:
+    """Number of scored response tokens of ``(ids, response_mask)``: the True entries of ``response_mask[:, 1:]``."""
+    if not isinstance(batch, (tuple, list)) or len(batch) < 2 or not isinstance(batch[1], torch.Tensor):
+        raise CourseTypeError(f"batch must be a pair (ids, response_mask), got {describe(batch)}")
+    return int(batch[1][:, 1:].sum())
+
+
+def response_loss_sum(model: nn.Module, batch) -> torch.Tensor:
+    """Summed next-token cross-entropy over the response tokens only of ``(ids, response_mask)`` (lesson 11's
+    supervised fine-tuning; divide by :func:`response_target_count`)."""
+    return -response_logprobs(model, batch).sum()
+
+
+def response_loss(model: nn.Module, batch) -> torch.Tensor:
+    """Mean cross-entropy per response token: the prompt tokens and the padding are read, never scored."""
+    loss_sum = response_loss_sum(model, batch)
+    count = response_target_count(batch)
+    if count == 0:
+        raise CourseValueError("no response token in the batch (response_mask[:, 1:] is all False): the mean "
+                               "would be 0/0; every row needs an answer")
+    return loss_sum / count
+
+
+def check_dpo_loss(policy_chosen: object, policy_rejected: object, reference_chosen: object,
+                   reference_rejected: object, beta: object = 0.1) -> None:
+    """Raise a course error unless the four log-probabilities are float tensors of one shape and ``beta > 0``."""
+    names = ("policy_chosen", "policy_rejected", "reference_chosen", "reference_rejected")
+    values = (policy_chosen, policy_rejected, reference_chosen, reference_rejected)
+    for name, value in zip(names, values):
+        if not isinstance(value, torch.Tensor) or not value.dtype.is_floating_point or value.dim() != 1:
+            raise CourseTypeError(f"{name} must be a float tensor (n_pairs,) of sequence log-probabilities, got "
+                                  f"{describe(value)}")
+    if len({v.shape for v in values}) != 1:
+        raise CourseValueError(f"the four log-probabilities must have one shape (n_pairs,), got "
+                               f"{[tuple(v.shape) for v in values]}")
+    check_real("beta", beta, low=0.0, low_inclusive=False, hint="; 0.1 is a common value")
+
+
+@checked_by(check_dpo_loss)
+def dpo_loss_sum(policy_chosen: torch.Tensor, policy_rejected: torch.Tensor, reference_chosen: torch.Tensor,
+                 reference_rejected: torch.Tensor, beta: float = 0.1) -> torch.Tensor:
+    """Summed DPO loss over pairs: ``-log sigmoid(beta * ((pc - rc) - (pr - rr)))``, where ``pc``/``pr`` are the
+    policy's and ``rc``/``rr`` the frozen reference's log-probabilities of the chosen / rejected responses
+    (Rafailov et al. 2023, eq. 7). ``log sigmoid`` is computed stably (no log of a rounded 0)."""
+    margin = (policy_chosen - reference_chosen) - (policy_rejected - reference_rejected)
+    return -F.logsigmoid(beta * margin).sum()
+
+
+def dpo_loss(policy_chosen: torch.Tensor, policy_rejected: torch.Tensor, reference_chosen: torch.Tensor,
+             reference_rejected: torch.Tensor, beta: float = 0.1) -> torch.Tensor:
+    """Mean DPO loss over the pairs (see :func:`dpo_loss_sum`); each argument is ``(n_pairs,)``. Lesson 11."""
+    total = dpo_loss_sum(policy_chosen, policy_rejected, reference_chosen, reference_rejected, beta)
+    return total / policy_chosen.numel() if policy_chosen.numel() else total
+
+
+def dpo_batch_loss_sum(model: nn.Module, batch, beta: float = 0.1) -> torch.Tensor:
+    """Summed DPO loss of a preference batch ``(ids, response_mask, reference_logprobs)``: the first half of the
+    rows are the chosen responses, the second half the rejected ones of the same prompts (one forward pass for
+    both), ``reference_logprobs (rows,)`` the frozen reference's :func:`response_logprobs` of the same rows."""
+    logps = response_logprobs(model, batch)
+    if len(batch) != 3 or not isinstance(batch[2], torch.Tensor) or batch[2].shape != logps.shape:
+        raise CourseValueError(f"a preference batch is (ids, response_mask, reference_logprobs) with one reference "
+                               f"log-probability per row ({logps.numel()}), got {describe(batch)}")
+    if logps.numel() % 2:
+        raise CourseValueError(f"a preference batch holds chosen rows then rejected rows, an even number; got "
+                               f"{logps.numel()} rows")
+    chosen, rejected = logps.chunk(2)
+    reference_chosen, reference_rejected = batch[2].chunk(2)
+    return dpo_loss_sum(chosen, rejected, reference_chosen, reference_rejected, beta)

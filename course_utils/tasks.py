@@ -1,4 +1,4 @@
-"""Each lesson's training recipe as package code: data, model, loss and metric of lessons 05–08.
+"""Each lesson's training recipe as package code: data, model, loss and metric of lessons 05–08 and 11.
 
 A :class:`Task` holds what training needs and nothing about *how* it is run (one process, ``torchrun``, GPU):
 
@@ -14,9 +14,10 @@ A :class:`Task` holds what training needs and nothing about *how* it is run (one
 The losses themselves live in :mod:`course_utils.losses` (the same functions a notebook cell calls:
 ``loss = losses.translation_loss(model, (src_ids, tgt_ids))``).
 
-The recipes (:class:`ClassifierRecipe`, :class:`MLMRecipe`, :class:`TranslatorRecipe`, :class:`GPTRecipe`) are
-dataclasses with three presets each in :data:`RECIPES`: ``"tiny"`` (seconds; for checks), ``"lesson"`` (the
-notebook's run) and ``"large"`` (the notebooks' GPU cells).
+The recipes (:class:`ClassifierRecipe`, :class:`MLMRecipe`, :class:`TranslatorRecipe`, :class:`GPTRecipe`, and
+lesson 11's :class:`SFTRecipe` and :class:`DPORecipe`) are dataclasses with three presets each in
+:data:`RECIPES`: ``"tiny"`` (seconds; for checks), ``"lesson"`` (the notebook's run) and ``"large"`` (the
+notebooks' GPU cells).
 """
 from __future__ import annotations
 
@@ -33,9 +34,13 @@ from .errors import CourseValueError
 from .language_model import DecoderOnlyLM, ladder_rungs
 from .losses import (
     classification_loss_sum,
+    dpo_batch_loss_sum,
     lm_loss_sum,
     lm_target_count,
     masked_lm_loss_sum,
+    response_logprobs,
+    response_loss_sum,
+    response_target_count,
     translation_loss,
     translation_loss_sum,
     translation_target_count,
@@ -162,6 +167,37 @@ class GPTRecipe(Recipe):
                 "warmup_steps": self.warmup_steps, "weight_decay": self.weight_decay}
 
 
+@dataclass
+class SFTRecipe(Recipe):
+    """Lesson 11: supervised fine-tuning of the shipped base GPT (``checkpoints/gpt``, its vocabulary grown by the
+    chat tokens) on the stdlib questions of the training modules, the loss on the response tokens only. ``model``
+    is the base checkpoint's (model-field overrides do not apply); ``steps`` batches of ``batch_size`` examples."""
+
+    model: TransformerConfig = field(default_factory=lambda: GPT_MODEL)
+    steps: int = 120
+    lr: float = 1e-3
+    warmup_steps: int = 10
+    weight_decay: float = 0.0
+    batch_size: int = 32
+    max_examples: int | None = None     # keep only the first n training examples (a quick run)
+    max_test: int | None = None         # score only the first n test questions (a quick run)
+
+
+@dataclass
+class DPORecipe(SFTRecipe):
+    """Lesson 11: DPO after ``sft_steps`` of :class:`SFTRecipe`'s fine-tuning, against a frozen copy of that
+    model, on (question, right answer, another sentence of the module's documentation) triples; ``batch_size``
+    triples per step."""
+
+    sft_steps: int = 120
+    sft_lr: float = 1e-3
+    sft_batch_size: int = 32
+    steps: int = 60
+    lr: float = 3e-4
+    batch_size: int = 16
+    beta: float = 0.1
+
+
 LADDER_MODEL = TransformerConfig(vocab_size=512, d_model=64, n_heads=4, d_ff=171, n_layers=2, max_len=64,
                                  dropout=0.0, activation="swiglu", norm="pre", positional="rope")
 """The rungs of lesson 08's ladder: :data:`GPT_MODEL` at half the width (SwiGLU hidden size 171 = 2/3 · 256)."""
@@ -241,6 +277,17 @@ RECIPES: dict[str, dict[str, Recipe]] = {
         "large": GPTRecipe(sized(GPT_MODEL, d_model=256, n_heads=8, d_ff=683, n_layers=4, dropout=0.1), steps=3000,
                            batch_size=64, lr=1e-3, warmup_steps=200, weight_decay=0.1),
     },
+}
+RECIPES["sft"] = {
+    "tiny": SFTRecipe(steps=4, batch_size=4, warmup_steps=1, max_examples=32, max_test=16),
+    "lesson": SFTRecipe(),
+    "large": SFTRecipe(steps=600),
+}
+RECIPES["dpo"] = {
+    "tiny": DPORecipe(sft_steps=4, sft_batch_size=4, steps=4, batch_size=4, warmup_steps=1, max_examples=32,
+                      max_test=16),
+    "lesson": DPORecipe(),
+    "large": DPORecipe(sft_steps=600, steps=300),
 }
 TASK_NAMES = tuple(RECIPES)
 MODEL_FIELDS = tuple(f.name for f in fields(TransformerConfig))
@@ -417,6 +464,64 @@ class GPTTask(Task):
                 for split in ("validation", "test")}
 
 
+class SFTTask(Task):
+    shuffle_batches = False  # one batch per step, already drawn in order (instruct.batch_draws)
+
+    def build_model(self) -> nn.Module:
+        from .instruct import grow_vocabulary, load_base_gpt
+
+        return grow_vocabulary(load_base_gpt()[0], 2).train()
+
+    def target_count(self, batch) -> int:
+        return response_target_count(batch)
+
+    def loss_sum(self, model: nn.Module, batch) -> torch.Tensor:
+        return response_loss_sum(model, batch)
+
+    def evaluate(self, model: nn.Module) -> dict[str, float]:
+        """Held-out multiple choice (lesson 11): the right summary among 3 other sentences of the module's
+        documentation ("form") and among 3 other functions' summaries ("knowledge"); chance 25 %."""
+        from .data.stdlib_qa import choice_items
+        from .instruct import choice_accuracy
+
+        data, tokenizer = self.extras["data"], self.extras["tokenizer"]
+        test = data.test[:self.recipe.max_test]
+        model = model.cpu()
+        return {"form choice accuracy %": 100 * choice_accuracy(model, tokenizer, choice_items(test, data.prose)),
+                "knowledge choice accuracy %": 100 * choice_accuracy(model, tokenizer,
+                                                                     choice_items(test, data.siblings))}
+
+
+class DPOTask(SFTTask):
+    def build_model(self) -> nn.Module:
+        model = super().build_model()
+        model.load_state_dict(self.extras["sft_state"])
+        return model.train()
+
+    def prepare(self, batch, generator: torch.Generator):
+        """``(ids, response_mask)`` → ``(ids, response_mask, reference_logprobs)``: the frozen reference scores
+        the rows once, here; it is never handed to the optimizer."""
+        with torch.no_grad():
+            return (*batch, response_logprobs(self.extras["reference"], batch))
+
+    def target_count(self, batch) -> int:
+        return batch[0].size(0) // 2   # pairs: chosen rows, then rejected rows
+
+    def loss_sum(self, model: nn.Module, batch) -> torch.Tensor:
+        return dpo_batch_loss_sum(model, batch, self.recipe.beta)
+
+    def evaluate(self, model: nn.Module) -> dict[str, float]:
+        """Held-out preference accuracy, implicit reward margin and per-token KL from the reference (lesson 11)."""
+        from .data.stdlib_qa import preference_pairs
+        from .instruct import preference_metrics
+
+        data, tokenizer = self.extras["data"], self.extras["tokenizer"]
+        pairs = preference_pairs(data.test[:self.recipe.max_test], data.prose, seed=1)
+        metrics = preference_metrics(model.cpu(), self.extras["reference"], tokenizer, pairs, self.recipe.beta)
+        return {"preference accuracy %": 100 * metrics["accuracy"], "reward margin": metrics["margin"],
+                "KL per token": metrics["kl"], **super().evaluate(model)}
+
+
 def row_batches(tensors: tuple[torch.Tensor, ...], batch_size: int, seed: int,
                 epoch: int = 0) -> list[tuple[torch.Tensor, ...]]:
     """The batches that lesson 07's ``make_loader(*tensors, batch_size=batch_size, seed=seed)`` yields in epoch
@@ -505,8 +610,49 @@ def build_gpt_task(recipe: GPTRecipe, seed: int = 0) -> GPTTask:
                     "test_batches": lm_batches(data.test, recipe.eval_batch_size, shuffle=False)})
 
 
+def instruct_setup(recipe: SFTRecipe):
+    """The chat tokenizer and lesson 11's data (:func:`~course_utils.instruct.load_instruct_data`)."""
+    from .instruct import ChatTokenizer, load_base_gpt, load_instruct_data
+
+    base, base_tokenizer, _ = load_base_gpt()
+    tokenizer = ChatTokenizer(base_tokenizer)
+    return tokenizer, load_instruct_data(tokenizer, base.config.max_len)
+
+
+def build_sft_task(recipe: SFTRecipe, seed: int = 0) -> SFTTask:
+    """Lesson 11's fine-tuning: ``recipe.steps`` batches of training examples in the chat template, drawn with
+    ``seed`` (:func:`~course_utils.instruct.batch_draws`)."""
+    from .instruct import batch_draws, chat_batch
+
+    tokenizer, data = instruct_setup(recipe)
+    examples = data.examples()[:recipe.max_examples]
+    batches = [chat_batch(tokenizer, [examples[i] for i in rows])
+               for rows in batch_draws(len(examples), recipe.steps, recipe.batch_size, seed)]
+    config = replace(recipe.model, vocab_size=tokenizer.vocab_size)
+    return SFTTask("sft", recipe, config, batches, "form choice accuracy %", {"data": data, "tokenizer": tokenizer})
+
+
+def build_dpo_task(recipe: DPORecipe, seed: int = 0) -> DPOTask:
+    """Lesson 11's preference stage: the SFT model (``recipe.sft_steps`` of :func:`~course_utils.instruct.train_sft`
+    with ``seed``) and its frozen copy, ``recipe.steps`` batches of preference triples (chosen rows, then rejected)."""
+    from .data.stdlib_qa import preference_pairs
+    from .instruct import batch_draws, frozen_copy, grow_vocabulary, load_base_gpt, preference_batch, train_sft
+
+    tokenizer, data = instruct_setup(recipe)
+    examples = data.examples()[:recipe.max_examples]
+    sft_model = grow_vocabulary(load_base_gpt()[0], 2)
+    train_sft(sft_model, tokenizer, examples, recipe.sft_steps, recipe.sft_batch_size, recipe.sft_lr, seed=seed)
+    triples = preference_pairs(data.train[:recipe.max_examples], data.prose, seed=seed)
+    batches = [preference_batch(tokenizer, [triples[i] for i in rows])
+               for rows in batch_draws(len(triples), recipe.steps, recipe.batch_size, seed)]
+    config = replace(recipe.model, vocab_size=tokenizer.vocab_size)
+    return DPOTask("dpo", recipe, config, batches, "preference accuracy %",
+                   {"data": data, "tokenizer": tokenizer, "sft_state": sft_model.state_dict(),
+                    "reference": frozen_copy(sft_model)})
+
+
 BUILDERS = {"classifier": build_classifier_task, "mlm": build_mlm_task, "translator": build_translator_task,
-            "gpt": build_gpt_task}
+            "gpt": build_gpt_task, "sft": build_sft_task, "dpo": build_dpo_task}
 
 
 def build_task(name: str, size: str = "lesson", seed: int = 0, **overrides) -> Task:

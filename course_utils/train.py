@@ -66,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m course_utils.train", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Train one of the course's models with its lesson's recipe: 'classifier' (lesson 05, "
                     "language ID), 'mlm' (lesson 06, masked language model), 'translator' (lesson 07, English "
-                    "to German numbers), 'gpt' (lesson 08, decoder-only language model). Prints a progress bar "
+                    "to German numbers), 'gpt' (lesson 08, decoder-only language model), 'sft' and 'dpo' (lesson "
+                    "11, the shipped base GPT fine-tuned on questions, then on preferences). Prints a progress bar "
                     "and a final metrics line.", epilog=EPILOG)
     parser.add_argument("task", help=f"one of {', '.join(TASK_NAMES)}")
     parser.add_argument("--size", default="lesson",

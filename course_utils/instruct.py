@@ -1,0 +1,416 @@
+"""From a text predictor to an assistant (lesson 11): the chat template, supervised fine-tuning (SFT) on the
+response tokens, and direct preference optimisation (DPO) against a frozen reference model.
+
+* :func:`load_base_gpt` — the shipped base model (``checkpoints/gpt``: lesson 08's data, lesson 09's block);
+* :class:`ChatTokenizer` — the base tokenizer plus two special tokens, ``<|user|>`` and ``<|assistant|>``:
+  ``[BOS] <|user|> question <|assistant|> answer [EOS]`` (:meth:`ChatTokenizer.chat_ids`);
+* :func:`grow_vocabulary` — the same model with rows added to its (tied) embedding for the new tokens, each new row
+  the mean of the old rows;
+* :func:`chat_batch` — padded ids and the mask of the response tokens (what the loss scores);
+* :func:`train_sft` and :func:`train_dpo` — the two training stages; the losses are
+  :func:`course_utils.losses.response_loss` and :func:`course_utils.losses.dpo_loss`;
+* :func:`choice_accuracy`, :func:`greedy_answers`, :func:`chrf`, :func:`preference_metrics` — the held-out
+  measurements.
+
+Make the shipped base checkpoint from a finished run of the course's command::
+
+    python -m course_utils.train gpt --threads 1 --checkpoint-dir RUN
+    python -m course_utils.instruct RUN --seconds S     # writes checkpoints/gpt/{model.pt, tokenizer.json, meta.json}
+"""
+from __future__ import annotations
+
+__all__ = ["ASSISTANT", "BASE_DIR", "ChatTokenizer", "USER", "chat_batch", "choice_accuracy", "chrf",
+           "fitting_pairs", "frozen_copy", "InstructData", "greedy_answers", "grow_vocabulary", "load_base_gpt",
+           "load_instruct_data", "preference_batch",
+           "preference_metrics", "response_scores", "train_dpo", "train_sft"]
+
+import argparse
+import copy
+import json
+import random
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+
+from .config import TransformerConfig
+from .decoding import generate
+from .errors import CourseTypeError, CourseValueError
+from .language_model import DecoderOnlyLM
+from .losses import dpo_batch_loss_sum, response_logprobs, response_loss
+from .tokenization import BOS_ID, EOS_ID, PAD_ID, BPETokenizer
+from .training import make_optimizer, make_scheduler
+from .validation import check_int, check_module, check_positive_int, check_real, check_str, describe
+
+BASE_DIR = Path(__file__).parent / "checkpoints" / "gpt"
+USER, ASSISTANT = "<|user|>", "<|assistant|>"
+
+
+# ------------------------------------------------------------------------------------------- the base model
+def load_base_gpt(folder: str | Path = BASE_DIR):
+    """``(model, tokenizer, meta)`` of the shipped base GPT (weights-only load, eval mode)."""
+    folder = Path(folder)
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    model = DecoderOnlyLM(TransformerConfig(**meta["config"]))
+    model.load_state_dict(torch.load(folder / "model.pt", weights_only=True))
+    model.eval()
+    return model, BPETokenizer.load(folder / "tokenizer.json"), meta
+
+
+def export_base(run_dir: Path, out_dir: Path, seconds: float | None, command: str) -> dict:
+    """Write the model of a finished ``python -m course_utils.train gpt`` run (``run_dir/last.pt``) with its
+    tokenizer and metrics to ``out_dir``."""
+    from .data.pydoc_corpus import load_pydoc_corpus
+    from .tasks import build_task
+
+    checkpoint = torch.load(run_dir / "last.pt", map_location="cpu", weights_only=True)
+    run = checkpoint["run"]
+    task = build_task("gpt", run["size"], seed=run["seed"])
+    model = task.build_model()
+    model.load_state_dict(checkpoint["model"])
+    model.eval()
+    metrics = task.evaluate(model)
+    corpus = load_pydoc_corpus()
+    meta = {"config": asdict(task.model_config), "command": command, "run": run, "recipe": checkpoint["recipe"],
+            "train_seconds": seconds, "torch_threads": 1, "corpus_fingerprint": corpus.fingerprint,
+            "python_version": corpus.python_version, "metrics": metrics}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    torch.save({k: v.clone() for k, v in model.state_dict().items()}, out_dir / "model.pt")
+    task.extras["tokenizer"].save(out_dir / "tokenizer.json")
+    (out_dir / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    return meta
+
+
+# ------------------------------------------------------------------------------------------- chat template
+class ChatTokenizer:
+    """A :class:`~course_utils.tokenization.BPETokenizer` with two more special tokens: ``<|user|>`` gets id
+    ``base.vocab_size`` and ``<|assistant|>`` the next one. Plain text never encodes to them."""
+
+    def __init__(self, base: BPETokenizer) -> None:
+        if not isinstance(base, BPETokenizer):
+            raise CourseTypeError(f"base must be a BPETokenizer (load_base_gpt()'s tokenizer), got {describe(base)}")
+        self.base = base
+        self.user_id, self.assistant_id = base.vocab_size, base.vocab_size + 1
+
+    @property
+    def vocab_size(self) -> int:
+        return self.base.vocab_size + 2
+
+    def encode(self, text: str) -> list[int]:
+        return self.base.encode(check_str("text", text))
+
+    def decode(self, ids) -> str:
+        """Text of ``ids`` with every special token (the chat tokens too) left out."""
+        return self.base.decode([int(i) for i in ids if int(i) < self.base.vocab_size])
+
+    def prompt_ids(self, question: str) -> list[int]:
+        """``[BOS] <|user|> question <|assistant|>``: what the model reads before it answers."""
+        return [BOS_ID, self.user_id] + self.encode(question) + [self.assistant_id]
+
+    def chat_ids(self, question: str, answer: str) -> tuple[list[int], int]:
+        """``(ids, n_prompt)``: the prompt then ``answer [EOS]``; the response is ``ids[n_prompt:]``."""
+        prompt = self.prompt_ids(question)
+        return prompt + self.encode(check_str("answer", answer)) + [EOS_ID], len(prompt)
+
+    def render(self, ids) -> str:
+        """``ids`` as text with the special tokens shown by name (to read a template)."""
+        names = {BOS_ID: "[BOS]", EOS_ID: "[EOS]", PAD_ID: "[PAD]", self.user_id: USER, self.assistant_id: ASSISTANT}
+        return "".join(names[i] if i in names else self.base.decode([i]) for i in map(int, ids))
+
+
+def grow_vocabulary(model: DecoderOnlyLM, n_new: int) -> DecoderOnlyLM:
+    """A copy of ``model`` with ``n_new`` more token ids: the (tied) embedding gets ``n_new`` rows, each the mean
+    of the old rows, so a new token starts as an "average" token; every other weight is copied."""
+    check_module("model", model, DecoderOnlyLM)
+    check_positive_int("n_new", n_new)
+    old = model.embedding.tokens.weight.detach()
+    grown = DecoderOnlyLM(replace(model.config, vocab_size=model.config.vocab_size + n_new),
+                          tie_weights=model.lm_head.weight is model.embedding.tokens.weight)
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    for key, value in state.items():
+        if value.dim() == 2 and value.shape == old.shape and (key.startswith("embedding.tokens") or
+                                                              key.startswith("lm_head")):
+            state[key] = torch.cat([value, value.mean(dim=0, keepdim=True).expand(n_new, -1)])
+    grown.load_state_dict(state)
+    grown.train(model.training)
+    return grown
+
+
+def chat_batch(tokenizer: ChatTokenizer, examples, max_len: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(ids, response_mask)``, both ``(batch, longest)``: each ``(question, answer)`` of ``examples`` in the chat
+    template, right-padded with [PAD]; ``response_mask`` is True at the answer's tokens and its [EOS] (the only
+    targets the fine-tuning loss scores). ``max_len``: refuse longer examples (the model's context + 1)."""
+    if not isinstance(tokenizer, ChatTokenizer):
+        raise CourseTypeError(f"tokenizer must be a ChatTokenizer, got {describe(tokenizer)}")
+    examples = list(examples)
+    if not examples:
+        raise CourseValueError("examples is empty; pass at least one (question, answer) pair")
+    encoded = []
+    for i, example in enumerate(examples):
+        if not isinstance(example, (tuple, list)) or len(example) != 2:
+            raise CourseTypeError(f"examples[{i}] must be a (question, answer) pair of str, got {describe(example)}")
+        encoded.append(tokenizer.chat_ids(*example))
+    longest = max(len(ids) for ids, _ in encoded)
+    if max_len is not None and longest > max_len:
+        raise CourseValueError(f"an example has {longest} ids, more than max_len={max_len}; drop it (see "
+                               "fits_context) or use a model with a longer context")
+    ids = torch.full((len(encoded), longest), PAD_ID, dtype=torch.long)
+    mask = torch.zeros(len(encoded), longest, dtype=torch.bool)
+    for row, (sequence, n_prompt) in enumerate(encoded):
+        ids[row, :len(sequence)] = torch.tensor(sequence)
+        mask[row, n_prompt:len(sequence)] = True
+    return ids, mask
+
+
+def fitting_pairs(pairs, tokenizer: ChatTokenizer, max_len: int, max_question: int = 24) -> list:
+    """The QA pairs whose question has at most ``max_question`` ids and whose answer at most
+    ``max_len - 3 - max_question``: then *any* question with *any* answer fits the template in ``max_len + 1``
+    ids (the model reads ``max_len``), distractors included."""
+    check_positive_int("max_len", max_len)
+    check_positive_int("max_question", max_question)
+    max_answer = max_len - 3 - max_question
+    if max_answer < 1:
+        raise CourseValueError(f"max_question={max_question} leaves no room for an answer in max_len={max_len}")
+    return [p for p in pairs
+            if len(tokenizer.encode(p.question)) <= max_question and len(tokenizer.encode(p.answer)) <= max_answer]
+
+
+def preference_batch(tokenizer: ChatTokenizer, triples) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(ids, response_mask)`` of ``(question, chosen, rejected)`` triples: the chosen rows first, then the
+    rejected rows in the same order (:func:`course_utils.losses.dpo_batch_loss_sum` reads them in halves)."""
+    triples = list(triples)
+    return chat_batch(tokenizer, [(q, c) for q, c, _ in triples] + [(q, r) for q, _, r in triples])
+
+
+@dataclass
+class InstructData:
+    """Lesson 11's data for a tokenizer and context: the QA pairs of each split that fit (:func:`fitting_pairs`)
+    and the two distractor pools, restricted to sentences that fit as answers."""
+
+    tokenizer: ChatTokenizer
+    train: list
+    validation: list
+    test: list
+    siblings: dict
+    prose: dict
+
+    def examples(self, split: str = "train") -> list[tuple[str, str]]:
+        return [(pair.question, pair.answer) for pair in getattr(self, split)]
+
+
+def load_instruct_data(tokenizer: ChatTokenizer, max_len: int = 64, max_question: int = 24,
+                       seed: int = 0) -> InstructData:
+    """The stdlib QA split (by module, ``seed``) for ``tokenizer`` and a context of ``max_len``."""
+    from .data.stdlib_qa import load_stdlib_qa, prose_pool, sibling_pool
+
+    split = load_stdlib_qa(seed=seed)
+    parts = [fitting_pairs(getattr(split, name), tokenizer, max_len, max_question)
+             for name in ("train", "validation", "test")]
+    max_answer = max_len - 3 - max_question
+    prose = {module: [s for s in sentences if len(tokenizer.encode(s)) <= max_answer]
+             for module, sentences in prose_pool().items()}
+    return InstructData(tokenizer, *parts, sibling_pool([p for part in parts for p in part]), prose)
+
+
+# ------------------------------------------------------------------------------------------- measurements
+@torch.no_grad()
+def response_scores(model: nn.Module, tokenizer: ChatTokenizer, examples, batch_size: int = 256) -> torch.Tensor:
+    """``(n,)`` log-probability of each ``(question, answer)``'s answer (and [EOS]) given its prompt."""
+    check_positive_int("batch_size", batch_size)
+    examples = list(examples)
+    was_training = model.training
+    model.eval()
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i][0]) + len(examples[i][1]))
+    scores = torch.empty(len(examples))
+    for start in range(0, len(order), batch_size):
+        chunk = order[start:start + batch_size]
+        scores[chunk] = response_logprobs(model, chat_batch(tokenizer, [examples[i] for i in chunk])).cpu()
+    model.train(was_training)
+    return scores
+
+
+def choice_accuracy(model: nn.Module, tokenizer: ChatTokenizer, items) -> float:
+    """Share of ``(question, options, right)`` items whose right option gets the highest log-probability."""
+    items = list(items)
+    if not items:
+        raise CourseValueError("items is empty; build them with course_utils.data.stdlib_qa.choice_items")
+    n_options = len(items[0][1])
+    if any(len(options) != n_options for _, options, _ in items):
+        raise CourseValueError("every item needs the same number of options")
+    scores = response_scores(model, tokenizer, [(q, option) for q, options, _ in items for option in options])
+    picked = scores.view(len(items), n_options).argmax(dim=1)
+    return float((picked == torch.tensor([right for _, _, right in items])).float().mean())
+
+
+@torch.no_grad()
+def greedy_answers(model: DecoderOnlyLM, tokenizer: ChatTokenizer, questions, max_new_tokens: int = 40) -> list[str]:
+    """The model's greedy answer to each question (prompts of equal length decoded together, stop at [EOS])."""
+    check_positive_int("max_new_tokens", max_new_tokens)
+    prompts = [tokenizer.prompt_ids(check_str("question", q)) for q in questions]
+    answers: list[str] = [""] * len(prompts)
+    by_length: dict[int, list[int]] = {}
+    for i, prompt in enumerate(prompts):
+        by_length.setdefault(len(prompt), []).append(i)
+    forbidden = [PAD_ID, BOS_ID, tokenizer.user_id, tokenizer.assistant_id]
+    for length, rows in sorted(by_length.items()):
+        new = min(max_new_tokens, model.config.max_len - length)
+        if new < 1:
+            continue
+        out = generate(model, torch.tensor([prompts[i] for i in rows]), new, temperature=0.0, eos_id=EOS_ID,
+                       forbidden_ids=forbidden)
+        for row, ids in zip(rows, out[:, length:].tolist()):
+            answers[row] = tokenizer.decode(ids[:ids.index(EOS_ID)] if EOS_ID in ids else ids).strip()
+    return answers
+
+
+def chrf(hypotheses: list[str], references: list[str]) -> float:
+    """Corpus chrF (character n-gram F-score, 0–100) of ``hypotheses`` against one reference each (sacrebleu)."""
+    import sacrebleu
+
+    if len(hypotheses) != len(references) or not hypotheses:
+        raise CourseValueError(f"chrf needs one reference per hypothesis, got {len(hypotheses)} hypotheses and "
+                               f"{len(references)} references")
+    return float(sacrebleu.corpus_chrf(list(hypotheses), [list(references)]).score)
+
+
+@torch.no_grad()
+def mean_token_kl(policy: nn.Module, reference: nn.Module, ids: torch.Tensor, mask: torch.Tensor) -> float:
+    """Mean over the response positions of ``KL(policy(.|context) || reference(.|context))`` in nats, the
+    contexts being the given responses read by teacher forcing (an exact sum over the vocabulary per position)."""
+    log_p = torch.log_softmax(policy(ids[:, :-1]).float(), dim=-1)
+    log_q = torch.log_softmax(reference(ids[:, :-1]).float(), dim=-1)
+    kl = (log_p.exp() * (log_p - log_q)).sum(-1)            # (batch, seq - 1)
+    scored = mask[:, 1:]
+    return float(kl[scored].mean())
+
+
+@torch.no_grad()
+def preference_metrics(policy: nn.Module, reference: nn.Module, tokenizer: ChatTokenizer, triples,
+                       beta: float = 0.1) -> dict[str, float]:
+    """On ``(question, chosen, rejected)`` triples: ``accuracy`` (share where the policy gives the chosen answer
+    the higher log-probability), ``margin`` (mean implicit reward margin ``beta·((pc − rc) − (pr − rr))``) and
+    ``kl`` (:func:`mean_token_kl` on the chosen answers)."""
+    check_real("beta", beta, low=0.0, low_inclusive=False)
+    triples = list(triples)
+    chosen = [(q, c) for q, c, _ in triples]
+    rejected = [(q, r) for q, _, r in triples]
+    pc, pr = response_scores(policy, tokenizer, chosen), response_scores(policy, tokenizer, rejected)
+    rc, rr = response_scores(reference, tokenizer, chosen), response_scores(reference, tokenizer, rejected)
+    was = policy.training, reference.training
+    policy.eval()
+    reference.eval()
+    kls, counts = [], []
+    for start in range(0, len(chosen), 256):
+        ids, mask = chat_batch(tokenizer, chosen[start:start + 256])
+        kls.append(mean_token_kl(policy, reference, ids, mask))
+        counts.append(int(mask[:, 1:].sum()))
+    policy.train(was[0])
+    reference.train(was[1])
+    return {"accuracy": float((pc > pr).float().mean()),
+            "margin": float((beta * ((pc - rc) - (pr - rr))).mean()),
+            "kl": sum(k * n for k, n in zip(kls, counts)) / sum(counts)}
+
+
+# ------------------------------------------------------------------------------------------- training
+def check_training(model: object, data: object, steps: object, batch_size: object, lr: object, seed: object) -> list:
+    check_module("model", model)
+    check_positive_int("steps", steps)
+    check_positive_int("batch_size", batch_size)
+    check_real("lr", lr, low=0.0, low_inclusive=False)
+    check_int("seed", seed)
+    data = list(data)
+    if not data:
+        raise CourseValueError("no training examples; pass a non-empty list")
+    return data
+
+
+def batch_draws(n: int, steps: int, batch_size: int, seed: int) -> list[list[int]]:
+    """The example indices of every step: passes over a ``random.Random(seed)`` permutation, reshuffled each pass."""
+    rng, order, draws = random.Random(seed), [], []
+    for _ in range(steps):
+        if len(order) < batch_size:
+            fresh = list(range(n))
+            rng.shuffle(fresh)
+            order += fresh
+        draws.append(order[:batch_size])
+        order = order[batch_size:]
+    return draws
+
+
+def train_sft(model: nn.Module, tokenizer: ChatTokenizer, examples, steps: int, batch_size: int = 32,
+              lr: float = 1e-3, seed: int = 0, response_only: bool = True, warmup_steps: int = 10) -> list[float]:
+    """Fine-tune ``model`` in place on ``(question, answer)`` examples for ``steps`` AdamW steps (warmup, cosine,
+    clipping at 1); the loss is :func:`course_utils.losses.response_loss`. ``response_only=False`` scores every
+    real token after [BOS] (prompt included) instead: the mistake the lesson measures. Returns the losses."""
+    examples = check_training(model, examples, steps, batch_size, lr, seed)
+    optimizer = make_optimizer(model, lr=lr, weight_decay=0.0)
+    scheduler = make_scheduler(optimizer, min(warmup_steps, steps - 1), steps, "cosine")
+    losses = []
+    model.train()
+    for rows in batch_draws(len(examples), steps, batch_size, seed):
+        ids, mask = chat_batch(tokenizer, [examples[i] for i in rows])
+        if not response_only:
+            mask = ids != PAD_ID
+        loss = response_loss(model, (ids, mask))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        losses.append(loss.item())
+    model.eval()
+    return losses
+
+
+def frozen_copy(model: nn.Module) -> nn.Module:
+    """An independent copy of ``model`` in eval mode whose parameters never receive gradients (DPO's reference)."""
+    reference = copy.deepcopy(check_module("model", model))
+    reference.requires_grad_(False)
+    return reference.eval()
+
+
+def train_dpo(policy: nn.Module, tokenizer: ChatTokenizer, triples, steps: int, batch_size: int = 32,
+              lr: float = 1e-4, beta: float = 0.1, seed: int = 0,
+              warmup_steps: int = 10) -> tuple[nn.Module, list[float]]:
+    """DPO: train ``policy`` in place on ``(question, chosen, rejected)`` triples against a frozen copy of its
+    starting weights; returns ``(reference, losses)``. Each step scores the batch's chosen and rejected answers
+    with both models and takes an AdamW step on :func:`course_utils.losses.dpo_batch_loss_sum` / pairs."""
+    triples = check_training(policy, triples, steps, batch_size, lr, seed)
+    check_real("beta", beta, low=0.0, low_inclusive=False)
+    reference = frozen_copy(policy)
+    optimizer = make_optimizer(policy, lr=lr, weight_decay=0.0)
+    scheduler = make_scheduler(optimizer, min(warmup_steps, steps - 1), steps, "cosine")
+    losses = []
+    policy.train()
+    for rows in batch_draws(len(triples), steps, batch_size, seed):
+        ids, mask = preference_batch(tokenizer, [triples[i] for i in rows])
+        with torch.no_grad():
+            reference_logps = response_logprobs(reference, (ids, mask))
+        loss = dpo_batch_loss_sum(policy, (ids, mask, reference_logps), beta) / len(rows)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        losses.append(loss.item())
+    policy.eval()
+    return reference, losses
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(prog="python -m course_utils.instruct", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", type=Path, help="the --checkpoint-dir of a finished `train gpt` run")
+    parser.add_argument("--out", type=Path, default=BASE_DIR)
+    parser.add_argument("--seconds", type=float, help="the run's measured wall time, stored in meta.json")
+    parser.add_argument("--command", default="OMP_NUM_THREADS=1 python -m course_utils.train gpt --threads 1 "
+                        "--checkpoint-dir RUN")
+    args = parser.parse_args(argv)
+    meta = export_base(args.run_dir, args.out, args.seconds, args.command)
+    print(json.dumps(meta["metrics"]))
+    return meta
+
+
+if __name__ == "__main__":
+    main()
