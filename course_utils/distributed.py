@@ -130,9 +130,11 @@ class BucketedAllReduce:
 
     Build it once per model on every rank, then each step: ``loss.backward()``, then :meth:`wait`. Afterwards every
     parameter's ``.grad`` is the *average* of that gradient over the ranks. The parameters are grouped into buckets
-    of at most ``bucket_elements`` numbers (a larger parameter gets a bucket of its own), in the order backward
-    produces their gradients — ``model.parameters()`` reversed. A hook on every parameter
-    (``register_post_accumulate_grad_hook``) counts the gradients of its bucket; when the bucket is complete, it
+    of at most ``bucket_elements`` numbers (a larger parameter gets a bucket of its own), in the order of
+    ``model.parameters()`` reversed — close to the order backward produces the gradients, but not equal to it (real
+    DDP rebuilds its buckets in the observed order after the first step). A hook on every parameter
+    (``register_post_accumulate_grad_hook``) counts the gradients of its bucket, whatever their order; when all have
+    arrived, it
     flattens them into one buffer and starts ``dist.all_reduce(buffer, async_op=True)``, while backward goes on with
     the layers below. :meth:`wait` waits for each bucket, divides by the world size and copies the buffer back.
     """
