@@ -1,92 +1,93 @@
-"""Exercises of lesson 09 (the modern block): Gemma's GeGLU feed-forward (q1), RoPE for the new tokens after a KV
-cache (q2), and the capstone, the modern block in a fused layout (q3).
+"""Exercises of lesson 09 (the modern block): what grouped-query attention saves, predicted then measured (q1); the
+RoPE positions of the new tokens after a KV cache, found from a cached generation that drifts away from the full
+pass (q2); and the capstone, a grouped-query attention step with a KV cache, equal to the package's (q3).
 
-Each check draws fresh random sizes and compares the learner's answer with the package (:mod:`course_utils.modern`,
-:class:`~course_utils.language_model.DecoderOnlyBlock`); each exercise declares its typical mistakes once, in its
-table (see :mod:`.core`): a variant built from the package with the bug planted, and the message that names it.
+Each check compares the learner's answer with the package (:mod:`course_utils.modern`, lesson 08's
+:class:`~course_utils.language_model.DecoderOnlyLM`); each exercise declares its typical mistakes once, in its table
+(see :mod:`.core`): a variant built from the package with the bug planted, and the message that names it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+import numbers
 from typing import Any
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
-from ..layers import _gelu_tanh
-from ..modern import apply_rotary, repeat_kv
+from ..kv_cache import CachedMultiHeadAttention, LayerCache
+from ..masks import causal_mask
+from ..modern import GroupedQueryAttention, apply_rotary, repeat_kv
 from .asserts import (
     Case,
     Draw,
+    Raised,
     attempt,
-    backpropagate_both,
     check_function,
-    check_inputs_kept,
     close,
-    compare_gradients,
-    gradients,
     instantiate,
     learner_function,
     load_weights_by_name,
     max_difference,
-    outcome,
     own_module_class,
-    snapshot,
 )
-from .core import Exercise, Mismatch, Mistake, solution_of
+from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 
 # ---------------------------------------------------------------------------------------------------------------
-# q1: GeGLU — the package's GELU (tanh approximation, GPT-2's `gelu_tanh`) in SwiGLU's place
+# q1: predict, then measure what grouped-query attention saves — the package's DecoderOnlyLM is the reference
 # ---------------------------------------------------------------------------------------------------------------
 
-def gated(activation=_gelu_tanh, swap: bool = False, after: bool = False, no_gate: bool = False):
-    """``down(activation(gate x) ⊙ up x)`` with one step changed (the defaults give GeGLU)."""
-    def variant(x, w_gate, w_up, w_down):
-        gate, up = F.linear(x, w_gate), F.linear(x, w_up)
-        if swap:
-            gate, up = up, gate
-        hidden = activation(up) if no_gate else activation(gate * up) if after else activation(gate) * up
-        return F.linear(hidden, w_down)
-    return variant
+
+@functools.lru_cache(maxsize=None)
+def measured(n_kv_heads: int, prompts: int = 4, heads_used: int | None = None, cache_read_first: bool = False,
+             swapped: bool = False) -> tuple[int, int]:
+    """``(cache bytes, parameters)`` of the task's model after its prompts went through a cache, with one step
+    changed (the defaults give the reference)."""
+    from ..config import count_parameters
+    from ..language_model import DecoderOnlyLM
+    from ..modern import modern_config
+
+    torch.manual_seed(0)
+    model = DecoderOnlyLM(modern_config(100, d_model=64, n_heads=8, n_kv_heads=heads_used or n_kv_heads, n_layers=2,
+                                        max_len=64, dropout=0.0)).eval()
+    cache = model.new_cache()
+    size = cache.nbytes if cache_read_first else None
+    with torch.no_grad():
+        model(torch.randint(1, 100, (prompts, 50)), cache)
+    result = (cache.nbytes if size is None else size, count_parameters(model))
+    return result[::-1] if swapped else result
 
 
-geglu_reference = gated()
-
-
-def geglu_cases(draw: Draw) -> list[Case]:
-    cases = []
-    for shape, what in (((1, 1), "one token"), ((draw.integer(2, 4), draw.integer(3, 7)), "a batch"),
-                        ((draw.integer(5, 9),), "a 2-D x (tokens, d_model)")):
-        d_model, hidden = draw.distinct(2, 3, 12)
-        x = draw.randn(*shape, d_model, scale=2.0)
-        weights = (draw.randn(hidden, d_model), draw.randn(hidden, d_model), draw.randn(d_model, hidden))
-        cases.append(Case(f"{what}: x {tuple(x.shape)}, hidden size {hidden}", (x, *weights)))
-    return cases
-
-
-def check_geglu(ns) -> None:
-    draw = Draw()
-    cases = geglu_cases(draw)
-    check_function(learner_function(ns, "geglu"), geglu_reference, cases, "geglu", twins=geglu_cases(draw.twin()),
-                   probes=cases, scales=(1e-3,))
+def check_measure(ns) -> None:
+    cases = [Case(f"measure_gqa({kv})", (kv,)) for kv in Draw().rng.sample([1, 2, 4, 8], 4)]
+    check_function(learner_function(ns, "measure_gqa"), measured, cases, "measure_gqa", scales=())
+    for name, which, why in (
+            ("predicted_cache_saving", 0, "each layer caches 2 (K and V) · batch · seq · h_kv · d_head numbers of 4 "
+             "bytes, so 1 K/V head instead of 8 removes 7 of the 8 heads' share of every layer's cache"),
+            ("predicted_parameter_saving", 1, "only W_K and W_V depend on h_kv: each shrinks from d_model × d_model "
+             "to (h_kv · d_head) × d_model, in every layer; the queries, W_O and the feed-forward stay as they "
+             "are")):
+        value = ns.get(name)
+        if isinstance(value, torch.Tensor) and value.numel() == 1:
+            value = value.item()
+        if not isinstance(value, numbers.Real) or isinstance(value, bool):
+            raise ExerciseFailure(f"your measurement is right; now `{name}` should hold a number: what you "
+                                  "predicted, before measuring, for 8 K/V heads minus 1 K/V head.")
+        truth = measured(8)[which] - measured(1)[which]
+        if abs(value - truth) > 0.005 * truth:
+            raise ExerciseFailure(f"your measurement is right, but `{name}` = {value:,g} is not what it measures "
+                                  f"({truth:,}): {why}. Redo the prediction from that before reading on.")
 
 
 Q1_MISTAKES = (
-    Mistake("SiLU gate (SwiGLU)", "that is SwiGLU: Gemma's gate is GELU, F.gelu(gate, approximate=\"tanh\")",
-            gated(F.silu)),
-    Mistake("exact GELU", "close, but this is the exact GELU (with erf); Gemma uses its tanh approximation: "
-            "F.gelu(z, approximate=\"tanh\")", gated(F.gelu)),
-    Mistake("gate and up swapped", "GELU is applied to the `up` projection: the gate is W_gate x, "
-            "down(gelu(W_gate x) * W_up x)", gated(swap=True)),
-    Mistake("GELU after the product", "GELU is applied after the product: gelu(W_gate x) * W_up x, then down",
-            gated(after=True)),
-    Mistake("no gate", "the gate is missing: GeGLU multiplies gelu(W_gate x) by W_up x before down",
-            gated(no_gate=True)),
-    Mistake("sigmoid gate (GLU)", "a sigmoid gate is the original GLU; GeGLU gates with GELU", gated(torch.sigmoid)),
-    Mistake("weights not transposed", "nn.Linear stores weights as (out_features, in_features) and computes x Wᵀ: "
-            "use x @ w.T (or F.linear(x, w))",
-            lambda x, w_gate, w_up, w_down: (_gelu_tanh(x @ w_gate) * (x @ w_up)) @ w_down),
+    Mistake("n_kv_heads ignored", "the model is built with 8 K/V heads whatever n_kv_heads says: pass "
+            "n_kv_heads=n_kv_heads to modern_config", lambda kv: measured(kv, heads_used=8)),
+    Mistake("cache read before the forward", "the cache is read before the prompts went through it (it is empty "
+            "then): run model(prompts, cache) first, then read cache.nbytes", lambda kv: measured(kv,
+                                                                                                  cache_read_first=True)),
+    Mistake("one prompt", "the batch holds 4 prompts of 50 tokens: torch.randint(1, 100, (4, 50))",
+            lambda kv: measured(kv, prompts=1)),
+    Mistake("pair swapped", "return (cache bytes, parameters), in that order", lambda kv: measured(kv, swapped=True)),
 )
 
 
@@ -105,7 +106,34 @@ def rotated_at(first: Any = None, keys: bool = True, base: float | None = None):
     return variant
 
 
-rotate_new_reference = rotated_at()
+colleagues_rotate_new = rotated_at(lambda cached: 0)
+
+
+def cached_vs_full(model: nn.Module, prompt: torch.Tensor, steps: int, rotate_new=colleagues_rotate_new):
+    """Greedy generation from ``prompt (1, T)``: through a KV cache, every attention layer of ``model`` rotating its
+    new tokens with ``rotate_new(q, k, cache_length, base)`` (default: the colleague's), and by full passes over the
+    whole text with the package's own rotation. Returns ``(cached ids, full-pass ids, gaps)``: the two texts, and
+    at each step the largest difference between the cached logits and a full pass over the same text."""
+    layers = [block.self_attn for block in model.blocks]
+    full_ids, ids, cached_logits = prompt, prompt, []
+    with torch.no_grad():
+        for _ in range(steps):
+            full_ids = torch.cat([full_ids, model(full_ids)[:, -1].argmax(-1, keepdim=True)], dim=1)
+        cache = model.new_cache()
+        for layer in layers:         # each layer asks this method for the rotated q, k of its new tokens
+            layer._rotate_by_position = (lambda q, k, past, base=layer.rope_base: rotate_new(q, k, past, base))
+        try:
+            cached_logits.append(model(prompt, cache)[:, -1])
+            for _ in range(steps - 1):
+                ids = torch.cat([ids, cached_logits[-1].argmax(-1, keepdim=True)], dim=1)
+                cached_logits.append(model(ids[:, -1:], cache)[:, -1])
+            ids = torch.cat([ids, cached_logits[-1].argmax(-1, keepdim=True)], dim=1)
+        finally:
+            for layer in layers:
+                del layer._rotate_by_position
+        gaps = [(logits - model(ids[:, :prompt.size(1) + step])[:, -1]).abs().max().item()
+                for step, logits in enumerate(cached_logits)]
+    return ids, full_ids, gaps
 
 
 def rotate_cases(draw: Draw) -> list[Case]:
@@ -127,13 +155,13 @@ def rotate_cases(draw: Draw) -> list[Case]:
 def check_rotate_new(ns) -> None:
     draw = Draw()
     cases = rotate_cases(draw)
-    check_function(learner_function(ns, "rotate_new"), rotate_new_reference, cases, "rotate_new",
+    check_function(learner_function(ns, "rotate_new"), rotated_at(), cases, "rotate_new",
                    twins=rotate_cases(draw.twin()), probes=cases)
 
 
 Q2_MISTAKES = (
     Mistake("positions from 0", "the new tokens were rotated as positions 0, 1, …: after cache_length cached tokens "
-            "they sit at cache_length, cache_length + 1, …", rotated_at(lambda cached: 0)),
+            "they sit at cache_length, cache_length + 1, …", colleagues_rotate_new),
     Mistake("one position too far", "off by one: with cache_length tokens cached (positions 0 … cache_length − 1) "
             "the first new token is at position cache_length", rotated_at(lambda cached: cached + 1)),
     Mistake("one position too early", "off by one: the first new token is at position cache_length, not "
@@ -146,109 +174,62 @@ Q2_MISTAKES = (
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# q3 (capstone): the modern block in a fused layout — the package's DecoderOnlyBlock is the reference
+# q3 (capstone): a grouped-query attention step with a KV cache — the package's GroupedQueryAttention is the reference
 # ---------------------------------------------------------------------------------------------------------------
 
-NAME = "FusedModernBlock"
-SIGNATURE = "(d_model, n_heads, n_kv_heads, d_ff, rope_base=10000.0, eps=1e-6)"
-LAYOUT = ("input_layernorm.weight and post_attention_layernorm.weight (d_model,), self_attn.qkv_proj "
-          "(d_model → (n_heads + 2·n_kv_heads)·d_head), self_attn.o_proj (d_model → d_model), mlp.gate_up_proj "
-          "(d_model → 2·d_ff) and mlp.down_proj (d_ff → d_model), every nn.Linear with bias=False")
-
-
-def forbidden() -> dict:
-    from ..attention import MultiHeadAttention
-    from ..language_model import DecoderOnlyBlock
-    from ..modern import GroupedQueryAttention, SwiGLUFeedForward
-
-    return {"the package's course_utils.language_model.DecoderOnlyBlock": DecoderOnlyBlock,
-            "the package's course_utils.modern.GroupedQueryAttention": GroupedQueryAttention,
-            "the package's course_utils.attention.MultiHeadAttention": MultiHeadAttention,
-            "the package's course_utils.modern.SwiGLUFeedForward": SwiGLUFeedForward}
-
-
-def fused_weights(block: nn.Module, grads: bool = False) -> dict[str, torch.Tensor | None]:
-    """The package block's parameters (or gradients) in the capstone's layout."""
-    get = (lambda p: p.grad) if grads else (lambda p: p.detach())
-    attention, ffn = block.self_attn, block.feed_forward
-    return {"input_layernorm.weight": get(block.attn_block.norm.weight),
-            "post_attention_layernorm.weight": get(block.ff_block.norm.weight),
-            "self_attn.qkv_proj.weight": torch.cat([get(attention.w_q.weight), get(attention.w_k.weight),
-                                                    get(attention.w_v.weight)]),
-            "self_attn.o_proj.weight": get(attention.w_o.weight),
-            "mlp.gate_up_proj.weight": torch.cat([get(ffn.gate.weight), get(ffn.up.weight)]),
-            "mlp.down_proj.weight": get(ffn.down.weight)}
+NAME = "CachedAttention"
+SIGNATURE = "(d_model, n_heads, n_kv_heads, rope_base=10000.0)"
+LAYOUT = ("w_q (d_model → d_model), w_k and w_v (d_model → n_kv_heads·d_head), w_o (d_model → d_model), every "
+          "nn.Linear with bias=False")
+FORBIDDEN = {"the package's course_utils.modern.GroupedQueryAttention": GroupedQueryAttention,
+             "the package's course_utils.kv_cache.CachedMultiHeadAttention": CachedMultiHeadAttention}
 
 
 class Planted(nn.Module):
-    """The capstone's layout around the package's parts, with one bug planted by a knob (the defaults give the
-    package block's result)."""
+    """The capstone's contract around the package's parts, with one bug planted by a knob (the defaults give the
+    package's result)."""
 
     knobs: dict = {}
 
-    def __init__(self, d_model, n_heads, n_kv_heads, d_ff, rope_base=10000.0, eps=1e-6):
+    def __init__(self, d_model, n_heads, n_kv_heads, rope_base=10000.0):
         super().__init__()
-        self.sizes, self.rope_base, self.eps = (n_heads, n_kv_heads, d_model // n_heads, d_ff), rope_base, eps
-        self.input_layernorm, self.post_attention_layernorm = nn.Module(), nn.Module()
-        self.input_layernorm.weight = nn.Parameter(torch.ones(d_model))
-        self.post_attention_layernorm.weight = nn.Parameter(torch.ones(d_model))
-        self.self_attn, self.mlp = nn.Module(), nn.Module()
-        self.self_attn.qkv_proj = nn.Linear(d_model, (n_heads + 2 * n_kv_heads) * (d_model // n_heads), bias=False)
-        self.self_attn.o_proj = nn.Linear(d_model, d_model, bias=False)
-        self.mlp.gate_up_proj = nn.Linear(d_model, 2 * d_ff, bias=False)
-        self.mlp.down_proj = nn.Linear(d_ff, d_model, bias=False)
+        self.n_heads, self.n_kv_heads, self.d_head, self.rope_base = n_heads, n_kv_heads, d_model // n_heads, rope_base
+        self.w_q = nn.Linear(d_model, d_model, bias=False)
+        self.w_k = nn.Linear(d_model, n_kv_heads * self.d_head, bias=False)
+        self.w_v = nn.Linear(d_model, n_kv_heads * self.d_head, bias=False)
+        self.w_o = nn.Linear(d_model, d_model, bias=False)
 
-    def norm(self, x, weight):
-        knob = self.knobs.get("norm")
-        if knob == "centred":
-            x = x - x.mean(-1, keepdim=True)
-        ms = x.pow(2).mean(-1, keepdim=True)
-        return (x / (ms.sqrt() + self.eps) if knob == "eps outside" else x * torch.rsqrt(ms + self.eps)) * weight
-
-    def attention(self, h, mask):
-        knob = self.knobs
-        n_heads, kv, d_head, _ = self.sizes
-        batch, seq, d_model = h.shape
-        fused = self.self_attn.qkv_proj(h)
-        if knob.get("split") == "kvq":
-            k, v, q = fused.split([kv * d_head, kv * d_head, n_heads * d_head], dim=-1)
+    def forward(self, x, cache):
+        knob = self.knobs.get
+        batch, new, d_model = x.shape
+        past, groups = cache.length, self.n_heads // self.n_kv_heads
+        q, k, v = (w(x).view(batch, new, -1, self.d_head).transpose(1, 2) for w in (self.w_q, self.w_k, self.w_v))
+        start = 0 if knob("positions") == "from 0" else past
+        positions = torch.arange(start, start + new)
+        if knob("cache") == "before rotation":          # raw keys cached, all rotated again at every step
+            keys, values = cache.append(k, v)
+            q = apply_rotary(q, q, positions, self.rope_base)[0]
+            keys = apply_rotary(keys, keys, torch.arange(past + new), self.rope_base)[0]
         else:
-            q, k, v = fused.split([n_heads * d_head, kv * d_head, kv * d_head], dim=-1)
-        if knob.get("split") == "v before k":
-            k, v = v, k
-        q = q.reshape(batch, seq, n_heads, d_head).transpose(1, 2)
-        k = k.reshape(batch, seq, kv, d_head).transpose(1, 2)
-        v = v.reshape(batch, seq, kv, d_head).transpose(1, 2)
-        if knob.get("rope") != "none":
-            positions = torch.arange(seq)
             q, k = apply_rotary(q, k, positions, self.rope_base)
-            if knob.get("rope") == "values too":
+            if knob("rope") == "values too":
                 v = apply_rotary(v, v, positions, self.rope_base)[0]
-        groups = n_heads // kv
-        if knob.get("repeat") == "tile":
-            k, v = k.repeat(1, groups, 1, 1), v.repeat(1, groups, 1, 1)
-        else:
-            k, v = repeat_kv(k, groups), repeat_kv(v, groups)
-        scale = d_model ** -0.5 if knob.get("scale") == "d_model" else d_head ** -0.5
-        scores = (q @ k.transpose(-2, -1) * scale).masked_fill(~mask, torch.finfo(h.dtype).min)
-        out = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(batch, seq, d_model)
-        return self.self_attn.o_proj(out)
-
-    def feed_forward(self, h):
-        gate, up = self.mlp.gate_up_proj(h).chunk(2, dim=-1)
-        if self.knobs.get("gate_up") == "swapped":
-            gate, up = up, gate
-        return self.mlp.down_proj(F.silu(gate) * up)
-
-    def forward(self, x, mask):
-        first, second = self.input_layernorm.weight, self.post_attention_layernorm.weight
-        if self.knobs.get("norms") == "swapped":
-            first, second = second, first
-        if self.knobs.get("wiring") == "post":
-            x = self.norm(x + self.attention(x, mask), first)
-            return self.norm(x + self.feed_forward(x), second)
-        x = x + self.attention(self.norm(x, first), mask)
-        return x + self.feed_forward(self.norm(x, second))
+            if knob("cache") == "repeated":
+                k, v = repeat_kv(k, groups), repeat_kv(v, groups)
+            if knob("cache") == "not stored":
+                keys, values = (k, v) if cache.keys is None else (torch.cat([cache.keys, k], 2),
+                                                                   torch.cat([cache.values, v], 2))
+            else:
+                keys, values = cache.append(k, v)
+        if knob("cache") != "repeated":
+            tile = knob("repeat") == "tile"
+            keys, values = ((t.repeat(1, groups, 1, 1) if tile else repeat_kv(t, groups)) for t in (keys, values))
+        scores = q @ keys.transpose(-2, -1) * (d_model if knob("scale") == "d_model" else self.d_head) ** -0.5
+        allowed = torch.ones(new, past + new, dtype=torch.bool)
+        if knob("mask") != "none":
+            allowed = allowed.tril(0 if knob("mask") == "not offset" else past)
+        out = scores.masked_fill(~allowed, float("-inf")).softmax(-1) @ values
+        return self.w_o(out.transpose(1, 2).reshape(batch, new, d_model))
 
 
 def variant(**knobs: Any) -> type[nn.Module]:
@@ -256,124 +237,104 @@ def variant(**knobs: Any) -> type[nn.Module]:
     return type(NAME, (Planted,), {"knobs": knobs})
 
 
-@dataclass
-class BlockCase:
-    description: str
-    block: nn.Module            # the package's block with this case's random weights
-    sizes: tuple                # (d_model, n_heads, n_kv_heads, d_ff)
-    options: dict               # rope_base / eps where given
-    x: torch.Tensor
-    mask: torch.Tensor
-
-
-def package_block(draw: Draw, d_model: int, n_heads: int, kv: int, d_ff: int, rope_base: float,
-                  eps: float) -> nn.Module:
-    from ..language_model import DecoderOnlyBlock
-
-    block = DecoderOnlyBlock(d_model, n_heads, d_ff, 0.0, norm="pre", bias=False, activation="swiglu",
-                             normalization="rmsnorm", n_kv_heads=kv, rope_base=rope_base, norm_eps=eps)
-    with torch.no_grad():
-        for name, p in block.named_parameters():
-            p.copy_(1 + draw.randn(*p.shape, scale=0.5) if name.endswith("norm.weight")
-                    else draw.randn(*p.shape, scale=p.shape[-1] ** -0.5))
-    return block.eval()
-
-
-def block_cases(draw: Draw) -> list[BlockCase]:
-    """Multi-head with the defaults; multi-query with rope_base and eps given; grouped-query with a causal and
-    right-padding mask; a longer sequence with another group size."""
+def step_cases(draw: Draw) -> list[Case]:
+    """Each case: a package attention with random weights and the inputs of three steps (a prompt, one token,
+    several tokens) — ``Case(description, (attention, inputs, options))``."""
     cases = []
-    for kind, heads, kv, options, padded in (("multi-head", 2, 2, {}, False),
-                                             ("multi-query", 3, 1, {"rope_base": draw.choice((100.0, 500.0)),
-                                                                    "eps": draw.choice((1e-5, 1e-4))}, False),
-                                             ("grouped-query", 4, 2, {}, True),
-                                             ("grouped-query", 6, 3, {"eps": 1e-5}, False)):
-        d_head = draw.choice((4, 6, 8))
-        d_model = heads * d_head
-        d_ff = draw.choice([n for n in range(d_model // 2 + 2, 2 * d_model) if n not in (d_model, heads, d_head)])
-        batch, seq = draw.integer(1, 3) + padded, draw.choice((5, 7, 9))
-        mask = torch.ones(seq, seq, dtype=torch.bool).tril()[None, None]
-        what = "a causal mask"
-        if padded:
-            lengths = torch.tensor([seq] + [draw.integer(2, seq - 1) for _ in range(batch - 1)])
-            mask = mask & (torch.arange(seq) < lengths[:, None])[:, None, None, :]
-            what = "a causal mask and right padding in some rows"
-        x = draw.randn(batch, seq, d_model, scale=1.5)
-        given = ", ".join(f"{k}={v}" for k, v in options.items()) or "rope_base and eps left at their defaults"
-        block = package_block(draw, d_model, heads, kv, d_ff, options.get("rope_base", 10000.0),
-                              options.get("eps", 1e-6))
-        cases.append(BlockCase(f"{kind}: batch {batch}, seq {seq}, d_model {d_model}, {heads} heads, {kv} K/V "
-                               f"head{'s' * (kv > 1)}, d_ff {d_ff}, {what}, {given}", block,
-                               (d_model, heads, kv, d_ff), options, x, mask))
+    for kv, groups, options in ((draw.integer(2, 3), draw.integer(2, 3), {}),
+                                (1, draw.integer(3, 4), {"rope_base": draw.choice((100.0, 500.0))})):
+        heads, d_head, batch = kv * groups, draw.choice((4, 6, 8)), draw.integer(1, 3)
+        torch.manual_seed(draw.integer(0, 2 ** 31))
+        attention = GroupedQueryAttention(heads * d_head, heads, bias=False, n_kv_heads=kv,
+                                          rope_base=options.get("rope_base", 10000.0)).eval()
+        lengths = (draw.integer(3, 6), 1, draw.integer(2, 3))
+        inputs = [draw.randn(batch, n, heads * d_head) for n in lengths]
+        given = ", ".join(f"{k}={v}" for k, v in options.items()) or "rope_base left at its default"
+        cases.append(Case(f"{heads} query heads of {d_head}, {kv} K/V head{'s' * (kv > 1)}, batch {batch}, {given}; "
+                          f"steps of {lengths[0]} (the prompt), {lengths[1]} and {lengths[2]} tokens",
+                          (attention, inputs, options)))
     return cases
 
 
-def build(answer: type[nn.Module], case: BlockCase) -> nn.Module:
-    """The answer's block for ``case``, holding the package block's weights."""
-    learner = instantiate(answer, NAME, SIGNATURE, *case.sizes, **case.options)
-    return load_weights_by_name(learner, fused_weights(case.block), NAME, LAYOUT)
+def steps_of(answer: Any, case: Case) -> Any:
+    """``answer``'s outputs at every step of ``case``, then its cache's keys and values (or what it raised)."""
+    attention, inputs, options = case.args
+    d_model, heads = attention.d_model, attention.n_heads
+    if answer is None:                                   # the package's own, as lesson 07's model calls it
+        module, call = attention, lambda x, cache: attention(x, x, x, causal_mask(x.size(1), past=cache.length),
+                                                             cache=cache)[0]
+    else:
+        module = instantiate(answer, NAME, SIGNATURE, d_model, heads, attention.n_kv_heads, **options)
+        expected = {k: v.detach() for k, v in attention.state_dict().items()}
+        module, call = load_weights_by_name(module, expected, NAME, LAYOUT), None
+    cache, got = LayerCache(), []
+    for x in inputs:
+        with torch.no_grad():
+            out = call(x.clone(), cache) if call else attempt(module, NAME, (x.clone(), cache), {}, FORBIDDEN)
+        if isinstance(out, Raised):
+            return out
+        got.append(out)
+    return (*got, cache.keys, cache.values)
 
 
-def run_block(answer: type[nn.Module], case: BlockCase) -> Any:
-    """The output of ``answer`` on ``case`` without gradients (how a variant is compared)."""
-    with torch.no_grad():
-        return outcome(build(answer, case), NAME, Case(case.description, (case.x, case.mask)), forbidden())
+def same_steps(a: Any, b: Any) -> bool:
+    if isinstance(a, Raised) or isinstance(b, Raised):
+        return a == b
+    return len(a) == len(b) and all(x is y is None or isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)
+                                    and x.shape == y.shape and close(x, y) for x, y in zip(a, b))
 
 
-def same_tensor(a: Any, b: Any) -> bool:
-    return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and close(a.detach(), b.detach())
+def what_differs(got: Any, expected: tuple) -> str:
+    if isinstance(got, Raised):
+        return f"your `{NAME}` raised {got.kind}: {got.message}"
+    for step, (mine, theirs) in enumerate(zip(got, expected[:-2]), 1):
+        if not isinstance(mine, torch.Tensor):
+            return f"at step {step} `forward` should return a tensor, got {type(mine).__name__}"
+        if mine.shape != theirs.shape:
+            return f"at step {step} your output should have shape {tuple(theirs.shape)}, got {tuple(mine.shape)}"
+        if not close(mine, theirs):
+            return f"at step {step} your output differs from the package's by up to {max_difference(mine, theirs):.3g}"
+    for name, mine, theirs in zip(("keys", "values"), got[-2:], expected[-2:]):
+        if not isinstance(mine, torch.Tensor) or mine.shape != theirs.shape:
+            shape = tuple(mine.shape) if isinstance(mine, torch.Tensor) else None
+            return (f"your outputs are right, but after the last step the cache holds {name} of shape {shape}; "
+                    f"it should hold {tuple(theirs.shape)}: (batch, n_kv_heads, every position so far, d_head)")
+        if not close(mine, theirs):
+            return f"your outputs are right, but the cached {name} differ from the package's"
+    return "your answer differs from the package's"
 
 
-def compare_block(answer: type[nn.Module], case: BlockCase, probes: tuple) -> None:
-    learner = build(answer, case)
-    x_package, x_learner = case.x.clone().requires_grad_(True), case.x.clone().requires_grad_(True)
-    expected = case.block(x_package, case.mask)
-    before = {"x": snapshot(x_learner), "mask": snapshot(case.mask)}
-    got = attempt(learner, NAME, (x_learner, case.mask), {}, forbidden())
-    check_inputs_kept(before, {"x": x_learner, "mask": case.mask}, NAME, case.description)
-    if not same_tensor(got, expected):
-        what = (f"your `{NAME}` raised {got.kind}: {got.message}" if hasattr(got, "kind") else
-                f"your output should have shape {tuple(expected.shape)}, got {tuple(got.shape)}"
-                if isinstance(got, torch.Tensor) and got.shape != expected.shape else
-                f"your output differs from the package's by up to {max_difference(got.detach(), expected.detach()):.3g}"
-                if isinstance(got, torch.Tensor) else f"`forward` should return a tensor, got {type(got).__name__}")
-        raise Mismatch(f"on {case.description}: {what}.", case, snapshot(got), answer, run_block, same_tensor, probes)
-    backpropagate_both(case.block, expected, learner, got, NAME, case.description)
-    expected_grads = {f"parameter `{k}`": v for k, v in fused_weights(case.block, grads=True).items()}
-    expected_grads["input `x`"] = x_package.grad
-    compare_gradients(expected_grads, gradients(learner, {"x": x_learner}), NAME, case.description)
-
-
-def check_fused_block(ns) -> None:
+def check_cached_attention(ns) -> None:
     answer = ns[NAME]
     if answer not in {mistake.variant for mistake in Q3_MISTAKES}:   # a declared variant stands in for a learner's
-        own_module_class(answer, NAME, "course_utils.language_model.DecoderOnlyBlock")
-    cases = block_cases(Draw())
+        own_module_class(answer, NAME, "course_utils.modern.GroupedQueryAttention")
+    cases = step_cases(Draw())
     for case in cases:
-        compare_block(answer, case, probes=tuple(c for c in cases if c is not case))
+        expected, got = steps_of(None, case), steps_of(answer, case)
+        if not same_steps(got, expected):
+            raise Mismatch(f"on {case.description}: {what_differs(got, expected)}.", case, got, answer, steps_of,
+                           same_steps, tuple(c for c in cases if c is not case), expected)
 
 
 Q3_MISTAKES = (
-    Mistake("k, v before q", "qkv_proj's output holds the queries first, then the keys, then the values",
-            variant(split="kvq")),
-    Mistake("v before k", "the keys and values are swapped: qkv_proj's output is the queries, then the keys, then "
-            "the values", variant(split="v before k")),
-    Mistake("gate and up swapped", "gate_up_proj's output is the gate first, then up: down(silu(gate) * up)",
-            variant(gate_up="swapped")),
+    Mistake("positions from 0", "the new tokens are rotated as positions 0, 1, … at every step: after cache.length "
+            "cached tokens they sit at cache.length, cache.length + 1, … (exercise 2)", variant(positions="from 0")),
+    Mistake("causal mask not offset", "each new query must see every cached key and the new ones up to itself: "
+            "torch.ones(new, past + new, dtype=torch.bool).tril(past), not .tril()", variant(mask="not offset")),
+    Mistake("no mask", "with several new tokens the first one sees those after it: mask the scores with "
+            "torch.ones(new, past + new, dtype=torch.bool).tril(past)", variant(mask="none")),
+    Mistake("K/V heads repeated before caching", "the cache holds every query head's copy: cache the n_kv_heads "
+            "heads and repeat them for the queries after reading the cache (that is what GQA saves)",
+            variant(cache="repeated")),
+    Mistake("keys cached before rotation", "the cache holds the keys before RoPE: rotate the new keys at their "
+            "positions, then cache them, so no key is rotated twice or again at every step",
+            variant(cache="before rotation")),
+    Mistake("cache not updated", "the new keys and values never reach the cache: cache.append(k, v) stores them and "
+            "returns every key and value so far", variant(cache="not stored")),
     Mistake("values rotated", "the values are rotated too: RoPE rotates the queries and the keys only",
             variant(rope="values too")),
-    Mistake("no RoPE", "no position reaches the attention: rotate the queries and keys at positions 0 … seq − 1 "
-            "with rope_base", variant(rope="none")),
     Mistake("K/V heads tiled", "the K/V heads are tiled (0, 1, 0, 1, …): query head h reads K/V head "
             "h // (n_heads // n_kv_heads) — repeat each K/V head in a row", variant(repeat="tile")),
-    Mistake("norms swapped", "the two norms are swapped: input_layernorm comes before the attention, "
-            "post_attention_layernorm before the feed-forward network", variant(norms="swapped")),
-    Mistake("LayerNorm's centring", "the norm subtracts the mean: RMSNorm only divides by the root mean square",
-            variant(norm="centred")),
-    Mistake("eps outside the root", "eps is added outside the square root: x / sqrt(mean(x²) + eps) · g",
-            variant(norm="eps outside")),
-    Mistake("Post-norm", "the block is wired Post-norm, norm(x + sublayer(x)); the modern block is Pre-norm: "
-            "x + sublayer(norm(x))", variant(wiring="post")),
     Mistake("scaled by sqrt(d_model)", "the scores are scaled by 1/√d_model; scale by 1/√d_head",
             variant(scale="d_model")),
 )
@@ -384,70 +345,75 @@ Q3_MISTAKES = (
 # ---------------------------------------------------------------------------------------------------------------
 
 q1 = Exercise(
-    name="Gemma's feed-forward (GeGLU)",
-    variables=("geglu",),
-    checker=check_geglu,
-    hints=("Section 2's SwiGLU with one function changed. The weights are stored as nn.Linear stores them: which "
-           "side of the product does x go on?",
-           "1. the gate: x times the transpose of w_gate; 2. up: the same with w_up; 3. the tanh-approximated GELU "
-           "of the gate, times up, unit by unit; 4. that times the transpose of w_down."),
-    solution=solution_of("lesson09", "geglu"),
+    name="What grouped-query attention saves",
+    variables=("measure_gqa",),               # and the two predictions, read by the check
+    checker=check_measure,
+    hints=("The model: modern_config with the sizes the task gives; the cache: model.new_cache(), filled by one "
+           "forward pass with it; its size: its nbytes. For the prediction, which weight matrices have a shape "
+           "that depends on n_kv_heads?",
+           "measure_gqa: 1. build the model with n_kv_heads; 2. a new cache; 3. the (4, 50) prompts through the "
+           "model with that cache, under torch.no_grad(); 4. return the cache's nbytes and count_parameters of the "
+           "model."),
+    solution=solution_of("lesson09", "predicted_cache_saving", "predicted_parameter_saving", "measure_gqa"),
     mistakes=Q1_MISTAKES,
-    success="Correct! silu(z) − gelu(z) is 0 at z = 0 and the same for z and −z; both gates pass large positive z "
-            "and block large negative z alike, so the gap is largest in between, about 0.19 at |z| ≈ 2.",
+    success="Correct! One K/V head instead of eight cuts the cache by 7/8 and W_K, W_V by 7/8 each; the query "
+            "heads, W_O and the feed-forward network keep every parameter.",
 )
 
 q2 = Exercise(
-    name="RoPE after a cache",
+    name="Cached generation that drifts",
     variables=("rotate_new",),
     checker=check_rotate_new,
-    hints=("The cached tokens held positions 0 … cache_length − 1. Where does the first new token sit?",
+    hints=("The first step matches and the later ones do not: what is different about the tokens of the later "
+           "steps? Which positions did the cached ones hold?",
            "The new positions run from cache_length to cache_length + new − 1 (one per new token, the length of "
-           "q's sequence axis); rotate both q and k at those positions, with `base` (section 3's rope, or the "
-           "package's apply_rotary)."),
+           "q's sequence axis); rotate both q and k at those positions, with `base`."),
     solution=solution_of("lesson09", "rotate_new"),
     mistakes=Q2_MISTAKES,
-    success="Correct! Rotated at positions 0 … new − 1, the new tokens would score against the cached keys as if "
-            "they stood at the start of the text.",
+    success="Correct! Rotated at 0 … new − 1, each new token was scored against the cached keys as if it stood at "
+            "the start of the text: the offsets m − n were wrong by cache_length.",
 )
 
 q3 = Exercise(
-    name="Capstone: the modern block, fused",
+    name="Capstone: grouped-query attention with a KV cache",
     variables=(NAME,),
-    checker=check_fused_block,
-    hints=("Section 5's ModernBlock with four matrices merged into two: cut each fused output at the right "
-           "sizes, in the right order.",
-           "q, k, v = self.self_attn.qkv_proj(h).split([n_heads * d_head, n_kv_heads * d_head, n_kv_heads * "
-           "d_head], dim=-1); gate, up = self.mlp.gate_up_proj(h).chunk(2, dim=-1); the rest as in section 5."),
+    checker=check_cached_attention,
+    hints=("Section 5's ModernAttention, with two changes: the new tokens' positions and the mask now depend on "
+           "how many tokens are cached already, and the keys and values go through the cache before the heads "
+           "are repeated.",
+           "1. project x to q, k, v and split the heads (n_kv_heads for k and v); 2. rotate q and k at cache.length … "
+           "cache.length + new − 1; 3. append k, v to the cache and take back every key and value; 4. repeat "
+           "each K/V head in a row for its group; 5. scores with a causal mask offset by cache.length, softmax, "
+           "values, merge the heads, w_o."),
     solution=solution_of("lesson09", NAME),
     mistakes=Q3_MISTAKES,
-    success="Correct! The same outputs and gradients as the package's block with the four matrices fused — the "
-            "layout some published checkpoints use (Phi-3, for one).",
+    success="Correct! Step by step, your cached attention gives what the package's gives on the whole text, and "
+            "its cache holds n_kv_heads heads: the memory section 4 computed.",
     task=(
-        "**Capstone — the modern block, fused.** Some checkpoints store the modern block with fewer, wider "
-        "matrices. Write `FusedModernBlock(d_model, n_heads, n_kv_heads, d_ff, rope_base=10000.0, eps=1e-6)` with "
-        "`forward(x, mask)`: `x (batch, seq, d_model)` → the same shape, computing what section 5's `ModernBlock` "
-        "computes, with these bias-free parameters:\n\n"
-        "* `self_attn.qkv_proj`: d_model → (n_heads + 2·n_kv_heads)·d_head, the queries, then the keys, then the "
-        "values; `self_attn.o_proj`: d_model → d_model;\n"
-        "* `mlp.gate_up_proj`: d_model → 2·d_ff, the gate then up; `mlp.down_proj`: d_ff → d_model;\n"
-        "* RMSNorm gains `input_layernorm.weight` (before the attention) and `post_attention_layernorm.weight`.\n\n"
-        "`mask` is a bool `(batch or 1, 1, seq, seq)`, True = may attend. The package's blocks are refused; "
-        "section 5's functions are yours to use. Checked against the package's block (weights fused into yours) "
-        "on random sizes: outputs and gradients. Stuck? `q3.solution()`. To skip it, the same block unfused is "
-        "`from course_utils.language_model import DecoderOnlyBlock` (not an answer: the check refuses it)."
+        "**Capstone — grouped-query attention with a KV cache.** Section 5's `ModernAttention` reads the whole "
+        "text at once. When a model generates, it reads only the new tokens and keeps the rotated keys and "
+        "values of the earlier ones in a cache. Write `CachedAttention(d_model, n_heads, n_kv_heads, "
+        "rope_base=10000.0)` with the bias-free projections `w_q`, `w_k`, `w_v`, `w_o` of `ModernAttention`, and "
+        "`forward(x, cache)`:\n\n"
+        "* `x (batch, new, d_model)`: the tokens not yet seen; returns `(batch, new, d_model)`;\n"
+        "* `cache`: one layer's part of lesson 07's KV cache, a `LayerCache` (`from course_utils.kv_cache import "
+        "LayerCache`; `LayerCache()` is an empty one): `cache.length` tokens are cached; `cache.append(k, v)` "
+        "stores the new keys and values, `(batch, n_kv_heads, new, d_head)`, already rotated, and returns all of "
+        "them.\n\n"
+        "Feeding a text in pieces must give, piece by piece, what the full pass gives on the whole text. Checked "
+        "against the package's `GroupedQueryAttention` on random sizes: three steps (a prompt, one token, a few "
+        "tokens), the outputs and the cache. Stuck? `q3.hint()`, then `q3.solution()`."
     ),
     starter=(
         "import math\n\n"
         "import torch\n"
-        "import torch.nn as nn\n"
-        "import torch.nn.functional as F\n\n\n"
-        "class FusedModernBlock(nn.Module):\n"
-        "    def __init__(self, d_model, n_heads, n_kv_heads, d_ff, rope_base=10000.0, eps=1e-6):\n"
+        "import torch.nn as nn\n\n\n"
+        "class CachedAttention(nn.Module):\n"
+        "    def __init__(self, d_model, n_heads, n_kv_heads, rope_base=10000.0):\n"
         "        super().__init__()\n"
-        "        raise NotImplementedError  # input_layernorm, post_attention_layernorm, self_attn, mlp\n"
+        "        raise NotImplementedError  # w_q, w_k, w_v, w_o\n"
         "\n"
-        "    def forward(self, x, mask):\n"
+        "    def forward(self, x, cache):\n"
         "        raise NotImplementedError\n"
     ),
 )

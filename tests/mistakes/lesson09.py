@@ -15,19 +15,18 @@ def right(exercise: str, name: str, code: str) -> Alternative:
     return Alternative("lesson09", exercise, name, code, PRELUDE)
 
 
-GEGLU = lesson09.q1.solution
+MEASURE = lesson09.q1.solution
 ROTATE = lesson09.q2.solution
-BLOCK = lesson09.q3.solution
+STEP = lesson09.q3.solution
 
 MISTAKES = [
-    # q1: GeGLU
-    q('q1', 'weights changed in place', plant(GEGLU, "    hidden = F.gelu(x @ w_gate.T",
-                                              "    x.add_(1.0)\n    x = x - 1.0\n    hidden = F.gelu(x @ w_gate.T"),
-      'in place'),
-    q('q1', 'float64 result', plant(GEGLU, "    return hidden @ w_down.T", "    return (hidden @ w_down.T).double()"),
-      'torch.float32'),
-    q('q1', 'a numpy array', plant(GEGLU, "    return hidden @ w_down.T", "    return (hidden @ w_down.T).numpy()"),
-      'torch.Tensor'),
+    # q1: predict, then measure what GQA saves
+    q('q1', 'no prediction', plant(MEASURE, "predicted_parameter_saving = 2 * 2 * 64 * (8 - 1) * 8",
+                                   "predicted_parameter_saving = 'about 14k'"), 'should hold a number'),
+    q('q1', 'the saving of one layer predicted', plant(MEASURE, "predicted_parameter_saving = 2 * 2 * 64",
+                                                       "predicted_parameter_saving = 2 * 64"), 'in every layer'),
+    q('q1', 'the cache of 2 K/V heads predicted', plant(MEASURE, "(8 - 1) * 8 * 4", "(8 - 2) * 8 * 4"),
+      '7 of the 8'),
     # q2: RoPE after a cache
     q('q2', 'one tensor returned', plant(ROTATE, "    return apply_rotary(q, k, positions, base)",
                                          "    return apply_rotary(q, k, positions, base)[0]"), 'tuple of 2'),
@@ -38,16 +37,34 @@ MISTAKES = [
         "    q_rotated = apply_rotary(q, q, positions, base)[0]\n"
         "    k_rotated = apply_rotary(k, k, torch.arange(k.size(-2)), base)[0]\n"
         "    return q_rotated, k_rotated"), 'differs'),
+    # q3 (capstone): cached grouped-query attention
+    q('q3', "the package's attention inside", "from course_utils.modern import GroupedQueryAttention\n\n"
+      + STEP.replace("class CachedAttention", "class _Unused") + "\n"
+      "class CachedAttention(_Unused):\n"
+      "    def forward(self, x, cache):\n"
+      "        GroupedQueryAttention(x.size(-1), self.heads)\n"
+      "        return super().forward(x, cache)\n", 'GroupedQueryAttention'),
+    q('q3', 'biases', plant(STEP, "self.w_o = nn.Linear(d_model, d_model, bias=False)",
+                            "self.w_o = nn.Linear(d_model, d_model)"), 'needs exactly'),
+    q('q3', 'the whole text each step', plant(
+        STEP, "        return self.w_o(out.transpose(1, 2).flatten(2))",
+        "        return self.w_o(out.transpose(1, 2).flatten(2))[:, :0]"), 'shape'),
 ]
 
 ALTERNATIVES = [
-    right('q1', 'F.linear', "def geglu(x, w_gate, w_up, w_down):\n"
-          "    return F.linear(F.gelu(F.linear(x, w_gate), approximate='tanh') * F.linear(x, w_up), w_down)\n"),
-    right('q1', 'the tanh formula written out', "import math\n\n"
-          "def geglu(x, w_gate, w_up, w_down):\n"
-          "    g = x @ w_gate.T\n"
-          "    gelu = 0.5 * g * (1 + torch.tanh(math.sqrt(2 / math.pi) * (g + 0.044715 * g ** 3)))\n"
-          "    return (gelu * (x @ w_up.T)) @ w_down.T\n"),
+    right('q1', 'parameters and cache counted by hand', "from course_utils.language_model import DecoderOnlyLM\n"
+          "from course_utils.modern import modern_config\n\n"
+          "predicted_cache_saving = 179_200\npredicted_parameter_saving = 14_336.0\n\n"
+          "def measure_gqa(n_kv_heads):\n"
+          "    model = DecoderOnlyLM(modern_config(100, d_model=64, n_heads=8, n_kv_heads=n_kv_heads, n_layers=2,\n"
+          "                                        max_len=64))\n"
+          "    model.eval()\n"
+          "    cache = model.new_cache()\n"
+          "    with torch.no_grad():\n"
+          "        model(torch.ones(4, 50, dtype=torch.long), cache)\n"
+          "    size = sum(t.numel() * t.element_size()\n"
+          "               for layer in cache.layers() for t in (layer.keys, layer.values))\n"
+          "    return size, sum(p.numel() for p in model.parameters())\n"),
     right('q2', "the page's rope written out", "def rotate_new(q, k, cache_length, base=10000.0):\n"
           "    def rope(x, positions):\n"
           "        d = x.size(-1)\n"
@@ -67,33 +84,10 @@ ALTERNATIVES = [
           "        z = z * torch.polar(torch.ones_like(theta), where[:, None] * theta)\n"
           "        return torch.cat([z.real, z.imag], dim=-1).float()\n"
           "    return turn(q), turn(k)\n"),
-]
-
-BLOCK_MISTAKES = [
-    q('q3', "the package's block inside", "from course_utils.language_model import DecoderOnlyBlock\n\n"
-      + BLOCK.replace("class FusedModernBlock", "class _Unused") + "\n"
-      "class FusedModernBlock(_Unused):\n"
-      "    def forward(self, x, mask):\n"
-      "        DecoderOnlyBlock(x.size(-1), self.heads, 4, 0.0)\n"
-      "        return super().forward(x, mask)\n", 'DecoderOnlyBlock'),
-    q('q3', 'x changed in place', plant(BLOCK, "        x = x + self.attend(", "        x += self.attend("),
-      'in-place'),
-    q('q3', 'separate projections', "class FusedModernBlock(nn.Module):\n"
-      "    def __init__(self, d_model, n_heads, n_kv_heads, d_ff, rope_base=10000.0, eps=1e-6):\n"
-      "        super().__init__()\n"
-      "        self.w_q = nn.Linear(d_model, d_model, bias=False)\n"
-      "    def forward(self, x, mask):\n"
-      "        return x\n", 'needs exactly'),
-    q('q3', 'gradient cut at the norm', plant(BLOCK, "torch.rsqrt(x.pow(2).mean(-1, keepdim=True)",
-                                              "torch.rsqrt(x.detach().pow(2).mean(-1, keepdim=True)"), 'gradient'),
-]
-MISTAKES += BLOCK_MISTAKES
-
-ALTERNATIVES += [
     right('q3', 'attention written out', "import math\n\n" + plant(
-        BLOCK, "        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)\n",
+        STEP, "        out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, enable_gqa=True)",
         "        group = self.heads // self.kv_heads\n"
         "        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)\n"
-        "        scores = (q @ k.transpose(-2, -1) / math.sqrt(self.d_head)).masked_fill(~mask, float('-inf'))\n"
-        "        out = scores.softmax(dim=-1) @ v\n")),
+        "        scores = (q @ k.transpose(-2, -1) / math.sqrt(self.d_head)).masked_fill(~allowed, float('-inf'))\n"
+        "        out = scores.softmax(dim=-1) @ v")),
 ]

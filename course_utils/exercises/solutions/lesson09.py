@@ -5,12 +5,22 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from course_utils.modern import apply_rotary
+from course_utils.config import count_parameters
+from course_utils.language_model import DecoderOnlyLM
+from course_utils.modern import apply_rotary, modern_config
+
+predicted_cache_saving = 2 * 4 * 50 * 2 * (8 - 1) * 8 * 4    # K, V · batch · seq · layers · heads saved · d_head · 4 B
+predicted_parameter_saving = 2 * 2 * 64 * (8 - 1) * 8        # layers · (W_K, W_V) · d_model · heads saved · d_head
 
 
-def geglu(x, w_gate, w_up, w_down):
-    hidden = F.gelu(x @ w_gate.T, approximate="tanh") * (x @ w_up.T)      # GELU gate instead of SiLU
-    return hidden @ w_down.T
+def measure_gqa(n_kv_heads):
+    torch.manual_seed(0)
+    model = DecoderOnlyLM(modern_config(100, d_model=64, n_heads=8, n_kv_heads=n_kv_heads, n_layers=2, max_len=64,
+                                        dropout=0.0)).eval()
+    cache = model.new_cache()
+    with torch.no_grad():
+        model(torch.randint(1, 100, (4, 50)), cache)
+    return cache.nbytes, count_parameters(model)
 
 
 def rotate_new(q, k, cache_length, base=10000.0):
@@ -18,33 +28,23 @@ def rotate_new(q, k, cache_length, base=10000.0):
     return apply_rotary(q, k, positions, base)
 
 
-class FusedModernBlock(nn.Module):
-    def __init__(self, d_model, n_heads, n_kv_heads, d_ff, rope_base=10000.0, eps=1e-6):
+class CachedAttention(nn.Module):
+    def __init__(self, d_model, n_heads, n_kv_heads, rope_base=10000.0):
         super().__init__()
-        self.heads, self.kv_heads, self.d_head = n_heads, n_kv_heads, d_model // n_heads
-        self.rope_base, self.eps = rope_base, eps
-        self.input_layernorm, self.post_attention_layernorm = nn.Module(), nn.Module()
-        self.input_layernorm.weight = nn.Parameter(torch.ones(d_model))
-        self.post_attention_layernorm.weight = nn.Parameter(torch.ones(d_model))
-        self.self_attn, self.mlp = nn.Module(), nn.Module()
-        self.self_attn.qkv_proj = nn.Linear(d_model, (n_heads + 2 * n_kv_heads) * self.d_head, bias=False)
-        self.self_attn.o_proj = nn.Linear(d_model, d_model, bias=False)
-        self.mlp.gate_up_proj = nn.Linear(d_model, 2 * d_ff, bias=False)
-        self.mlp.down_proj = nn.Linear(d_ff, d_model, bias=False)
+        self.heads, self.kv_heads, self.d_head, self.rope_base = n_heads, n_kv_heads, d_model // n_heads, rope_base
+        self.w_q = nn.Linear(d_model, d_model, bias=False)
+        self.w_k, self.w_v = (nn.Linear(d_model, n_kv_heads * self.d_head, bias=False) for _ in range(2))
+        self.w_o = nn.Linear(d_model, d_model, bias=False)
 
-    def rms(self, x, gain):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * gain
+    def split(self, projected, heads):                      # (B, new, heads · d_head) -> (B, heads, new, d_head)
+        return projected.unflatten(-1, (heads, self.d_head)).transpose(1, 2)
 
-    def attend(self, h, mask):
-        b, t, d = h.shape
-        sizes = [self.heads * self.d_head, self.kv_heads * self.d_head, self.kv_heads * self.d_head]
-        q, k, v = self.self_attn.qkv_proj(h).split(sizes, dim=-1)            # queries, keys, values
-        q, k, v = (z.unflatten(-1, (-1, self.d_head)).transpose(1, 2) for z in (q, k, v))
-        q, k = apply_rotary(q, k, torch.arange(t), self.rope_base)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
-        return self.self_attn.o_proj(out.transpose(1, 2).reshape(b, t, d))
-
-    def forward(self, x, mask):
-        x = x + self.attend(self.rms(x, self.input_layernorm.weight), mask)
-        gate, up = self.mlp.gate_up_proj(self.rms(x, self.post_attention_layernorm.weight)).chunk(2, dim=-1)
-        return x + self.mlp.down_proj(F.silu(gate) * up)
+    def forward(self, x, cache):                            # x (B, new, d_model): the tokens not yet seen
+        past, new = cache.length, x.size(1)
+        q = self.split(self.w_q(x), self.heads)
+        k, v = self.split(self.w_k(x), self.kv_heads), self.split(self.w_v(x), self.kv_heads)
+        q, k = apply_rotary(q, k, torch.arange(past, past + new), self.rope_base)    # right after the cached tokens
+        k, v = cache.append(k, v)                           # (B, h_kv, past + new, d_head): rotated, not repeated
+        allowed = torch.ones(new, past + new, dtype=torch.bool).tril(past)   # every cached key, new ones up to itself
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, enable_gqa=True)   # (B, h, new, d_head)
+        return self.w_o(out.transpose(1, 2).flatten(2))
