@@ -107,13 +107,9 @@ q1 = Exercise(
 
 
 # ---------------------------------------------------------------------------- q2: BatchNorm that skips padding
-def reference_masked_batch_norm(x: torch.Tensor, real: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    """Each feature standardised with the statistics of the real tokens of the whole batch; padding comes out 0."""
-    return masked_standardised(x, real, eps)
-
-
 def masked_standardised(x, real, eps=1e-5, *, over_padding=False, unbiased=False, zero_padding=True, dims=None):
-    """The reference, or a variant of it with one typical mistake."""
+    """The reference (each feature standardised with the statistics of the whole batch's real tokens; padding comes
+    out 0), or, through the keywords, a variant of it with one typical mistake."""
     if dims is not None:                                               # a wrong axis: statistics per token or row
         out = (x - x.mean(dims, keepdim=True)) / torch.sqrt(x.var(dims, unbiased=unbiased, keepdim=True) + eps)
     else:
@@ -145,7 +141,7 @@ def mean_only_fixed(x, real, eps=1e-5):
 def only_scale_differs(case: Case, got, answer) -> bool:
     """The real tokens' outputs are centred like the reference's and differ from it by one scale per feature: the
     mean is right, the variance is not."""
-    expected = reference_masked_batch_norm(*case.args, **case.kwargs)[case.args[1]]
+    expected = masked_standardised(*case.args, **case.kwargs)[case.args[1]]
     got = got[case.args[1]]
     if torch.allclose(got, expected, atol=1e-4, rtol=1e-4) or not torch.allclose(got.mean(0), torch.zeros(()),
                                                                                    atol=1e-4):
@@ -157,7 +153,7 @@ q2 = Exercise(
     name="BatchNorm that skips padding",
     variables=("masked_batch_norm",),
     checker=lambda ns: check_function(
-        learner_function(ns, "masked_batch_norm"), reference_masked_batch_norm, masked_batch_norm_cases(Draw()),
+        learner_function(ns, "masked_batch_norm"), masked_standardised, masked_batch_norm_cases(Draw()),
         "masked_batch_norm", forbidden={"torch.nn.functional.batch_norm": F.batch_norm,
                                         "torch.batch_norm": torch.batch_norm},
         atol=1e-4, rtol=1e-4),
@@ -238,15 +234,11 @@ def stream_variant(measure=lambda x, real, encoder: x[real].norm(dim=-1).mean(),
     return variant
 
 
-def check_stream(ns) -> None:
-    check_function(learner_function(ns, "stream_norms"), reference_stream_norms, stream_cases(Draw()),
-                   "stream_norms", atol=1e-4, rtol=1e-4)
-
-
 q3 = Exercise(
     name="The residual stream, measured",
     variables=("stream_norms",),
-    checker=check_stream,
+    checker=lambda ns: check_function(learner_function(ns, "stream_norms"), reference_stream_norms,
+                                      stream_cases(Draw()), "stream_norms", atol=1e-4, rtol=1e-4),
     hints=("Run the layers yourself, as Encoder.forward does, and measure after each one — but stop before "
            "encoder.norm. Which tokens count?",
            "The real tokens are where the mask is True: its row 0 of the two middle axes, shape (batch, seq). Run "
@@ -315,16 +307,21 @@ def parallel_cases(draw: Draw) -> list[Case]:
     return cases
 
 
-def run_parallel(answer: type, case: Case) -> torch.Tensor:
-    """Build ``answer`` and the reference with one seed, copy the reference's weights in, run both in eval mode."""
-    sizes, x, mask = case.args
+def parallel_pair(answer: type, sizes: tuple) -> tuple[nn.Module, nn.Module]:
+    """The reference (random LayerNorm gain and bias) and ``answer`` with its weights, both in eval mode."""
     torch.manual_seed(0)
     reference = ParallelReference(*sizes).eval()
     randomise_norms(reference, torch.Generator().manual_seed(1))
     block = instantiate(answer, "ParallelEncoderLayer", "(d_model, n_heads, d_ff, dropout=0.1)", *sizes).eval()
     copy_weights(reference, block, "ParallelEncoderLayer", PARALLEL_LAYOUT)
-    return call_learner(block, "ParallelEncoderLayer", case.description, x.clone(), mask.clone(),
-                        forbidden=BLOCK_FORBIDDEN).detach()
+    return reference, block
+
+
+def run_parallel(answer: type, case: Case) -> torch.Tensor:
+    """Rerun ``answer`` on ``case`` the way the check ran it (to name a mistake from its variant's output)."""
+    sizes, x, mask = case.args
+    return call_learner(parallel_pair(answer, sizes)[1], "ParallelEncoderLayer", case.description, x.clone(),
+                        mask.clone(), forbidden=BLOCK_FORBIDDEN).detach()
 
 
 def check_parallel(ns) -> None:
@@ -336,11 +333,7 @@ def check_parallel(ns) -> None:
 
     for case in cases:
         sizes, x, mask = case.args
-        torch.manual_seed(0)
-        reference = ParallelReference(*sizes).eval()
-        randomise_norms(reference, torch.Generator().manual_seed(1))
-        block = instantiate(answer, "ParallelEncoderLayer", "(d_model, n_heads, d_ff, dropout=0.1)", *sizes).eval()
-        copy_weights(reference, block, "ParallelEncoderLayer", PARALLEL_LAYOUT)
+        reference, block = parallel_pair(answer, sizes)
         x_ref, x_own = x.clone().requires_grad_(), x.clone().requires_grad_()
         expected = reference(x_ref, mask)
         got = call_learner(block, "ParallelEncoderLayer", case.description, x_own, mask, forbidden=BLOCK_FORBIDDEN)
@@ -374,7 +367,7 @@ q4 = Exercise(
            "(section 1's FeedForward); norm = nn.LayerNorm(d_model); dropout = nn.Dropout(dropout). forward: h = "
            "norm(x); return x + dropout(self_attn(h, h, h, mask)[0]) + dropout(feed_forward(h))."),
     solution=solution_of("lesson04", "ParallelEncoderLayer"),
-    task=("**Capstone — Exercise 4, the parallel block (about 20 minutes).** GPT-J and PaLM run attention and the "
+    task=("**Capstone — Exercise 4, the parallel block (about 25 minutes).** GPT-J and PaLM run attention and the "
           "feed-forward network side by side on one normalised input and add both to the stream:\n\n"
           "$$x \\leftarrow x + \\mathrm{dropout}\\big(\\mathrm{Attn}(h)\\big) + \\mathrm{dropout}\\big(\\mathrm{FFN}"
           "(h)\\big),\\qquad h = \\mathrm{LN}(x).$$\n\n"
@@ -386,8 +379,8 @@ q4 = Exercise(
           "Then predict, and measure over seeds 0–2 with exercise 3's `stream_norms` (any module with a `layers` "
           "list): at initialisation, does the stream of 8 stacked parallel layers (`d_model=32`, "
           "`n_heads=4`, `d_ff=128`) grow from layer 1 to layer 8 faster than, as fast as, or slower than the 8-layer "
-          "Pre-LN `Encoder`'s? Why? (Hint: how large is a branch's output next to the stream at initialisation? "
-          "Build attention first, as `EncoderLayer` does; then one seed gives both the same weights.)\n\n"
+          "Pre-LN `Encoder`'s? Why? (Build attention first, as `EncoderLayer` does; "
+          "then one seed gives both the same weights.)\n\n"
           "Checked against the formula on random sizes and masks. Stuck? `q4.solution()`. Allowed: "
           "`from course_utils.layers import PositionwiseFeedForward` (our `FeedForward`)."),
     starter=("import torch.nn as nn\n\n\n"
