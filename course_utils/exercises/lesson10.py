@@ -61,14 +61,6 @@ def scaled_loss_reference(loss_mean: torch.Tensor, local_tokens: int, global_tok
     return loss_mean * (local_tokens * world_size / global_tokens)
 
 
-def rank_token_counts(draw: Draw, world_size: int, zero_rank: bool = False) -> list[int]:
-    """Token counts of the ranks of one step, all different (so they never divide evenly); one rank may have none."""
-    counts = draw.distinct(world_size, 1, 300)
-    if zero_rank and world_size > 1:
-        counts[draw.integer(0, world_size - 1)] = 0
-    return counts
-
-
 def loss_cases(draw: Draw) -> list[Case]:
     """``Case(..., (loss_mean, local_tokens, global_tokens, world_size))``: one process, uneven token counts, a rank
     without target tokens (its guarded mean is 0), many ranks."""
@@ -76,8 +68,10 @@ def loss_cases(draw: Draw) -> list[Case]:
     for what, world_size in (("uneven token counts", draw.integer(2, 4)),
                              ("a rank with no target tokens (all padding)", draw.integer(2, 4)),
                              ("uneven token counts, many ranks", draw.integer(5, 8))):
-        counts = rank_token_counts(draw, world_size, zero_rank="no target" in what)
-        rank = counts.index(0) if "no target" in what else draw.integer(0, world_size - 1)
+        counts = draw.distinct(world_size, 1, 300)   # all different: they never divide evenly
+        rank = draw.integer(0, world_size - 1)
+        if "no target" in what:
+            counts[rank] = 0
         steps.append((what, counts, rank))
     cases = []
     for what, counts, rank in steps:
@@ -223,6 +217,19 @@ def check_training_state_bytes(ns) -> None:
     cases = state_cases(Draw())
     check_function(learner_function(ns, "training_state_bytes"), state_reference, cases, "training_state_bytes",
                    probes=cases)
+    # the transfer: per stage, the fewest ranks (up to 1024) holding a 13 B model's state in 80 GiB each, or None
+    expected = {stage: next((n for n in range(1, 1025) if state_reference(13 * 10**9, n, stage) <= 80 * 2**30), None)
+                for stage in range(4)}
+    answer = ns.get("my_world_sizes")
+    if not isinstance(answer, dict) or set(answer) != {0, 1, 2, 3}:
+        raise ExerciseFailure("your `training_state_bytes` is right; now record `my_world_sizes`: a dict {stage: the "
+                              "smallest world size at which a 13 B model's state fits in 80 GiB per GPU, or None "
+                              f"if no world size does}} for stages 0-3, got {answer!r}")
+    wrong = {stage: answer[stage] for stage in expected if answer[stage] != expected[stage]}
+    if wrong:
+        raise ExerciseFailure(f"`my_world_sizes` is off at stage(s) {sorted(wrong)}: ask your function, for N = 1, "
+                              "2, 3, …, whether training_state_bytes(13_000_000_000, N, stage) <= 80 * 2**30. A "
+                              "stage that keeps some part whole never fits if that part alone passes 80 GiB")
 
 
 def staged(shift: int = 0, weights: int = 4, gradients: int = 4, adam: int = 8):
@@ -288,14 +295,6 @@ def sync_setup(draw: Draw) -> SyncSetup:
                      f"bucket_elements={bucket}, {STEPS} steps with an SGD step between them")
 
 
-def loopback_interface() -> str | None:
-    """The loopback network interface (``lo`` on Linux, ``lo0`` on macOS) for gloo, if one is found."""
-    try:
-        return next((name for _, name in socket.if_nameindex() if name.startswith("lo")), None)
-    except OSError:
-        return None
-
-
 class Borrowed(Exception):
     """The learner's class used the package's BucketedAllReduce or DistributedDataParallel."""
 
@@ -314,8 +313,12 @@ def rank_worker(rank: int, answer: Any, source: str | None, setup: SyncSetup, fo
         os.dup2(log, 1)
         os.dup2(log, 2)
         torch.set_num_threads(1)
-        if "GLOO_SOCKET_IFNAME" not in os.environ and loopback_interface():
-            os.environ["GLOO_SOCKET_IFNAME"] = loopback_interface()
+        try:   # gloo on the loopback interface (lo on Linux, lo0 on macOS)
+            loopback = next((name for _, name in socket.if_nameindex() if name.startswith("lo")), None)
+        except OSError:
+            loopback = None
+        if "GLOO_SOCKET_IFNAME" not in os.environ and loopback:
+            os.environ["GLOO_SOCKET_IFNAME"] = loopback
         dist.init_process_group("gloo", init_method=pathlib.Path(folder, "rendezvous").as_uri(), rank=rank,
                                 world_size=WORLD_SIZE, timeout=datetime.timedelta(seconds=TIMEOUT / 2))
         if source is not None:   # spawned: the learner's class arrives as its source
@@ -452,17 +455,6 @@ def run_ranks(answer: Any, setup: SyncSetup) -> list[dict | None]:
 FORCE_SPAWN = False   # the tests set it to run the spawn path on Linux too
 
 
-def reference_buckets(setup: SyncSetup) -> int:
-    """How many all-reduces the package's buckets make per step."""
-    sizes = [p.numel() for p in setup.model.parameters()][::-1]
-    count, size = 0, 0
-    for n in sizes:
-        if count == 0 or size + n > setup.bucket_elements:
-            count, size = count + 1, 0
-        size += n
-    return count
-
-
 def same_grads(a: dict, b: dict, factor: float = 1.0) -> bool:
     return all(a[k] is not None and b[k] is not None and torch.allclose(a[k], factor * b[k], atol=1e-6, rtol=1e-4)
                for k in b)
@@ -472,7 +464,12 @@ def sync_report(results: list[dict], setup: SyncSetup) -> dict:
     """What the answer did, in the terms the mistakes are told by."""
     steps = [r["steps"] for r in results]
     during = [s["during"] for s in steps[0]]
-    largest = max(p.numel() for p in setup.model.parameters())
+    sizes = [p.numel() for p in setup.model.parameters()]
+    buckets, size = 0, 0   # how many all-reduces the package's buckets make per step
+    for n in reversed(sizes):
+        if buckets == 0 or size + n > setup.bucket_elements:
+            buckets, size = buckets + 1, 0
+        size += n
     return {
         "right": all(same_grads(s["got"], s["expected"]) for rank in steps for s in rank),
         "doubled": all(same_grads(s["got"], s["expected"], WORLD_SIZE) for rank in steps for s in rank),
@@ -483,9 +480,9 @@ def sync_report(results: list[dict], setup: SyncSetup) -> dict:
         "blocking": any(not is_async for d in during for _, is_async, _ in d),
         "overlap": all(any(to_come > 1 and is_async for _, is_async, to_come in d) for d in during),
         "largest reduce": max((n for d in during for n, _, _ in d), default=0),
-        "limit": max(setup.bucket_elements, largest),
-        "buckets": reference_buckets(setup),
-        "sizes": [p.numel() for p in setup.model.parameters()],
+        "limit": max(setup.bucket_elements, max(sizes)),
+        "buckets": buckets,
+        "sizes": sizes,
     }
 
 
@@ -506,6 +503,9 @@ def check_bucketed_all_reduce(ns) -> None:
         if error["kind"] == "borrowed":
             raise ExerciseFailure(f"your class uses {error['what']} to do the work: bucket the gradients and "
                                   "all-reduce them yourself — the point of the exercise")
+    if any(e["kind"] == "raised" and "NoneType" in e["message"] for e in errors):
+        raise Mismatch(f"on {where}: your class read a .grad that was still None ({errors[0]['message']})",
+                       Case(where), {"none grad": True}, answer, run=no_rerun, same=lambda a, b: False)
     for error in errors:
         if error["kind"] == "raised" and not any(t in error["message"] for t in ("Connection", "imed out")):
             raise ExerciseFailure(f"on {where}: your class raised {error['type']}: {error['message']}")
@@ -567,6 +567,14 @@ class FinishedWork:
         return True
 
 
+class LastListedSends(BucketedAllReduce):
+    def gradient_ready(self, p):
+        i = self.bucket_of[p]
+        if p is self.buckets[i][-1]:   # trusts that the bucket's gradients arrive in its order
+            buffer = torch.cat([q.grad.flatten() for q in self.buckets[i]])
+            self.in_flight.append((i, buffer, dist.all_reduce(buffer, async_op=True)))
+
+
 class OnePerParameter(BucketedAllReduce):
     def __init__(self, model, bucket_elements):
         super().__init__(model, 1)
@@ -589,6 +597,11 @@ class NotReset(BucketedAllReduce):
 
 
 SYNC_MISTAKES = (
+    Mistake("sent at its last-listed gradient", "a bucket was sent when the hook of its last-listed parameter "
+            "fired, but inside a block the gradients arrive in another order (section 5 printed it), so some were "
+            "not there yet. Count the gradients each bucket still misses and send it when the count reaches 0 "
+            "(real DDP even rebuilds its buckets in the observed order after the first step)",
+            variant=LastListedSends, shows=lambda case, got, _: got.get("none grad")),
     Mistake("summed, not averaged", "every gradient is world_size times DDP's: DDP *averages* — divide each "
             "bucket by dist.get_world_size() after its all-reduce (a SUM)", variant=SummedNotAveraged,
             shows=lambda case, got, _: got["doubled"]),
@@ -644,15 +657,16 @@ q3 = Exercise(
     name="Training state per rank, ZeRO stage by stage",
     variables=("training_state_bytes",),
     checker=check_training_state_bytes,
-    hints=("List the parts of float32 AdamW training state with their bytes per parameter, then ask, stage by "
-           "stage, which of them each rank keeps whole and which it keeps 1/world_size of.",
-           "weights 4, gradients 4, Adam's two moments 8 bytes per parameter. Stage 0 keeps all whole; stage 1 "
-           "divides the 8 Adam bytes by world_size; stage 2 the gradients too; stage 3 the weights too. Sum the "
-           "parts with integer division."),
-    solution=solution_of("lesson10", "training_state_bytes"),
+    hints=("Your measurement gives the bytes per parameter of each part (weights, gradients, Adam's state). Ask, "
+           "stage by stage, which parts each rank keeps whole and which it keeps 1/world_size of; then try world "
+           "sizes 1, 2, 3, … with your function.",
+           "stage 0 keeps all whole; stage 1 divides Adam's bytes by world_size; stage 2 the gradients' too; stage "
+           "3 the weights' too; sum the parts with integer division. my_world_sizes[stage] = the first n in 1, 2, … "
+           "with training_state_bytes(13_000_000_000, n, stage) <= 80 * 2**30 (None if none up to 1024)."),
+    solution=solution_of("lesson10", "training_state_bytes", "my_world_sizes"),
     mistakes=STATE_MISTAKES,
-    success="Correct! Each stage trades memory for communication: stage 3 all-gathers the weights of every layer "
-            "before it runs.",
+    success="Correct! A 13 B model trains on 80 GiB GPUs only from stage 2 on; each stage trades memory for "
+            "communication (stage 3 all-gathers every layer's weights before it runs).",
 )
 
 q4 = Exercise(
@@ -660,7 +674,8 @@ q4 = Exercise(
     variables=("BucketedAllReduce",),
     checker=check_bucketed_all_reduce,
     hints=("A gradient is final when its parameter's post-accumulate-grad hook fires; a bucket can travel once all "
-           "of its gradients are final. What must the hook remember, and what must wait() undo for the next step?",
+           "of its gradients are final, in whatever order they came. What must the hook remember, and what must "
+           "wait() undo for the next step?",
            "In __init__: walk reversed(list(model.parameters())), start a new bucket when the next one would pass "
            "bucket_elements; map each parameter to its bucket; count the gradients each bucket still misses; "
            "register self.ready as every parameter's post-accumulate-grad hook. In ready(p): count down; at zero, "
@@ -675,12 +690,12 @@ q4 = Exercise(
         "bucket_elements)`, built once on every rank of a process group. After `loss.backward()` and then "
         "`.wait()`, every parameter's `.grad` must hold that gradient averaged over the ranks (what DDP leaves "
         "there), at every step.\n\n"
-        "Group the parameters into buckets in the order backward produces their gradients (`model.parameters()` "
-        "reversed), each of at most `bucket_elements` numbers (a larger parameter gets a bucket of its own; start "
-        "a new bucket only when the next parameter would not fit). When a bucket's last gradient arrives (the "
-        "hook of section 5), flatten its gradients into one buffer and start its all-reduce with "
-        "`async_op=True`. `.wait()` finishes each bucket and copies the averages back into `.grad`. Use `dist` "
-        "alone (no DDP).\n\n"
+        "Group the parameters into buckets in the order of `model.parameters()` reversed, each of at most "
+        "`bucket_elements` numbers (a larger parameter gets a bucket of its own; start a new bucket only when the "
+        "next parameter would not fit). A bucket is ready when *all* its gradients have arrived: count them, since "
+        "section 5 showed they do not arrive in that order. Then flatten them into one buffer and start its "
+        "all-reduce with `async_op=True`. `.wait()` finishes each bucket and copies the averages back into "
+        "`.grad`. Use `dist` alone (no DDP).\n\n"
         "To debug here, open section 5's group of one around a backward (with one rank the average is the "
         "gradient itself). Checked on two new processes against DDP's gradients, bucket sizes and overlap "
         "measured. Stuck? `q4.hint()`, then `q4.solution()`; to move on, "

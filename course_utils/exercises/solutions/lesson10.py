@@ -21,10 +21,15 @@ def training_state_bytes(n_parameters, world_size, stage):
     return adam + gradients + weights
 
 
+my_world_sizes = {stage: next((n for n in range(1, 1025)   # 13 B parameters on GPUs of 80 GiB
+                               if training_state_bytes(13_000_000_000, n, stage) <= 80 * 2**30), None)
+                  for stage in range(4)}
+
+
 class BucketedAllReduce:
     def __init__(self, model, bucket_elements):
         self.buckets, size = [], 0
-        for p in reversed(list(model.parameters())):          # the order backward finishes them
+        for p in reversed(list(model.parameters())):          # gradients arrive in another order
             if not self.buckets or size + p.numel() > bucket_elements:
                 self.buckets.append([])
                 size = 0
