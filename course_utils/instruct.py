@@ -19,7 +19,7 @@ Make the shipped base checkpoint from a finished run of the course's command::
 """
 from __future__ import annotations
 
-__all__ = ["ASSISTANT", "BASE_DIR", "ChatTokenizer", "USER", "chat_batch", "choice_accuracy", "chrf",
+__all__ = ["ASSISTANT", "BASE_DIR", "assistant_mask", "ChatTokenizer", "USER", "chat_batch", "choice_accuracy", "chrf",
            "fitting_pairs", "frozen_copy", "InstructData", "greedy_answers", "grow_vocabulary", "load_base_gpt",
            "load_instruct_data", "preference_batch",
            "preference_metrics", "response_scores", "train_dpo", "train_sft"]
@@ -161,6 +161,25 @@ def chat_batch(tokenizer: ChatTokenizer, examples, max_len: int | None = None) -
         ids[row, :len(sequence)] = torch.tensor(sequence)
         mask[row, n_prompt:len(sequence)] = True
     return ids, mask
+
+
+def assistant_mask(ids: torch.Tensor, user_id: int, assistant_id: int, eos_id: int = EOS_ID,
+                   pad_id: int = PAD_ID) -> torch.Tensor:
+    """Bool ``(batch, seq)``: True at every assistant turn's tokens of a (multi-turn) conversation — from the token
+    after each ``<|assistant|>`` up to and including the [EOS] that ends the turn; False on the chat tokens, the user
+    turns and padding (lesson 11, exercise 1)."""
+    mask = torch.zeros(ids.shape, dtype=torch.bool)
+    for row, tokens in enumerate(ids.tolist()):
+        inside = False
+        for t, token in enumerate(tokens):
+            if token == assistant_id:
+                inside = True
+            elif token == user_id:
+                inside = False
+            elif inside and token != pad_id:
+                mask[row, t] = True
+                inside = token != eos_id
+    return mask.to(ids.device)
 
 
 def fitting_pairs(pairs, tokenizer: ChatTokenizer, max_len: int, max_question: int = 24) -> list:

@@ -8,10 +8,10 @@ processes), so a short batch's tokens do not weigh more than a long batch's.
 """
 from __future__ import annotations
 
-__all__ = ["classification_loss", "classification_loss_sum", "dpo_batch_loss_sum", "dpo_loss", "dpo_loss_sum",
-           "lm_loss", "lm_loss_sum", "lm_target_count", "loss_per_position", "masked_lm_loss", "masked_lm_loss_sum",
-           "response_loss", "response_loss_sum", "response_logprobs", "response_target_count", "sequence_logprobs",
-           "shift_for_lm", "translation_loss", "translation_loss_sum", "translation_target_count"]
+__all__ = ["classification_loss", "classification_loss_sum", "dpo_batch_loss_sum", "dpo_gradient_weight", "dpo_loss",
+           "dpo_loss_sum", "lm_loss", "lm_loss_sum", "lm_target_count", "loss_per_position", "masked_lm_loss",
+           "masked_lm_loss_sum", "response_logprobs", "response_loss", "response_loss_sum", "response_target_count",
+           "sequence_logprobs", "shift_for_lm", "translation_loss", "translation_loss_sum", "translation_target_count"]
 
 import torch
 import torch.nn as nn
@@ -362,6 +362,17 @@ def dpo_loss(policy_chosen: torch.Tensor, policy_rejected: torch.Tensor, referen
     """Mean DPO loss over the pairs (see :func:`dpo_loss_sum`); each argument is ``(n_pairs,)``. Lesson 11."""
     total = dpo_loss_sum(policy_chosen, policy_rejected, reference_chosen, reference_rejected, beta)
     return total / policy_chosen.numel() if policy_chosen.numel() else total
+
+
+@checked_by(check_dpo_loss)
+def dpo_gradient_weight(policy_chosen: torch.Tensor, policy_rejected: torch.Tensor, reference_chosen: torch.Tensor,
+                        reference_rejected: torch.Tensor, beta: float = 0.1) -> torch.Tensor:
+    """``(n_pairs,)`` weight ``w`` of each pair in the gradient of the summed DPO loss:
+    ``d loss / d policy_chosen = -beta * w`` and ``d loss / d policy_rejected = +beta * w``, with
+    ``w = sigmoid(-beta * ((pc - rc) - (pr - rr)))`` — near 1 for a pair ranked wrong, near 0 for one ranked right
+    by a wide margin (lesson 11, exercise 2)."""
+    margin = (policy_chosen - reference_chosen) - (policy_rejected - reference_rejected)
+    return torch.sigmoid(-beta * margin)
 
 
 def dpo_batch_loss_sum(model: nn.Module, batch, beta: float = 0.1) -> torch.Tensor:

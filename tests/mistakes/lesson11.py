@@ -1,0 +1,58 @@
+"""Typical wrong answers to the exercises of lesson11 that no declared table holds, each with the phrase its
+feedback must contain, and right answers written differently (which must be accepted)."""
+from course_utils.exercises import lesson11
+
+from . import Alternative, Mistake, plant
+
+PRELUDE = "import torch\nimport torch.nn.functional as F\n"
+
+
+def q(exercise: str, name: str, code: str, message: str) -> Mistake:
+    return Mistake("lesson11", exercise, name, code, message, PRELUDE)
+
+
+def right(exercise: str, name: str, code: str) -> Alternative:
+    return Alternative("lesson11", exercise, name, code, PRELUDE)
+
+
+MASK = lesson11.q1.solution
+WEIGHT = lesson11.q2.solution
+LOSS = lesson11.q3.solution
+
+MISTAKES = [
+    q('q1', 'ints instead of bools', plant(MASK, "    return mask", "    return mask.long()"), 'torch.bool'),
+    q('q2', 'a float', plant(WEIGHT, "    return torch.sigmoid(-beta * margin)",
+                             "    return float(torch.sigmoid(-beta * margin)[0])"), 'torch.Tensor'),
+    q('q3', 'a float', plant(LOSS, "    return -F.logsigmoid(beta * margin).mean()",
+                             "    return -F.logsigmoid(beta * margin).mean().item()"), 'torch.Tensor'),
+    q('q3', 'inputs changed in place', plant(LOSS, "    chosen_log_ratio = policy_chosen - reference_chosen",
+                                             "    chosen_log_ratio = policy_chosen.sub_(reference_chosen)"),
+      'in place'),
+    q('q3', 'log of a sigmoid that rounds to 0', plant(LOSS, "    return -F.logsigmoid(beta * margin).mean()",
+                                                       "    return -torch.log(torch.sigmoid(beta * margin)).mean()"),
+      'numerically stable form'),
+]
+
+ALTERNATIVES = [
+    right('q1', 'vectorised with cumulative sums',
+          "def assistant_mask(ids, user_id, assistant_id):\n"
+          "    mask = torch.zeros(ids.shape, dtype=torch.bool)\n"
+          "    for r in range(ids.size(0)):\n"
+          "        row = ids[r].tolist()\n"
+          "        starts = [t for t, x in enumerate(row) if x == assistant_id]\n"
+          "        for s in starts:\n"
+          "            t = s + 1\n"
+          "            while t < len(row) and row[t] not in (user_id, assistant_id, 0):\n"
+          "                mask[r, t] = True\n"
+          "                if row[t] == 6:\n"
+          "                    break\n"
+          "                t += 1\n"
+          "    return mask\n"),
+    right('q2', 'autograd', "def dpo_weight(pc, pr, rc, rr, beta=0.1):\n"
+          "    pc = pc.detach().clone().requires_grad_(True)\n"
+          "    loss = -F.logsigmoid(beta * ((pc - rc) - (pr - rr))).sum()\n"
+          "    (grad,) = torch.autograd.grad(loss, pc)\n"
+          "    return -grad / beta\n"),
+    right('q3', 'softplus', "def dpo_loss(pc, pr, rc, rr, beta=0.1):\n"
+          "    return F.softplus(-beta * ((pc - rc) - (pr - rr))).mean()\n"),
+]
