@@ -39,7 +39,8 @@ ARCHITECTURE_PARTS = (
 )
 """Names ``draw_architecture(highlight=...)`` accepts; each names one kind of box (all its copies light up)."""
 
-ARCHITECTURE_VARIANTS = ("encoder-decoder", "encoder", "decoder-only", "decoder-only pre-LN")
+ARCHITECTURE_VARIANTS = ("encoder-decoder", "encoder", "decoder-only", "decoder-only pre-LN",
+                         "decoder-only pre-LN, learned positions")
 
 PART_COLOURS = {
     "tokens": "#ffffff",
@@ -163,6 +164,13 @@ GPT_PRE_LN_LAYER = (("norm", "norm (LayerNorm)"),
                     ("add", "add"))
 """Pre-LN: each sublayer reads a normalised copy of the stream and adds its output back; the stream itself is
 never normalised inside the stack (lesson 04), so the stack ends with a final norm."""
+GPT_PRE_LN_GELU_LAYER = (("norm", "norm (LayerNorm)"),
+                         ("masked self-attention", "masked self-attention\n(multi-head)"),
+                         ("add", "add"), ("norm", "norm (LayerNorm)"), ("feed-forward", "feed-forward (GELU)"),
+                         ("add", "add"))
+"""Lesson 08's block: the same Pre-LN layout, with plain multi-head attention and a GELU feed-forward."""
+TIED_HEAD = (("norm", "final norm (LayerNorm)"),
+             ("output projection", "linear (output projection,\ntied to the embedding)"), ("softmax", "softmax"))
 
 
 def input_parts(tokens_label: str) -> tuple[tuple[str, str], ...]:
@@ -187,17 +195,22 @@ VARIANT_LAYOUTS = {
     ),
     "decoder-only pre-LN": (  # RoPE rotates Q and K inside attention: nothing is added to the embedding
         (3.0, (("tokens", "input tokens"), ("embedding", "token embedding\n× √d_model")), GPT_PRE_LN_LAYER,
-         (("norm", "final norm (LayerNorm)"),
-          ("output projection", "linear (output projection,\ntied to the embedding)"), ("softmax", "softmax")),
-         "left"),
+         TIED_HEAD, "left"),
+    ),
+    "decoder-only pre-LN, learned positions": (
+        (3.0, (("tokens", "input tokens"), ("embedding", "token embedding\n× √d_model"),
+               ("positional encoding", "+ positional encoding\n(a learned table)")), GPT_PRE_LN_GELU_LAYER,
+         TIED_HEAD, "left"),
     ),
 }
 VARIANT_TITLES = {"encoder-decoder": "The Transformer (encoder–decoder)",
                   "encoder": "Transformer encoder + task head",
                   "decoder-only": "Decoder-only Transformer (GPT)",
-                  "decoder-only pre-LN": "Decoder-only Transformer, Pre-LN"}
+                  "decoder-only pre-LN": "Decoder-only Transformer, Pre-LN",
+                  "decoder-only pre-LN, learned positions": "Decoder-only Transformer, Pre-LN, learned positions"}
 OUTPUT_CAPTIONS = {"encoder-decoder": "next-token probabilities", "encoder": "class or token logits",
-                   "decoder-only": "next-token probabilities", "decoder-only pre-LN": "next-token probabilities"}
+                   "decoder-only": "next-token probabilities", "decoder-only pre-LN": "next-token probabilities",
+                   "decoder-only pre-LN, learned positions": "next-token probabilities"}
 STEP = 1.0
 
 
@@ -273,8 +286,10 @@ def draw_architecture(highlight: str | Iterable[str] = (), variant: str = "encod
         highlight: part names (one string or several) to colour strongly; every other box is greyed out.
             With nothing highlighted, every part has its own colour.
         variant: ``"encoder-decoder"`` (the original paper's figure), ``"encoder"`` (encoder stack + task head,
-            lessons 04–06), ``"decoder-only"`` (GPT, Post-LN as in the paper) or ``"decoder-only pre-LN"`` (lesson
-            08's GPT: Pre-LN blocks with RoPE and SwiGLU, a final norm, a tied output layer).
+            lessons 04–06), ``"decoder-only"`` (GPT, Post-LN as in the paper) or ``"decoder-only pre-LN"`` (Pre-LN
+            blocks with RoPE and SwiGLU, a final norm, a tied output layer: lesson 09's parts) or
+            ``"decoder-only pre-LN, learned positions"`` (lesson 08's GPT: the same layout with a learned position
+            table, plain multi-head attention and a GELU feed-forward).
         ax: draw into this axes instead of a new figure.
 
     Returns:

@@ -113,6 +113,8 @@ EXPECTED_PARTS = {
                      "feed-forward", "output projection", "softmax"},
     "decoder-only pre-LN": {"tokens", "embedding", "masked self-attention", "norm", "add", "feed-forward",
                             "output projection", "softmax"},
+    "decoder-only pre-LN, learned positions": {"tokens", "embedding", "positional encoding", "masked self-attention",
+                                               "norm", "add", "feed-forward", "output projection", "softmax"},
 }
 
 
@@ -131,6 +133,7 @@ def texts(fig, gid=None):
     lambda: draw_architecture(variant="encoder"),
     lambda: draw_architecture(variant="decoder-only"),
     lambda: draw_architecture(variant="decoder-only pre-LN"),
+    lambda: draw_architecture(variant="decoder-only pre-LN, learned positions"),
     lambda: draw_multihead_split(),
     lambda: draw_residual_stream(),
     lambda: draw_encoder_decoder_masks(),
@@ -242,13 +245,14 @@ def test_mask_diagram_names_each_mask_and_draws_the_real_masks():
 
 
 @pytest.mark.parametrize("variant, expected", [("encoder-decoder", 5), ("encoder", 2), ("decoder-only", 2),
-                                               ("decoder-only pre-LN", 2)])
+                                               ("decoder-only pre-LN", 2),
+                                               ("decoder-only pre-LN, learned positions", 2)])
 def test_one_residual_per_sublayer_and_pre_ln_skips_enter_the_add_boxes(variant, expected):
     fig = draw_architecture(variant=variant)
     residuals = [p for ax in fig.axes for p in ax.patches
                  if isinstance(p, FancyArrowPatch) and to_rgba(p.get_edgecolor()) == to_rgba("#555555")]
     assert len(residuals) == expected
-    if variant == "decoder-only pre-LN":   # each skip leaves below a norm box and enters an add box
+    if variant.startswith("decoder-only pre-LN"):   # each skip leaves below a norm box and enters an add box
         part_boxes = boxes(fig)
         norm_bottoms = [p.get_y() for part, p in part_boxes if part == "norm"]
         add_centres = [p.get_y() + p.get_height() / 2 for part, p in part_boxes if part == "add"]
@@ -396,3 +400,10 @@ def test_mask_rejects_wrong_label_counts_and_legend_words():
         show_mask(causal_mask(3), row_labels=["a", "b"])
     with pytest.raises(CourseTypeError, match="two strings"):
         show_mask(causal_mask(3), labels="may attend")
+
+
+def test_lesson_08_block_is_drawn_with_its_own_parts():
+    labels = texts(draw_architecture(variant="decoder-only pre-LN, learned positions"))
+    assert "masked self-attention (multi-head)" in labels and "feed-forward (GELU)" in labels
+    assert "+ positional encoding (a learned table)" in labels
+    assert not any("RoPE" in label or "SwiGLU" in label for label in labels)

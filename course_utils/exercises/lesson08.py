@@ -37,28 +37,18 @@ from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 NEG_INF = float("-inf")
 
 
-def ids_listed(mask: torch.Tensor) -> str:
-    """The token ids where ``mask`` (one row) is True, for a message."""
-    return show(mask.nonzero().flatten().tolist())
-
-
 # ---------------------------------------------------------------------------- q1: the causal shift
-def token_ids(draw: Draw, batch: int, seq: int) -> tuple[torch.Tensor, int]:
-    """``(batch, seq)`` long ids, all different, from a vocabulary of random size: its first and last ids and the
-    course's special ids 1..6 occur (as many as fit), the rest drawn from the whole range, in random places."""
-    vocab = draw.integer(1_000, 60_000)
-    n = batch * seq
-    special = torch.arange(1, min(7, n - 1))
-    middle = torch.randperm(vocab - 8, generator=draw.generator())[:n - 2 - len(special)] + 7
-    ids = torch.cat([torch.tensor([0, vocab - 1]), special, middle])
-    return ids[torch.randperm(n, generator=draw.generator())].view(batch, seq), vocab
-
-
 def shift_cases(draw: Draw) -> list[Case]:
+    """``(b, s)`` long ids, all different, from a vocabulary of random size: its first and last ids and the course's
+    special ids 1..6 occur (as many as fit), the rest drawn from the whole range, in random places."""
     batch, seq = draw.integer(2, 5), draw.integer(6, 12)
     cases = []
     for b, s in ((1, 2), (batch, 2), (1, seq), (batch, seq)):
-        ids, vocab = token_ids(draw, b, s)
+        vocab, n = draw.integer(1_000, 60_000), b * s
+        special = torch.arange(1, min(7, n - 1))
+        middle = torch.randperm(vocab - 8, generator=draw.generator())[:n - 2 - len(special)] + 7
+        ids = torch.cat([torch.tensor([0, vocab - 1]), special, middle])
+        ids = ids[torch.randperm(n, generator=draw.generator())].view(b, s)
         cases.append(Case(f"ids of batch {b}, seq {s} (ids 0..{vocab - 1})", (ids,)))
     return cases
 
@@ -93,7 +83,9 @@ SHIFT_MISTAKES = (
             shows=lambda case, got, _: pair(got) and (got[0].dim() != 2 or got[1].dim() != 2)),
     Mistake("targets not shifted", "the targets are not shifted: target t must be the token *after* input t (drop the "
             "first token)", variant=lambda ids: (ids[:, :-1], ids[:, :-1])),
-    Mistake("inputs shifted too", "the inputs are shifted too: the inputs keep [BOS] and drop the last token",
+    Mistake("inputs shifted too", "the colleague's bug: the inputs dropped their first token like the targets, so "
+            "position t reads the very token it is asked for and the model learns to copy it. The inputs keep [BOS] "
+            "and drop the last token, ids[:, :-1]; the targets drop the first, ids[:, 1:]",
             variant=lambda ids: (ids[:, 1:], ids[:, 1:])),
     Mistake("shifted by two", "both should have shape (batch, seq - 1): shift by exactly one position, whatever the "
             "sequence length", variant=lambda ids: (ids[:, :-2], ids[:, 2:]),
@@ -103,14 +95,6 @@ SHIFT_MISTAKES = (
 
 
 # ---------------------------------------------------------------------------- q2: top-p, after the page's top-k
-def logits_with_forbidden(draw: Draw, rows: int, vocab: int, n_forbidden: int) -> torch.Tensor:
-    """``(rows, vocab)`` logits whose ``n_forbidden`` random tokens are already ``-inf`` (e.g. [PAD] and [BOS])."""
-    logits = draw.randn(rows, vocab, scale=2.0)
-    forbidden = torch.randperm(vocab, generator=draw.generator())[:n_forbidden]
-    logits[:, forbidden] = NEG_INF
-    return logits
-
-
 class KeptSet(str):
     """A filter's problem that lies in which tokens it kept (the table of mistakes may name it)."""
 
@@ -152,8 +136,8 @@ def filter_problem(got, expected: torch.Tensor, logits: torch.Tensor, name: str,
     for row in range(got.size(0)):
         if torch.equal(kept[row], finite[row]):
             continue
-        return KeptSet(f"with {setting}, row {row} should keep tokens {ids_listed(finite[row])}, yours keeps "
-                       f"{ids_listed(kept[row])}")
+        listed = [show(ids[row].nonzero().flatten().tolist()) for ids in (finite, kept)]
+        return KeptSet(f"with {setting}, row {row} should keep tokens {listed[0]}, yours keeps {listed[1]}")
     unchanged = torch.where(kept, got, 0.0), torch.where(kept, logits.to(got.dtype), 0.0)
     if not close(*unchanged):
         return (f"with {setting} the kept tokens are right but their logits changed (by up to "
@@ -162,21 +146,24 @@ def filter_problem(got, expected: torch.Tensor, logits: torch.Tensor, name: str,
     return None
 
 
-def check_filter(function, reference, cases: list[Case], name: str, argument: str, forbidden: dict) -> None:
-    """The learner's filter against the package's ``reference`` on every case (``case.args = (logits, setting)``);
-    a wrong kept set raises :class:`~.core.Mismatch` (the answer's kept set, ``torch.isfinite`` of its output)."""
+def check_top_p_filter(ns) -> None:
+    """The learner's filter against the package's on every case (``case.args = (logits, p)``); a wrong kept set
+    raises :class:`~.core.Mismatch` (the answer's kept set, ``torch.isfinite`` of its output)."""
+    function, name, cases = learner_function(ns, "top_p_filter"), "top_p_filter", top_p_cases(Draw())
+    forbidden = {"the package's course_utils.decoding.top_p_filter": decoding.top_p_filter}
+
     def kept(answer, case):
         out = attempt(answer, name, snapshot(case.args), {}, forbidden)
         return torch.isfinite(out) if isinstance(out, torch.Tensor) else out
 
     for case in cases:
-        logits, setting = case.args
-        expected = reference(logits.clone(), setting)
+        logits, p = case.args
+        expected = decoding.top_p_filter(logits.clone(), p)
         args = snapshot(case.args)
-        before = {"logits": snapshot(args[0]), argument: args[1]}
+        before = {"logits": snapshot(args[0]), "p": args[1]}
         got = call_learner(function, name, case.description, *args, forbidden=forbidden)
-        check_inputs_kept(before, {"logits": args[0], argument: args[1]}, name, case.description)
-        problem = filter_problem(got, expected, logits, name, f"{argument}={setting}")
+        check_inputs_kept(before, {"logits": args[0], "p": args[1]}, name, case.description)
+        problem = filter_problem(got, expected, logits, name, f"p={p}")
         if isinstance(problem, KeptSet):
             raise Mismatch(f"on {case.description}: {problem}.", case, torch.isfinite(got.detach()), function, kept,
                            lambda a, b: isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
@@ -193,18 +180,13 @@ def top(logits: torch.Tensor, k: int) -> torch.Tensor:
     return torch.isfinite(decoding.top_k_filter(logits, k))
 
 
-def far_from_boundaries(logits: torch.Tensor, p: float, margin: float = 2e-3) -> bool:
-    """Whether ``p`` is at least ``margin`` away from every row's cumulative sorted probabilities, so that every
-    correct way of computing the nucleus (float32 or float64, any sort) keeps the same tokens."""
-    sums = torch.softmax(logits.double(), dim=-1).sort(dim=-1, descending=True).values.cumsum(dim=-1)
-    return bool(((sums - p).abs() > margin).all())
-
-
 def nucleus_p(draw: Draw, logits: torch.Tensor, low: float, high: float) -> float:
-    """A ``p`` in ``[low, high]`` (two decimals) far from the boundaries of ``logits``."""
+    """A ``p`` in ``[low, high]`` (two decimals) at least 2e-3 away from every row's cumulative sorted probabilities,
+    so that every correct way of computing the nucleus (float32 or float64, any sort) keeps the same tokens."""
     options = [round(low + i * 0.01, 2) for i in range(int(round((high - low) / 0.01)) + 1)]
     draw.rng.shuffle(options)
-    return next((p for p in options if far_from_boundaries(logits, p)), options[0])
+    sums = torch.softmax(logits.double(), dim=-1).sort(dim=-1, descending=True).values.cumsum(dim=-1)
+    return next((p for p in options if bool(((sums - p).abs() > 2e-3).all())), options[0])
 
 
 def top_p_cases(draw: Draw) -> list[Case]:
@@ -215,7 +197,8 @@ def top_p_cases(draw: Draw) -> list[Case]:
     plain = draw.randn(rows, vocab, scale=2.0)
     spreads = draw.randn(rows + 1, vocab) * torch.tensor([0.3, 1.0, 3.0, 6.0, 2.0][:rows + 1])[:, None]
     n_forbidden = draw.integer(2, 4)
-    forbidden = logits_with_forbidden(draw, rows, vocab, n_forbidden)
+    forbidden = draw.randn(rows, vocab, scale=2.0)  # n_forbidden random tokens already -inf (e.g. [PAD], [BOS])
+    forbidden[:, torch.randperm(vocab, generator=draw.generator())[:n_forbidden]] = NEG_INF
     wide = draw.randn(rows, vocab, scale=2.0).double()
     p_plain, p_spreads = nucleus_p(draw, plain, 0.5, 0.9), nucleus_p(draw, spreads, 0.3, 0.95)
     p_forbidden, p_wide = nucleus_p(draw, forbidden, 0.4, 0.9), nucleus_p(draw, wide, 0.4, 0.9)
@@ -245,12 +228,6 @@ def exact_mass_case(draw: Draw, p: float) -> Case:
                 "the most probable tokens reach p exactly", (logits, p))
 
 
-def reaching(logits: torch.Tensor, p: float) -> torch.Tensor:
-    """The kept set of a nucleus that stops only once the mass before a token *exceeds* p (in the logits' dtype)."""
-    probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)
-    return torch.zeros_like(probs, dtype=torch.bool).scatter(-1, order, probs.cumsum(dim=-1) - probs <= p)
-
-
 def nucleus_rules(logits: torch.Tensor, p: float) -> dict[str, torch.Tensor]:
     """The kept sets of typical wrong nucleus rules, for the diagnosis."""
     probs = torch.softmax(logits.double(), dim=-1)
@@ -260,19 +237,15 @@ def nucleus_rules(logits: torch.Tensor, p: float) -> dict[str, torch.Tensor]:
     unsorted_before = probs.cumsum(dim=-1) - probs
     ascending, up = probs.sort(dim=-1)
     finite = torch.isfinite(logits)
-    return {
-        "reaching": reaching(logits, p) & finite,
+    own, own_order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)  # in the logits' dtype
+    return {  # "reaching": stops only once the mass before a token *exceeds* p
+        "reaching": torch.zeros_like(finite).scatter(-1, own_order, own.cumsum(dim=-1) - own <= p) & finite,
         "including": torch.zeros_like(finite).scatter(-1, order, sorted_probs.cumsum(dim=-1) <= p) & finite,
         "unsorted": (unsorted_before < p) & finite,
         "not mapped back": keep_sorted & finite,
         "gathered": keep_sorted.gather(-1, order) & finite,
         "ascending": torch.zeros_like(finite).scatter(-1, up, ascending.cumsum(dim=-1) - ascending < p) & finite,
     }
-
-
-def check_top_p_filter(ns) -> None:
-    check_filter(learner_function(ns, "top_p_filter"), decoding.top_p_filter, top_p_cases(Draw()), "top_p_filter",
-                 "p", {"the package's course_utils.decoding.top_p_filter": decoding.top_p_filter})
 
 
 def rule(name: str):
@@ -311,15 +284,17 @@ q1 = Exercise(
     name="The causal LM shift, found from its symptom",
     variables=("shift_for_lm",),
     checker=check_shift_for_lm,
-    hints=("Print the colleague's inputs and targets for one short sentence, side by side: at position t, which "
-           "token does the model read, and which is it asked for? Why is that question easy?",
+    hints=("For one short sentence, print side by side what the colleague's model reads (the tensor passed to "
+           "`model`) and the targets its loss compares with: at position t, which token does the model read, and "
+           "which is it asked for? Why is that question easy with a causal mask in place?",
            "The model reads [BOS] w1 w2 … and must predict w1 w2 … [EOS]. inputs: every row without its last "
            "token; targets: every row without its first token. Slice the sequence axis (dim 1) so a batch of one "
            "keeps its shape (batch, seq - 1); return the pair (inputs, targets)."),
     solution=solution_of("lesson08", "shift_for_lm"),
     mistakes=SHIFT_MISTAKES,
-    success="Correct! Each position now names the token after the one it reads; the colleague's targets were "
-            "tokens the model had already read, so it learned to copy them.",
+    success="Correct! Each position is now asked for the token after the one it reads. The colleague's model read "
+            "batch[:, 1:], the very tokens it was scored on, so the causal mask hid nothing and it learned to copy. "
+            "Run their loop with your pair: the loss should now stay near the honest model's.",
 )
 
 q2 = Exercise(
@@ -344,13 +319,11 @@ GENERATE_PARAMETERS = ("(model, prompt_ids, max_new_tokens, temperature=1.0, top
                        "forbidden_ids=())")
 
 
-def generate_forbidden() -> dict:
-    """The package's decoders and its whole logits pipeline: the loop and the order of operations are the
-    exercise (the filters of exercises 3 and 4 — the learner's or the package's — may be used)."""
-    return {"the package's course_utils.decoding.generate": decoding.generate,
-            "the package's course_utils.decoding.next_token_logits": decoding.next_token_logits,
-            "the package's course_utils.decoding.greedy_decode": decoding.greedy_decode,
-            "the package's course_utils.decoding.beam_search": decoding.beam_search}
+GENERATE_FORBIDDEN = {  # the package's decoders and logits pipeline (its filters, or the learner's, may be used)
+    "the package's course_utils.decoding.generate": decoding.generate,
+    "the package's course_utils.decoding.next_token_logits": decoding.next_token_logits,
+    "the package's course_utils.decoding.greedy_decode": decoding.greedy_decode,
+    "the package's course_utils.decoding.beam_search": decoding.beam_search}
 
 
 def gpt_config(draw: Draw, n_layers: int, max_len: int, dropout: float, avoid: tuple[int, ...] = ()):
@@ -390,25 +363,6 @@ class ModelCall:
     cache: Any
 
 
-def recording_lm(config) -> nn.Module:
-    """A :class:`~course_utils.language_model.DecoderOnlyLM` that records each call: its mode, whether gradients
-    were on, how many tokens it was fed and the cache it was given."""
-    from ..language_model import DecoderOnlyLM
-
-    class RecordingLM(DecoderOnlyLM):
-        def __init__(self, config) -> None:
-            super().__init__(config)
-            self.calls: list[ModelCall] = []
-
-        def forward(self, ids, cache=None):
-            length = ids.size(-1) if isinstance(ids, torch.Tensor) and ids.dim() else 0
-            self.calls.append(ModelCall(any(m.training for m in self.modules()), torch.is_grad_enabled(), length,
-                                        cache))  # every submodule: model.training = False is not eval()
-            return super().forward(ids, cache)
-
-    return RecordingLM(config)
-
-
 @dataclass
 class GenerateCase:
     """One input of the sampling check: a factory of fresh models (the same weights, handed over in train mode),
@@ -433,31 +387,36 @@ class GenerateCase:
     def sampling(self) -> bool:
         return self.settings.get("temperature", 1.0) != 0
 
-    def arguments(self, seed: int | None = None) -> dict:
-        """The keyword arguments of one call: the settings, and a fresh generator seeded with ``seed``."""
+    def arguments(self) -> dict:
+        """The keyword arguments of one call: the settings, and a fresh generator seeded with the case's seed."""
         arguments = dict(self.settings)
         if self.sampling:
-            arguments["generator"] = torch.Generator().manual_seed(self.seed if seed is None else seed)
+            arguments["generator"] = torch.Generator().manual_seed(self.seed)
         return arguments
 
 
 def lm_factory(config, seed: int, logit_scale: float):
-    """Fresh recording models with one set of weights (the final norm's gain scaled, so the next-token
-    distributions are neither flat nor one-hot), in train mode with dropout on."""
+    """Fresh models with one set of weights (the final norm's gain scaled, so the next-token distributions are
+    neither flat nor one-hot), in train mode with dropout on; each :class:`~course_utils.language_model.DecoderOnlyLM`
+    records every call: its mode, whether gradients were on, how many tokens it was fed and the cache it was given."""
+    from ..language_model import DecoderOnlyLM
+
+    class RecordingLM(DecoderOnlyLM):
+        def forward(self, ids, cache=None):
+            length = ids.size(-1) if isinstance(ids, torch.Tensor) and ids.dim() else 0
+            self.calls.append(ModelCall(any(m.training for m in self.modules()), torch.is_grad_enabled(), length,
+                                        cache))  # every submodule: model.training = False is not eval()
+            return super().forward(ids, cache)
+
     def make() -> nn.Module:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            model = recording_lm(config)
+            model = RecordingLM(config)
+        model.calls = []
         with torch.no_grad():
             model.norm.weight.mul_(logit_scale)
         return model.train()
     return make
-
-
-def first_choices(make_model, prompt: torch.Tensor) -> torch.Tensor:
-    """The most probable first token of every row (what the model would pick greedily)."""
-    with torch.no_grad():
-        return make_model().eval()(prompt)[:, -1].argmax(dim=-1)
 
 
 def generate_cases(draw: Draw) -> list[GenerateCase]:
@@ -476,7 +435,8 @@ def generate_cases(draw: Draw) -> list[GenerateCase]:
         make_model = lm_factory(config, draw.integer(0, 2 ** 30), scale)
         prompt = real_ids(draw, config, batch, prompt_len)
         others = [i for i in range(config.vocab_size) if i != config.pad_id]
-        firsts = first_choices(make_model, prompt).tolist()
+        with torch.no_grad():  # the most probable first token of every row (what greedy would pick)
+            firsts = make_model().eval()(prompt)[:, -1].argmax(dim=-1).tolist()
         top = firsts[0]
         if index == 0:
             settings = {"temperature": 0, "forbidden_ids": [top, draw.choice([i for i in others if i != top])]}
@@ -523,37 +483,36 @@ def run_generate(answer, case: GenerateCase) -> tuple:
     try:
         return as_key(call_learner(lambda: answer(case.make_model(), case.prompt.clone(), case.max_new_tokens,
                                                   **case.arguments()), "generate", case.description,
-                                   forbidden=generate_forbidden()))
+                                   forbidden=GENERATE_FORBIDDEN))
     except ExerciseFailure:
-        return ("crash",)
-
-
-def planted_key(variant, case: GenerateCase) -> tuple:
-    """A declared variant's tokens on ``case`` (the checker's own model, in eval mode) as a key."""
-    try:
-        return as_key(variant(case.reference_model(), case.prompt.clone(), case.max_new_tokens, **case.arguments()))
-    except RuntimeError:  # every token of a row removed: the multinomial draw fails, as the learner's would
         return ("crash",)
 
 
 def telling_seed(draw: Draw, case: GenerateCase, tries: int = 4) -> int:
     """A generator seed under which as many declared mistakes as a few tries find draw other tokens than the
     package (so each is rejected) and other tokens than one another (so each is named without ambiguity)."""
+    def planted_key(variant) -> tuple:  # a variant's tokens on the checker's own model (eval mode)
+        try:
+            return as_key(variant(case.reference_model(), case.prompt.clone(), case.max_new_tokens,
+                                  **case.arguments()))
+        except RuntimeError:  # every token of a row removed: the multinomial draw fails, as the learner's would
+            return ("crash",)
+
     best, best_score = 0, (-1, -1)
     for _ in range(tries):
         case.seed = draw.integer(0, 2 ** 30)
         right = as_key(package_generate(case))
-        outcomes = [planted_key(mistake.variant, case) for mistake in Q3_MISTAKES]
+        outcomes = [planted_key(mistake.variant) for mistake in Q3_MISTAKES]
         score = (sum(outcome != right for outcome in outcomes), len(set(outcomes + [right])))
         if score > best_score:
             best, best_score = case.seed, score
     return best
 
 
-def package_generate(case: GenerateCase, generator_seed: int | None = None) -> torch.Tensor:
+def package_generate(case: GenerateCase) -> torch.Tensor:
     """What :func:`course_utils.decoding.generate` returns for ``case`` (no repetition penalty, no [EOS] stop, the
     case's forbidden ids)."""
-    arguments = case.arguments(generator_seed)
+    arguments = case.arguments()
     forbidden = tuple(arguments.pop("forbidden_ids", ()))
     return decoding.generate(case.make_model(), case.prompt.clone(), case.max_new_tokens, forbidden_ids=forbidden,
                              **arguments)
@@ -618,7 +577,7 @@ Q3_MISTAKES = (
 )
 
 
-def cache_problem(calls: list[ModelCall], case: GenerateCase, steps_done: int | None = None) -> str | None:
+def cache_problem(calls: list[ModelCall], case: GenerateCase) -> str | None:
     """What is wrong with the way the learner's loop fed the model (``None``: each token once, through one cache)."""
     if not calls:
         return None
@@ -691,16 +650,6 @@ def mismatch_message(case: GenerateCase, got: torch.Tensor) -> str:
             "one torch.multinomial(probs, 1, generator=generator) draw per row")
 
 
-def check_generator_with(function, case: GenerateCase) -> None:
-    """The learner's generator use, tried where every draw counts: the case's model at temperature 1 on four
-    prompts (same seed: same tokens whatever the global random state; another seed: other tokens)."""
-    hot = replace(probes(case)[1], settings={**case.settings, "temperature": 1.0})
-    check_generator_use(lambda generator: function(hot.make_model(), hot.prompt.clone(), hot.max_new_tokens,
-                                                   **{**hot.arguments(), "generator": generator}),
-                        "generate", f"{case.description}, and the same model at temperature 1 with "
-                                    f"{hot.prompt.size(0)} prompts")
-
-
 def check_generate(ns) -> None:
     function = own_function(ns["generate"], "generate", "course_utils.decoding.generate")
     for case in generate_cases(Draw()):
@@ -709,7 +658,7 @@ def check_generate(ns) -> None:
         prompt = snapshot(case.prompt)
         try:
             got = call_learner(function, "generate", where, model, prompt, case.max_new_tokens,
-                               forbidden=generate_forbidden(), error_hint=generate_error_hint, **case.arguments())
+                               forbidden=GENERATE_FORBIDDEN, error_hint=generate_error_hint, **case.arguments())
         except ExerciseFailure as failure:
             problem = cache_problem(model.calls, case)
             if problem:
@@ -754,7 +703,14 @@ def check_generate(ns) -> None:
                                run_generate, operator.eq, probes=tuple(probes(case)) if case.sampling else (),
                                expected=as_key(expected))
             if case.sampling and not any(mistake.names(failure) for mistake in Q3_MISTAKES):
-                check_generator_with(function, case)
+                # the generator's use, tried where every draw counts: the case's model at temperature 1, four
+                # prompts (same seed: same tokens whatever the global random state; another seed: other tokens)
+                hot = replace(probes(case)[1], settings={**case.settings, "temperature": 1.0})
+                check_generator_use(lambda generator, hot=hot: function(hot.make_model(), hot.prompt.clone(),
+                                                                        hot.max_new_tokens,
+                                                                        **{**hot.arguments(), "generator": generator}),
+                                    "generate", f"{where}, and the same model at temperature 1 with "
+                                                f"{hot.prompt.size(0)} prompts")
             raise failure
 
 
