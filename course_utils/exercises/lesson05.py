@@ -462,10 +462,35 @@ def check_training_case(learner_loop, case: TrainingCase) -> None:
         fail(f"{gap} — return the {n} per-batch losses as computed by loss_fn, before any division.")
 
 
+def accumulation_against_one_batch(loop, sizes: tuple[int, ...]) -> float:
+    """Largest weight difference between ``loop`` over batches of ``sizes`` (one group, plain SGD, no clipping) and
+    one step on the same 64 strings as one batch: the measurement the capstone asks the learner to predict."""
+    from ..config import TransformerConfig
+    from ..models import TransformerClassifier
+
+    config = TransformerConfig(vocab_size=30, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=9, dropout=0.0)
+    generator = torch.Generator().manual_seed(0)
+    ids, labels = torch.randint(7, 30, (64, 9), generator=generator), torch.randint(0, 3, (64,), generator=generator)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        models = [TransformerClassifier(config, n_classes=3), None]
+    models[1] = copy.deepcopy(models[0])
+    loss_fn = lambda model, batch: F.cross_entropy(model(batch[0]), batch[1])    # noqa: E731
+    for model, batch_sizes, run in ((models[0], sizes, loop), (models[1], (64,), planted_loop())):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+        batches = list(zip(ids.split(list(batch_sizes)), labels.split(list(batch_sizes))))
+        run(model, batches, loss_fn, optimizer, scheduler, len(batches), None)
+    return max(max_difference(a.detach(), b.detach()) for a, b in zip(models[0].parameters(), models[1].parameters()))
+
+
 def check_train_accumulated(ns) -> None:
     learner_loop = own_function(ns["train_accumulated"], "train_accumulated", "course_utils.training.train_one_epoch")
     for case in training_cases(Draw()):
         check_training_case(learner_loop, case)
+    equal, unequal = (accumulation_against_one_batch(learner_loop, sizes) for sizes in ((16,) * 4, (8, 8, 16, 32)))
+    print(f"Measured with your loop (plain SGD): 4 batches of 16 accumulated against one batch of the same 64 strings, "
+          f"largest weight difference {equal:.1e}; batches of 8, 8, 16, 32: {unequal:.1e}.")
 
 
 def planted_loop(optimizer=None, clip=lambda clip_norm: clip_norm, loss=None,
@@ -533,7 +558,10 @@ q3 = Exercise(
            "float; then, once for the slice: clip if clip_norm is given, the optimizer step, the scheduler step."),
     solution=solution_of("lesson05", "train_accumulated"),
     mistakes=LOOP_MISTAKES,
-    success="Correct! Step for step, your gradients, learning rates and parameters match the package's loop.",
+    success="Correct! Step for step, your gradients, learning rates and parameters match the package's loop. Equal "
+            "batches: the mean of the 4 batch means is the mean over the 64 strings, the same update up to float "
+            "rounding. Unequal ones: the mean of means gives each batch the same weight, so each string of a batch of "
+            "8 counts 4 times as much as one of a batch of 32 — another update.",
     task=(
         "**Capstone — gradient accumulation (about 30 minutes).** Four batches of 64 strings can stand in for one "
         "of 256 that does not fit in memory. Write `train_accumulated(model, batches, loss_fn, optimizer, scheduler, "
@@ -541,7 +569,8 @@ q3 = Exercise(
         "consecutive batches** (a shorter last group steps too); each update equals one step on the **mean of "
         "its batches' gradients**, clipped to `clip_norm` (none when `None`), with one scheduler step per optimizer "
         "step. The model may arrive in eval mode. Return the per-batch losses as `loss_fn` computed them "
-        "(undivided), as Python floats.\n\n"
+        "(undivided), as Python floats. Predict before checking: do 4 accumulated batches of 16 give exactly the "
+        "update of one batch of the same 64 strings? Batches of 8, 8, 16, 32? The check measures both.\n\n"
         "How it is checked: step for step against the course's own accumulation, on random batches.\n\n"
         "Stuck? `q3.hint()`, then `q3.solution()`; only after those, the package's loop to move on with: "
         "`from course_utils.training import train_one_epoch`."
