@@ -17,6 +17,7 @@ def right(exercise: str, name: str, code: str) -> Alternative:
 
 
 COUNT = lesson07.q1.solution
+LAYER = lesson07.q2.solution
 DECODE = lesson07.q3.solution
 
 MISTAKES = [
@@ -38,6 +39,8 @@ MISTAKES = [
       "torch.nn.Linear (a built layer"),
     q("q1", "a float count", plant(COUNT, "return 2 * attention + feed_forward + layer_norms",
                                    "return float(2 * attention + feed_forward + layer_norms)"), "int"),
+    q("q2", "the stream updated in place", plant(LAYER, "y = y + layer.self_attn(h, h, h, tgt_mask)[0]",
+                                                 "y += layer.self_attn(h, h, h, tgt_mask)[0]"), "changed its input"),
     q("q3", "eval mode forgotten", plant(DECODE, "    model.eval()\n", ""), "training mode"),
     q("q3", "no_grad forgotten", plant(plant(DECODE, "    with torch.no_grad():\n", "    if True:\n"),
                                        "logits = logits.clone()", "logits = logits.detach().clone()"),
@@ -67,9 +70,11 @@ ALTERNATIVES = [
           "    encoder_layer = 4 * d_model * d_model + 4 * d_model\n"
           "    encoder_layer += 2 * d_model * d_ff + d_ff + d_model + 4 * d_model\n"
           "    return encoder_layer + 4 * d_model * d_model + 6 * d_model\n"),
-    right("q2", "per sentence, then times the batch", "def kv_cache_floats(n_layers, d_model, batch, steps, src_len):\n"
-          "    per_sentence = n_layers * (2 * d_model * steps + 2 * d_model * src_len)\n"
-          "    return per_sentence * batch\n"),
+    right("q2", "one sublayer helper", "def pre_ln_decoder_layer(layer, y, memory, tgt_mask, memory_mask):\n"
+          "    def residual(i, x, sublayer):\n        return x + sublayer(layer.norms[i](x))\n"
+          "    y = residual(0, y, lambda h: layer.self_attn(h, h, h, tgt_mask)[0])\n"
+          "    y = residual(1, y, lambda h: layer.cross_attn(h, memory, memory, memory_mask)[0])\n"
+          "    return residual(2, y, layer.feed_forward)\n"),
     right("q3", "a Python list of finished rows", plant(plant(DECODE, "finished = finished | (next_token == eos_id)",
                                                               "finished = torch.tensor([bool(f) or int(t) == eos_id "
                                                               "for f, t in zip(finished, next_token)])"),

@@ -11,10 +11,12 @@ def decoder_layer_parameters(d_model, d_ff):
     return 2 * attention + feed_forward + layer_norms          # self-attention and cross-attention
 
 
-def kv_cache_floats(n_layers, d_model, batch, steps, src_len):
-    self_attention = 2 * steps * d_model                       # keys and values of the pieces seen so far
-    cross_attention = 2 * src_len * d_model                    # the memory's keys and values, projected once
-    return n_layers * batch * (self_attention + cross_attention)
+def pre_ln_decoder_layer(layer, y, memory, tgt_mask, memory_mask):
+    h = layer.norms[0](y)
+    y = y + layer.self_attn(h, h, h, tgt_mask)[0]             # the bug: no mask, so each position read the future
+    h = layer.norms[1](y)
+    y = y + layer.cross_attn(h, memory, memory, memory_mask)[0]
+    return y + layer.feed_forward(layer.norms[2](y))
 
 
 def cached_greedy_decode(model, src_ids, bos_id, eos_id, max_new_tokens, pad_id=0):
