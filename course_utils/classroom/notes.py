@@ -92,14 +92,15 @@ DISCUSSION = {
             "layers grow only 10×), and 100× the memory for the weight matrix where it is stored (the training "
             "path keeps it for the backward pass). Fused kernels avoid storing it but still compute every score."),
            ],
-    "04": [("The lesson trains Post-LN and Pre-LN with and without warmup over three seeds. What do the runs show, "
-            "and what can three seeds not show?",
-            "Pre-LN learned on every seed, with or without warmup; Post-LN without warmup failed on one seed of "
-            "three and learned late on another, and with warmup all three learned. Three seeds cannot say how often "
-            "Post-LN fails or prove that warmup is the cause; the papers argue it from the gradients (Xiong et al.: "
-            "large gradients near the output at initialisation; Liu et al.: a heavy dependence on the residual "
-            "branches), which the lesson cites but does not measure. The original paper trained Post-LN with 4,000 "
-            "warmup steps."),
+    "04": [("The lesson trains Post-LN (with and without a 100-step warmup) and Pre-LN on six seeds at lesson 03's "
+            "learning rate. What do the runs show, and what do they not show?",
+            "Pre-LN learned on all 6 seeds (96.1 % ± 4.0); Post-LN failed on 3 of 6 without warmup and on 4 of 6 "
+            "with the warmup (64.2 % ± 18.1 and 62.6 % ± 19.4). Training-set accuracy equals test accuracy within "
+            "half a point, so the failed runs had not learned (no overfitting). At this learning rate the placement "
+            "decided and a short warmup did not rescue Post-LN. The runs do not show why: the papers argue it from "
+            "the gradients (Xiong et al.: large gradients near the output at initialisation; Liu et al.: a heavy "
+            "dependence on the residual branches), which the lesson cites but does not measure. The original paper "
+            "trained Post-LN with 4,000 warmup steps."),
            ],
     "05": [("A classifier reaches the majority-class accuracy. How do you tell whether it learned anything?",
             "Compare with baselines (the majority class, a simple count model), read per-class recall or balanced "
@@ -128,11 +129,12 @@ DISCUSSION = {
             "token puts it in a state it was not trained for, and errors can cascade (exposure bias). Beam search "
             "keeps several candidates, so an early choice that looked best but leads to a poor sequence can be "
             "dropped later; it does not remove the mismatch, and it helps only where the model is unsure."),
-           ("Cross-attention heatmaps look like alignments. When would reading them as explanations mislead you?",
-            "The weights show where one head reads, not what decides the output: other heads and layers, the "
-            "residual stream and the decoder's own self-attention also carry information, and different weights "
-            "can give the same output. For numbers the units-before-tens reordering shows clearly; for a wrong "
-            "translation a plausible-looking map does not say why it was wrong."),
+           ("Beam search fixed 25 of seed 0's 30 search errors but only 1 of its 166 model errors. Why can no "
+            "search fix a model error?",
+            "A model error means the model scores the wrong output above the right one; any search that maximises "
+            "that score returns the wrong output, so only a better model (more data, more training, a better "
+            "architecture) helps. A search error is the opposite: the right output scores higher, but greedy or a "
+            "narrow beam never reached it."),
            ],
     "08": [("A decoder-only model is the encoder layer plus a causal mask. What exactly can it no longer do that the "
             "encoder could, and why is that the price of generating text?",
