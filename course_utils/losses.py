@@ -277,7 +277,7 @@ def check_sequence_logprobs(logits: object, targets: object, mask: object) -> No
 def sequence_logprobs(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """log p(response | prompt) of each row: the sum of ``log softmax(logits)[target]`` over the positions where
     ``mask`` is True (padding and prompt positions count nothing). Float32 ``(batch,)``. Built in lesson 11."""
-    token_logps = torch.log_softmax(logits.float(), dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    token_logps = torch.log_softmax(logits.float(), dim=-1).gather(-1, targets.long().unsqueeze(-1)).squeeze(-1)
     return (token_logps * mask).sum(dim=-1)
 
 
@@ -285,6 +285,11 @@ def check_response_batch(model: object, batch: object) -> None:
     """Raise a course error unless ``batch`` is ``(ids, response_mask)``: ``(batch, seq)`` integer ids with
     ``seq >= 2`` and a bool mask of the same shape (what :func:`course_utils.instruct.chat_batch` returns)."""
     check_module("model", model)
+    check_response_pair(batch)
+
+
+def check_response_pair(batch: object) -> None:
+    """The batch part of :func:`check_response_batch`."""
     if not isinstance(batch, (tuple, list)) or len(batch) < 2:
         raise CourseTypeError(f"batch must be a pair (ids, response_mask), got {describe(batch)}; build it with "
                               "course_utils.instruct.chat_batch")
@@ -309,10 +314,9 @@ def response_logprobs(model: nn.Module, batch) -> torch.Tensor:
     return sequence_logprobs(logits, ids[:, 1:], mask[:, 1:])
 
 
+@checked_by(check_response_pair)
 def response_target_count(batch) -> int:
     """Number of scored response tokens of ``(ids, response_mask)``: the True entries of ``response_mask[:, 1:]``."""
-    if not isinstance(batch, (tuple, list)) or len(batch) < 2 or not isinstance(batch[1], torch.Tensor):
-        raise CourseTypeError(f"batch must be a pair (ids, response_mask), got {describe(batch)}")
     return int(batch[1][:, 1:].sum())
 
 

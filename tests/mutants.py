@@ -38,6 +38,7 @@ MODEL_TESTS = ("tests/test_layers_and_models.py", "tests/test_leakage.py")
 NGRAM_TESTS = ("tests/test_ngram.py",)
 INTEROP_TESTS = ("tests/test_interop.py",)
 EXERCISE_TESTS = ("tests/test_exercise_asserts.py", "tests/test_exercise_mistakes.py")
+INSTRUCT_TESTS = ("tests/test_lesson11_instruct.py",)
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,16 @@ MUTANTS = (
            "forbids.\"\"\"\n    if guard.used:\n", "forbids.\"\"\"\n    if False:\n", EXERCISE_TESTS),
     Mutant("exercise checker blind to the dtype", "exercises/asserts.py",
            "if got.dtype != expected.dtype:", "if False:", EXERCISE_TESTS),
+    Mutant("prompt tokens in the fine-tuning loss", "instruct.py",
+           "mask[row, n_prompt:len(sequence)] = True", "mask[row, 1:len(sequence)] = True", INSTRUCT_TESTS),
+    Mutant("DPO reference model updated with the policy", "instruct.py",
+           "reference = frozen_copy(policy)", "reference = policy", INSTRUCT_TESTS),
+    Mutant("DPO beta's sign flipped", "losses.py",
+           "return -F.logsigmoid(beta * margin).sum()", "return -F.logsigmoid(-beta * margin).sum()", INSTRUCT_TESTS),
+    Mutant("sequence log-probabilities summed over padding", "losses.py",
+           "return (token_logps * mask).sum(dim=-1)", "return token_logps.sum(dim=-1)", INSTRUCT_TESTS),
+    Mutant("DPO chosen and rejected rows swapped", "losses.py",
+           "chosen, rejected = logps.chunk(2)", "rejected, chosen = logps.chunk(2)", INSTRUCT_TESTS),
 )
 
 

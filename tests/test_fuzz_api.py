@@ -180,6 +180,13 @@ KINDS: dict[str, Any] = {
     "next_logits": (LOGITS_MUTATIONS, None),                                  # (rows, vocab) of any vocabulary
     "labels": (mutations(lambda y: y.float(), lambda y: y.bool(), lambda y: y[0], lambda y: y[None],
                          lambda y: torch.where(y >= 0, y + 10_000, y), lambda y: y.tolist(), lambda y: None), None),
+    # lesson 11: sequence log-probabilities (n_pairs,), a bool mask (batch, seq), (ids, response_mask) batches
+    "logps": (fixed(torch.zeros(3, dtype=torch.long), torch.zeros(3, 2), torch.zeros(4), [0.0, 1.0, 2.0], None,
+                    torch.tensor(1.0)), None),
+    "bool_mask": (mutations(lambda m: m.float(), lambda m: m[:, :-1], lambda m: m.tolist(), lambda m: None), None),
+    "response_batch": (mutations(lambda b: (b[0].float(), b[1]), lambda b: (b[0], b[1].long()),
+                                 lambda b: (b[0], b[1][:, :-1]), lambda b: (b[0][:, :1], b[1][:, :1]),
+                                 lambda b: b[0], lambda b: None), None),
     "features": (mutations(lambda x: x.long(), lambda x: x.bool(), with_extra_column, lambda x: x.tolist(),
                            lambda x: None) + OTHER_FLOATS
                  + mutations(lambda x: x[0], lambda x: x[None], lambda x: x[:0], must_raise=False), None),
@@ -835,6 +842,26 @@ def build_registry() -> dict[str, Case | None]:
     r["losses:loss_per_position"] = case(losses.loss_per_position, {
         "model": "module", "windows": "ids", "batch_size": "size"}, model=gpt, windows=lambda: ids(3, 6),
         batch_size=2)
+    # losses (lesson 11)
+    response_batch = lambda: (ids(2, 6), torch.tensor([[0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 1, 0]], dtype=torch.bool))  # noqa: E731
+    for name in ("response_logprobs", "response_loss", "response_loss_sum"):
+        r[f"losses:{name}"] = case(getattr(losses, name), {"model": "module", "batch": "response_batch"},
+                                   model=gpt, batch=response_batch)
+    r["losses:response_target_count"] = case(losses.response_target_count, {"batch": "response_batch"},
+                                             batch=response_batch)
+    r["losses:sequence_logprobs"] = case(losses.sequence_logprobs, {
+        "logits": "logits", "targets": "ids", "mask": "bool_mask"}, logits=lambda: vectors(2, 5, 20),
+        targets=ids, mask=lambda: ids() > 12)
+    logps = lambda: -torch.rand(3, generator=generator()) * 20  # noqa: E731
+    for name in ("dpo_loss", "dpo_loss_sum", "dpo_gradient_weight"):
+        r[f"losses:{name}"] = case(getattr(losses, name), {
+            "policy_chosen": "logps", "policy_rejected": "logps", "reference_chosen": "logps",
+            "reference_rejected": "logps", "beta": "positive_real"}, policy_chosen=logps, policy_rejected=logps,
+            reference_chosen=logps, reference_rejected=logps, beta=0.1)
+    preference_batch = lambda: (*response_batch(), -torch.rand(2, generator=generator()) * 20)  # noqa: E731
+    r["losses:dpo_batch_loss_sum"] = case(losses.dpo_batch_loss_sum, {
+        "model": "module", "batch": "response_batch", "beta": "positive_real"}, model=gpt, batch=preference_batch,
+        beta=0.1)
     # language_model (gpt helper)
     r["language_model:DecoderOnlyBlock"] = case(language_model.DecoderOnlyBlock, {
         "d_model": "size", "n_heads": "size", "d_ff": "size", "dropout": "prob", "activation": "choice",
