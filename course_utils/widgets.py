@@ -215,59 +215,6 @@ def fill_mask_explorer(predict, text: str = "The [MASK] returns a new list.", k:
                   k=widgets.IntSlider(value=k, min=1, max=10, description="top-k"))
 
 
-# --- notebook 07: number translator --------------------------------------------------------------------------------
-
-def draw_translation(source_tokens: list[str], target_pieces: list[str], weights, title: str = ""):
-    """Cross-attention heatmap of one translation: rows = generated German pieces, columns = English words.
-
-    ``weights`` is ``(len(target_pieces), len(source_tokens))`` (e.g. averaged over heads). Returns the figure.
-    """
-    from .plotting import show_heatmaps
-
-    size = max(2.6, 0.32 * max(len(source_tokens), len(target_pieces)))
-    return show_heatmaps(weights, row_labels=target_pieces, col_labels=source_tokens, xlabel="English word (key)",
-                         ylabel="German piece produced (query)", suptitle=title, panel_size=size)
-
-
-def translation_view(translate, text: str):
-    """Read ``text`` by the number grammar, translate its num2words English, draw the cross-attention map.
-
-    Args:
-        translate: ``translate(english) -> (source_tokens, target_pieces, weights (target, source), german)``,
-            called with num2words' English (``"1,200"``, ``"twelve hundred"`` → ``"one thousand, two hundred"``).
-        text: what the learner typed; text the grammar refuses raises its
-            :class:`~course_utils.errors.CourseValueError` (a ``ValueError``: the explorer prints it).
-
-    Returns:
-        the matplotlib figure.
-    """
-    from .data.numbers import english_from_user_text
-
-    english = english_from_user_text(text)
-    source_tokens, target_pieces, weights, german = translate(english)
-    shown = repr(text) if text.strip().lower() == english else f"{text!r} = {english!r}"
-    return draw_translation(source_tokens, target_pieces, weights, title=f"{shown} → {german}")
-
-
-def translator_explorer(translate, text: str = "342") -> None:
-    """A text box: type a number (``342``, ``12,005``) or its English words (``forty two``, ``twelve hundred``);
-    shows the German and the cross-attention map, or why the text is not a number the translator knows.
-
-    Args:
-        translate: as in :func:`translation_view`.
-    """
-    import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-
-    def show(text: str) -> None:
-        translation_view(translate, text)
-        plt.show()
-
-    live_explorer(show, text=widgets.Text(value=text, description="number", continuous_update=False,
-                                          placeholder="342 or three hundred and forty-two",
-                                          layout=widgets.Layout(width="520px")))
-
-
 # --- notebook 08: generation explorer -------------------------------------------------------------------------------
 
 def draw_generation(prompt: str, distribution: list[tuple[str, float]], samples: list[str], title: str = ""):
