@@ -15,9 +15,11 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+from ..config import count_parameters
 from ..kv_cache import CachedMultiHeadAttention, LayerCache
+from ..language_model import DecoderOnlyLM
 from ..masks import causal_mask
-from ..modern import GroupedQueryAttention, apply_rotary, repeat_kv
+from ..modern import GroupedQueryAttention, apply_rotary, modern_config, repeat_kv, rope_frequencies, rotate_half
 from .asserts import (
     Case,
     Draw,
@@ -43,13 +45,9 @@ def measured(n_kv_heads: int, prompts: int = 4, heads_used: int | None = None, c
              swapped: bool = False) -> tuple[int, int]:
     """``(cache bytes, parameters)`` of the task's model after its prompts went through a cache, with one step
     changed (the defaults give the reference)."""
-    from ..config import count_parameters
-    from ..language_model import DecoderOnlyLM
-    from ..modern import modern_config
-
     torch.manual_seed(0)
-    model = DecoderOnlyLM(modern_config(100, d_model=64, n_heads=8, n_kv_heads=heads_used or n_kv_heads, n_layers=2,
-                                        max_len=64, dropout=0.0)).eval()
+    model = DecoderOnlyLM(modern_config(100, d_model=64, n_heads=8, n_kv_heads=heads_used or n_kv_heads, d_ff=512,
+                                        n_layers=2, max_len=64, dropout=0.0)).eval()
     cache = model.new_cache()
     size = cache.nbytes if cache_read_first else None
     with torch.no_grad():
@@ -61,22 +59,22 @@ def measured(n_kv_heads: int, prompts: int = 4, heads_used: int | None = None, c
 def check_measure(ns) -> None:
     cases = [Case(f"measure_gqa({kv})", (kv,)) for kv in Draw().rng.sample([1, 2, 4, 8], 4)]
     check_function(learner_function(ns, "measure_gqa"), measured, cases, "measure_gqa", scales=())
-    for name, which, why in (
-            ("predicted_cache_saving", 0, "each layer caches 2 (K and V) · batch · seq · h_kv · d_head numbers of 4 "
-             "bytes, so 1 K/V head instead of 8 removes 7 of the 8 heads' share of every layer's cache"),
-            ("predicted_parameter_saving", 1, "only W_K and W_V depend on h_kv: each shrinks from d_model × d_model "
-             "to (h_kv · d_head) × d_model, in every layer; the queries, W_O and the feed-forward stay as they "
-             "are")):
+    for name, which, tolerance, why in (   # which measurement, tolerance on the fraction, what it is made of
+            ("predicted_cache_fraction", 0, 0.005, "every number in the cache belongs to one K/V head of one "
+             "layer, so keeping 1 head of 8 keeps 1/8 of the cache, whatever the batch, length or number of layers"),
+            ("predicted_parameter_fraction", 1, 0.015, "only W_K and W_V depend on h_kv (64 × 64 each at 8 heads, "
+             "64 × 8 at 1, in each of the 2 layers); count the rest too: the embedding (100 × 64, shared with the "
+             "output), W_Q and W_O, the SwiGLU's three 64 × 512 matrices and the norms")):
         value = ns.get(name)
         if isinstance(value, torch.Tensor) and value.numel() == 1:
             value = value.item()
-        if not isinstance(value, numbers.Real) or isinstance(value, bool):
-            raise ExerciseFailure(f"your measurement is right; now `{name}` should hold a number: what you "
-                                  "predicted, before measuring, for 8 K/V heads minus 1 K/V head.")
-        truth = measured(8)[which] - measured(1)[which]
-        if abs(value - truth) > 0.005 * truth:
-            raise ExerciseFailure(f"your measurement is right, but `{name}` = {value:,g} is not what it measures "
-                                  f"({truth:,}): {why}. Redo the prediction from that before reading on.")
+        if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 <= value <= 1:
+            raise ExerciseFailure(f"your measurement is right; now `{name}` should hold a fraction between 0 and 1: "
+                                  "what you predicted, before measuring, that 1 K/V head instead of 8 saves.")
+        truth = 1 - measured(1)[which] / measured(8)[which]
+        if abs(value - truth) > tolerance:
+            raise ExerciseFailure(f"your measurement is right, but `{name}` = {value:.3f} is not what it measures "
+                                  f"({truth:.3f}): {why}. Redo the prediction from that before reading on.")
 
 
 Q1_MISTAKES = (
@@ -96,22 +94,21 @@ Q1_MISTAKES = (
 # ---------------------------------------------------------------------------------------------------------------
 
 def rotated_at(first: Any = None, keys: bool = True, base: float | None = None):
-    """The reference with one step changed: ``first(cache_length)`` as the first position, the keys left alone, or
-    another base (the defaults give the reference)."""
+    """The reference with one step changed: ``first(cache_length, new)`` as the first position (it may be negative,
+    as in the colleague's code: the page's ``rope`` takes any position), the keys left alone, or another base (the
+    defaults give the reference)."""
     def variant(q, k, cache_length, base_given=10000.0):
-        start = cache_length if first is None else first(cache_length)
-        positions = torch.arange(start, start + q.size(-2))
-        q_rotated, k_rotated = apply_rotary(q, k, positions, base_given if base is None else base)
-        return q_rotated, (k_rotated if keys else k.clone())
+        start = cache_length if first is None else first(cache_length, q.size(-2))
+        angles = torch.arange(start, start + q.size(-2)).float()[:, None] * rope_frequencies(
+            q.size(-1), base_given if base is None else base)
+        cos, sin = torch.cat([angles, angles], -1).cos(), torch.cat([angles, angles], -1).sin()
+        return q * cos + rotate_half(q) * sin, (k * cos + rotate_half(k) * sin if keys else k.clone())
     return variant
 
 
-colleagues_rotate_new = rotated_at(lambda cached: 0)
-
-
-def cached_vs_full(model: nn.Module, prompt: torch.Tensor, steps: int, rotate_new=colleagues_rotate_new):
+def cached_vs_full(model: nn.Module, prompt: torch.Tensor, steps: int, rotate_new):
     """Greedy generation from ``prompt (1, T)``: through a KV cache, every attention layer of ``model`` rotating its
-    new tokens with ``rotate_new(q, k, cache_length, base)`` (default: the colleague's), and by full passes over the
+    new tokens with ``rotate_new(q, k, cache_length, base)``, and by full passes over the
     whole text with the package's own rotation. Returns ``(cached ids, full-pass ids, gaps)``: the two texts, and
     at each step the largest difference between the cached logits and a full pass over the same text."""
     layers = [block.self_attn for block in model.blocks]
@@ -160,12 +157,15 @@ def check_rotate_new(ns) -> None:
 
 
 Q2_MISTAKES = (
+    Mistake("the colleague's positions", "this is the colleague's code: its new tokens take the last positions below "
+            "cache_length, as if the cache already held them; the cache holds cache_length tokens *before* the new "
+            "ones (positions 0 … cache_length − 1)", rotated_at(lambda cached, new: cached - new)),
     Mistake("positions from 0", "the new tokens were rotated as positions 0, 1, …: after cache_length cached tokens "
-            "they sit at cache_length, cache_length + 1, …", colleagues_rotate_new),
+            "they sit at cache_length, cache_length + 1, …", rotated_at(lambda cached, new: 0)),
     Mistake("one position too far", "off by one: with cache_length tokens cached (positions 0 … cache_length − 1) "
-            "the first new token is at position cache_length", rotated_at(lambda cached: cached + 1)),
+            "the first new token is at position cache_length", rotated_at(lambda cached, new: cached + 1)),
     Mistake("one position too early", "off by one: the first new token is at position cache_length, not "
-            "cache_length − 1", rotated_at(lambda cached: cached - 1)),
+            "cache_length − 1", rotated_at(lambda cached, new: cached - 1)),
     Mistake("keys not rotated", "only the queries were rotated: rotate the new keys too (the cache stores them "
             "rotated)", rotated_at(keys=False)),
     Mistake("base ignored", "you used base 10000 where the check passed another base: pass `base` on",
@@ -318,7 +318,7 @@ def check_cached_attention(ns) -> None:
 
 Q3_MISTAKES = (
     Mistake("positions from 0", "the new tokens are rotated as positions 0, 1, … at every step: after cache.length "
-            "cached tokens they sit at cache.length, cache.length + 1, … (exercise 2)", variant(positions="from 0")),
+            "cached tokens they sit at cache.length, cache.length + 1, …", variant(positions="from 0")),
     Mistake("causal mask not offset", "each new query must see every cached key and the new ones up to itself: "
             "torch.ones(new, past + new, dtype=torch.bool).tril(past), not .tril()", variant(mask="not offset")),
     Mistake("no mask", "with several new tokens the first one sees those after it: mask the scores with "
@@ -348,30 +348,35 @@ q1 = Exercise(
     name="What grouped-query attention saves",
     variables=("measure_gqa",),               # and the two predictions, read by the check
     checker=check_measure,
-    hints=("The model: modern_config with the sizes the task gives; the cache: model.new_cache(), filled by one "
-           "forward pass with it; its size: its nbytes. For the prediction, which weight matrices have a shape "
-           "that depends on n_kv_heads?",
+    hints=("For the predictions: which numbers in the cache, and which weight matrices, have a shape that depends "
+           "on n_kv_heads? For the parameters, count every matrix of the model once. For the measurement: the "
+           "cache is model.new_cache(), filled by one forward pass with it; its size is its nbytes.",
            "measure_gqa: 1. build the model with n_kv_heads; 2. a new cache; 3. the (4, 50) prompts through the "
            "model with that cache, under torch.no_grad(); 4. return the cache's nbytes and count_parameters of the "
            "model."),
-    solution=solution_of("lesson09", "predicted_cache_saving", "predicted_parameter_saving", "measure_gqa"),
+    solution=solution_of("lesson09", "predicted_cache_fraction", "predicted_parameter_fraction", "measure_gqa"),
     mistakes=Q1_MISTAKES,
-    success="Correct! One K/V head instead of eight cuts the cache by 7/8 and W_K, W_V by 7/8 each; the query "
-            "heads, W_O and the feed-forward network keep every parameter.",
+    success="Correct! One K/V head instead of eight cuts the cache by 7/8 (87.5 %) but the parameters by only "
+            "6 %: the cache is made of keys and values alone, while W_K and W_V are 2 of the 7 matrices of a block, "
+            "and small ones beside the feed-forward network's three 64 × 512. GQA is a memory saving for generation, "
+            "not a smaller model.",
 )
 
 q2 = Exercise(
     name="Cached generation that drifts",
     variables=("rotate_new",),
     checker=check_rotate_new,
-    hints=("The first step matches and the later ones do not: what is different about the tokens of the later "
-           "steps? Which positions did the cached ones hold?",
-           "The new positions run from cache_length to cache_length + new − 1 (one per new token, the length of "
-           "q's sequence axis); rotate both q and k at those positions, with `base`."),
+    hints=("Print the positions the colleague's code gives for the prompt (cache_length 0, 12 new tokens) and for "
+           "the first generated token (cache_length 12, 1 new token). Which offsets m − n does each step's "
+           "attention then see, and which would a full pass see?",
+           "The cache holds cache_length tokens at positions 0 … cache_length − 1 before the new ones arrive; the "
+           "new ones follow them, one position each (q's sequence axis); rotate both q and k there, with `base`."),
     solution=solution_of("lesson09", "rotate_new"),
     mistakes=Q2_MISTAKES,
-    success="Correct! Rotated at 0 … new − 1, each new token was scored against the cached keys as if it stood at "
-            "the start of the text: the offsets m − n were wrong by cache_length.",
+    success="Correct! The colleague's code put the page's 12-token prompt at positions −12 … −1: every offset inside "
+            "the prompt was right, so step 0 was exact (RoPE sees only m − n). The first generated token then went "
+            "to position 11 against cached keys at −12 … −1, every offset 11 too large, and the text drifted from "
+            "there.",
 )
 
 q3 = Exercise(
@@ -400,13 +405,12 @@ q3 = Exercise(
         "LayerCache`; `LayerCache()` is an empty one): `cache.length` tokens are cached; `cache.append(k, v)` "
         "stores the new keys and values, `(batch, n_kv_heads, new, d_head)`, already rotated, and returns all of "
         "them.\n\n"
-        "Feeding a text in pieces must give, piece by piece, what the full pass gives on the whole text. Checked "
+        "Causal, like section 5's: each new token attends to every cached token and to the new ones up to "
+        "itself, so feeding a text in pieces gives, piece by piece, what the full causal pass gives. Checked "
         "against the package's `GroupedQueryAttention` on random sizes: three steps (a prompt, one token, a few "
         "tokens), the outputs and the cache. Stuck? `q3.hint()`, then `q3.solution()`."
     ),
     starter=(
-        "import math\n\n"
-        "import torch\n"
         "import torch.nn as nn\n\n\n"
         "class CachedAttention(nn.Module):\n"
         "    def __init__(self, d_model, n_heads, n_kv_heads, rope_base=10000.0):\n"

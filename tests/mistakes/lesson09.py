@@ -21,12 +21,14 @@ STEP = lesson09.q3.solution
 
 MISTAKES = [
     # q1: predict, then measure what GQA saves
-    q('q1', 'no prediction', plant(MEASURE, "predicted_parameter_saving = 2 * 2 * 64 * (8 - 1) * 8",
-                                   "predicted_parameter_saving = 'about 14k'"), 'should hold a number'),
-    q('q1', 'the saving of one layer predicted', plant(MEASURE, "predicted_parameter_saving = 2 * 2 * 64",
-                                                       "predicted_parameter_saving = 2 * 64"), 'in every layer'),
-    q('q1', 'the cache of 2 K/V heads predicted', plant(MEASURE, "(8 - 1) * 8 * 4", "(8 - 2) * 8 * 4"),
-      '7 of the 8'),
+    q('q1', 'no prediction', plant(MEASURE, "predicted_cache_fraction = 7 / 8",
+                                   "predicted_cache_fraction = 'most of it'"), 'should hold a fraction'),
+    q('q1', 'the saving in bytes, not a fraction', plant(MEASURE, "predicted_cache_fraction = 7 / 8",
+                                                         "predicted_cache_fraction = 179_200"), 'between 0 and 1'),
+    q('q1', 'the fraction kept, not saved', plant(MEASURE, "predicted_cache_fraction = 7 / 8",
+                                                  "predicted_cache_fraction = 1 / 8"), '1 head of 8'),
+    q('q1', 'the parameters of W_K and W_V only', plant(MEASURE, "+ 3 * 64 * 512 + 2 * 64", "+ 0"),
+      'count the rest too'),
     # q2: RoPE after a cache
     q('q2', 'one tensor returned', plant(ROTATE, "    return apply_rotary(q, k, positions, base)",
                                          "    return apply_rotary(q, k, positions, base)[0]"), 'tuple of 2'),
@@ -37,6 +39,17 @@ MISTAKES = [
         "    q_rotated = apply_rotary(q, q, positions, base)[0]\n"
         "    k_rotated = apply_rotary(k, k, torch.arange(k.size(-2)), base)[0]\n"
         "    return q_rotated, k_rotated"), 'differs'),
+    q('q2', "the colleague's code shown on the page", "def rope(x, positions, base=10000.0):\n"
+      "    d_head = x.size(-1)\n"
+      "    theta = base ** (-torch.arange(0, d_head, 2).float() / d_head)\n"
+      "    angles = positions.float()[:, None] * theta\n"
+      "    angles = torch.cat([angles, angles], dim=-1)\n"
+      "    first, second = x.chunk(2, dim=-1)\n"
+      "    return x * angles.cos() + torch.cat([-second, first], dim=-1) * angles.sin()\n\n"
+      "def rotate_new(q, k, cache_length, base=10000.0):\n"
+      "    new = q.size(-2)\n"
+      "    positions = torch.arange(cache_length - new, cache_length)\n"
+      "    return rope(q, positions, base), rope(k, positions, base)\n", "the colleague's code"),
     # q3 (capstone): cached grouped-query attention
     q('q3', "the package's attention inside", "from course_utils.modern import GroupedQueryAttention\n\n"
       + STEP.replace("class CachedAttention", "class _Unused") + "\n"
@@ -54,7 +67,7 @@ MISTAKES = [
 ALTERNATIVES = [
     right('q1', 'parameters and cache counted by hand', "from course_utils.language_model import DecoderOnlyLM\n"
           "from course_utils.modern import modern_config\n\n"
-          "predicted_cache_saving = 179_200\npredicted_parameter_saving = 14_336.0\n\n"
+          "predicted_cache_fraction = 0.875\npredicted_parameter_fraction = torch.tensor(0.06)\n\n"
           "def measure_gqa(n_kv_heads):\n"
           "    model = DecoderOnlyLM(modern_config(100, d_model=64, n_heads=8, n_kv_heads=n_kv_heads, n_layers=2,\n"
           "                                        max_len=64))\n"

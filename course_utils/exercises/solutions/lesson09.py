@@ -9,14 +9,17 @@ from course_utils.config import count_parameters
 from course_utils.language_model import DecoderOnlyLM
 from course_utils.modern import apply_rotary, modern_config
 
-predicted_cache_saving = 2 * 4 * 50 * 2 * (8 - 1) * 8 * 4    # K, V · batch · seq · layers · heads saved · d_head · 4 B
-predicted_parameter_saving = 2 * 2 * 64 * (8 - 1) * 8        # layers · (W_K, W_V) · d_model · heads saved · d_head
+predicted_cache_fraction = 7 / 8                      # the cache is keys and values only: 1 K/V head of 8 is kept
+predicted_parameter_fraction = (2 * 2 * 64 * (8 - 1) * 8     # 2 layers · (W_K, W_V) · d_model · heads saved · d_head
+                                / (100 * 64                   # of all: the embedding (shared with the output),
+                                   + 2 * (4 * 64 * 64 + 3 * 64 * 512 + 2 * 64)   # 2 blocks: attention, SwiGLU, norms
+                                   + 64))                     # and the final norm
 
 
 def measure_gqa(n_kv_heads):
     torch.manual_seed(0)
-    model = DecoderOnlyLM(modern_config(100, d_model=64, n_heads=8, n_kv_heads=n_kv_heads, n_layers=2, max_len=64,
-                                        dropout=0.0)).eval()
+    model = DecoderOnlyLM(modern_config(100, d_model=64, n_heads=8, n_kv_heads=n_kv_heads, d_ff=512, n_layers=2,
+                                        max_len=64, dropout=0.0)).eval()
     cache = model.new_cache()
     with torch.no_grad():
         model(torch.randint(1, 100, (4, 50)), cache)
