@@ -1,11 +1,10 @@
-"""Exercises of notebook 10 (scaling out): the loss each rank backpropagates under DDP from a per-rank mean, which
-batches a rank gets, the training state one rank holds at each ZeRO stage, and the capstone: gradients all-reduced
-in buckets from backward hooks, overlapping the rest of backward, compared with DistributedDataParallel on two
-processes.
+"""Exercises of notebook 10 (scaling out): the loss each rank backpropagates under DDP from a per-rank mean,
+what each rank sends in a ring all-reduce of any size, the training state one rank holds at each ZeRO stage, and
+the capstone: gradients all-reduced in buckets from backward hooks, overlapping the rest of backward, compared
+with DistributedDataParallel on two processes.
 
 Each check draws fresh inputs (:class:`~.asserts.Draw`) and compares the learner's answer with the package's rule:
-the loss scaling of ``course_utils.train``, PyTorch's ``DistributedSampler`` through
-:func:`course_utils.distributed.batch_sampler`, bytes per parameter by stage, and
+the loss scaling of ``course_utils.train``, the ring's chunk sizes, bytes per parameter by stage, and
 :class:`course_utils.distributed.BucketedAllReduce`; each exercise declares its typical mistakes once
 (see :mod:`.core`).
 """
@@ -34,9 +33,8 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DistributedSampler
 
-from ..distributed import BucketedAllReduce, DistributedContext, batch_sampler
+from ..distributed import BucketedAllReduce
 from ..losses import lm_loss
 from .asserts import Case, Draw, check_function, check_input_gradients, learner_function
 from .core import (
@@ -116,77 +114,48 @@ LOSS_MISTAKES = (
 )
 
 
-# ---------------------------------------------------------------------------- q2: which batches a rank gets
-def rank_batches_reference(n_batches: int, rank: int, world_size: int) -> list[int]:
-    context = DistributedContext(rank, world_size, rank, torch.device("cpu"), "gloo")
-    return list(batch_sampler(n_batches, context, shuffle=False))
+# ---------------------------------------------------------------------------- q2: what each rank sends in a ring
+def ring_sent_reference(n_elements: int, world_size: int) -> list[int]:
+    """Numbers each rank sends in a ring all-reduce of ``n_elements`` numbers cut by ``tensor_split(world_size)``
+    (the first ``n_elements % world_size`` chunks one larger): rank r sends every chunk but (r+1) mod N in the
+    reduce-scatter (the one it completes) and every chunk but (r+2) mod N in the all-gather."""
+    n, w = n_elements, world_size
+    sizes = [n // w + (c < n % w) for c in range(w)]
+    return [2 * n - sizes[(r + 1) % w] - sizes[(r + 2) % w] for r in range(w)]
 
 
-def batch_cases(draw: Draw) -> list[Case]:
-    world = draw.integer(3, 4)
-    many = draw.integer(5, 8)
-    configs = [
-        (draw.integer(3, 9), 1, "one process"),
-        (world, world, "as many batches as ranks"),
-        (world * draw.integer(2, 4), world, "batches divide evenly"),
-        (world * draw.integer(2, 4) + draw.integer(2, world - 1), world, "batches do not divide evenly"),
-        (many * draw.integer(2, 4) + draw.integer(1, many - 1), many, "batches do not divide evenly, many ranks"),
-    ]
-    return [Case(f"{what}: {n} batches, rank {rank} of world_size {size}", (n, rank, size))
-            for n, size, what in configs for rank in range(size)]
+def ring_cases(draw: Draw) -> list[Case]:
+    w, many = draw.integer(3, 5), draw.integer(6, 9)
+    configs = [(draw.integer(5, 50), 1, "one rank"), (2 * draw.integer(5, 50) + 1, 2, "two ranks, an odd size"),
+               (w * draw.integer(5, 50), w, "a size N divides"),
+               (w * draw.integer(5, 50) + draw.integer(1, w - 1), w, "a size N does not divide"),
+               (many * draw.integer(50, 500) + draw.integer(1, many - 1), many, "many ranks, uneven chunks"),
+               (many - draw.integer(1, many - 2), many, "fewer numbers than ranks (empty chunks)")]
+    return [Case(f"{what}: n_elements={n}, world_size={size}", (n, size)) for n, size, what in configs]
 
 
-def as_index_list(function):
-    """The learner's function with any other ordered iterable of indices (a generator, a sampler …) turned into a
-    list; lists, ranges, tensors and arrays stay as they are (:func:`difference` accepts them), unordered or text
-    results too (it rejects them)."""
-    def run(*args):
-        got = function(*args)
-        if isinstance(got, (list, tuple, range, torch.Tensor, np.ndarray, str, bytes, dict, set, frozenset)):
-            return got
-        return list(got) if hasattr(got, "__iter__") else got
-    return run
+def check_ring_sent(ns) -> None:
+    cases = ring_cases(Draw())
+    check_function(learner_function(ns, "ring_sent"), ring_sent_reference, cases, "ring_sent", probes=cases)
 
 
-def indices(got) -> list[int] | None:
-    """``got`` as a list of ints, or ``None`` when it is not an ordered sequence of ints."""
-    if isinstance(got, (torch.Tensor, np.ndarray)):
-        got = got.tolist()
-    if not isinstance(got, (list, tuple, range)) or not all(
-            isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in got):
-        return None
-    return [int(i) for i in got]
-
-
-RB = rank_batches_reference
-BATCH_MISTAKES = (
-    Mistake("hard-coded two ranks", "these are the batches of another world_size: use the world_size you are given",
-            variant=lambda n, rank, size: RB(n, rank, size + 1),
-            shows=lambda case, got, _: indices(got) in [RB(case.args[0], case.args[1], other) for other in
-                                                        range(case.args[1] + 1, min(case.args[0], 8) + 1)
-                                                        if other != case.args[2]]),
-    Mistake("contiguous blocks", "contiguous blocks split the batches fairly, but a step's batches would come from "
-            "far apart in the epoch. DistributedSampler interleaves: rank r takes r, r + world_size, r + "
-            "2·world_size, …, so one step of all ranks uses neighbouring batches — as one process accumulating them "
-            "would", variant=lambda n, rank, size: list(range(rank * (n // size), (rank + 1) * (n // size)))),
-    Mistake("tail not dropped", "some ranks get one batch more than others: they make an extra step and wait forever "
-            "for the others in the all-reduce. Drop the tail: stop at n_batches − n_batches % world_size",
-            variant=lambda n, rank, size: list(range(rank, n, size))),
-    Mistake("one batch too many dropped", "you dropped more than the tail — only the last n_batches % world_size "
-            "batches are left out", variant=lambda n, rank, size: RB(n, rank, size)[:-1],
-            shows=lambda case, got, _: indices(got) is not None and len(indices(got)) < len(RB(*case.args))
-            and indices(got) == RB(*case.args)[:len(indices(got))]),
-    Mistake("wrong order", "the right batches in the wrong order: rank r takes r, r + world_size, … in increasing "
-            "order", variant=lambda n, rank, size: RB(n, rank, size)[::-1],
-            shows=lambda case, got, _: indices(got) is not None and sorted(indices(got)) == RB(*case.args)),
+RS = ring_sent_reference
+RING_MISTAKES = (
+    Mistake("one number", "return one count per rank (a list of world_size ints): with uneven chunks the ranks "
+            "send different amounts", variant=lambda n, w: sum(RS(n, w)) // max(w, 1),
+            shows=lambda case, got, _: isinstance(got, (int, float, np.number))),
+    Mistake("the even formula", "2·(N−1)/N × n holds only when N divides n: tensor_split makes the first n % N "
+            "chunks one number larger, and each rank skips two particular chunks — count their sizes",
+            variant=lambda n, w: [2 * (w - 1) * n // w] * w),
+    Mistake("one phase only", "that is the reduce-scatter alone: the all-gather sends N − 1 more chunks per rank",
+            variant=lambda n, w: [n - (n // w + ((r + 1) % w < n % w)) for r in range(w)]),
+    Mistake("the whole gradient each step", "each of the 2(N−1) steps sends one chunk, not the whole gradient "
+            "(2(N−1)·n is what all ranks send together)", variant=lambda n, w: [2 * (w - 1) * n] * w),
+    Mistake("skipped chunks off by one", "rank r first sends chunk r and never sends chunk (r+1) mod N in the "
+            "reduce-scatter (it completes that one); in the all-gather it starts with that complete chunk and "
+            "never sends (r+2) mod N", variant=lambda n, w: [2 * n - (n // w + (r < n % w))
+                                                            - (n // w + ((r + 1) % w < n % w)) for r in range(w)]),
 )
-
-
-def check_rank_batches(ns) -> None:
-    check_function(learner_function(ns, "rank_batches"), rank_batches_reference, batch_cases(Draw()),
-                   "rank_batches", prepare=as_index_list,
-                   forbidden={"the package's course_utils.distributed.batch_sampler": batch_sampler,
-                              "torch's DistributedSampler (the answer you predict)": DistributedSampler})
 
 
 # ---------------------------------------------------------------------------- q3: training-state memory, ZeRO stages
@@ -636,21 +605,23 @@ q1 = Exercise(
            "average."),
     solution=solution_of("lesson10", "ddp_scaled_loss"),
     mistakes=LOSS_MISTAKES,
-    success="Correct! The averaged gradient is now the gradient of the mean over every token of the step.",
+    success="Correct! The averaged gradient is now the gradient of the mean over every token of the step. The "
+            "colleague's rule backpropagates each rank's mean × world_size / T: the mean of means times a factor "
+            "that barely changes from step to step. AdamW divides every step by √v, so a constant factor on the "
+            "gradient leaves its steps unchanged: that is why it drifts exactly as far as the mean of means.",
 )
 
 q2 = Exercise(
-    name="Which batches does a rank get?",
-    variables=("rank_batches",),
-    checker=check_rank_batches,
-    hints=("Deal the batches out like cards — one to each rank in turn — and stop before a round that cannot give "
-           "every rank one more.",
-           "usable = the largest multiple of world_size that is at most n_batches; rank r takes r, r + world_size, "
-           "r + 2·world_size, … while below usable. Return them in increasing order (a list, a range or a 1-D "
-           "tensor)."),
-    solution=solution_of("lesson10", "rank_batches"),
-    mistakes=BATCH_MISTAKES,
-    success="Correct! Every rank makes the same number of steps, and one step uses neighbouring batches.",
+    name="What each rank sends in a ring",
+    variables=("ring_sent",),
+    checker=check_ring_sent,
+    hints=("Follow one rank through section 2's steps: in the reduce-scatter it sends N − 1 of the N chunks, in "
+           "the all-gather N − 1 again. Which chunk does it never send in each phase, and how large is it?",
+           "sizes[c] = n // N + (1 if c < n % N else 0); rank r sends 2·n − sizes[(r+1) % N] − sizes[(r+2) % N]."),
+    solution=solution_of("lesson10", "ring_sent"),
+    mistakes=RING_MISTAKES,
+    success="Correct! The traffic stays under 2·n per rank for any N; what grows with N is the 2(N−1) steps, "
+            "each paying a message's latency.",
 )
 
 q3 = Exercise(
@@ -686,20 +657,19 @@ q4 = Exercise(
     mistakes=SYNC_MISTAKES,
     success="Correct! Your buckets give DDP's gradients, and all but the last travel while backward still runs.",
     task=(
+        "### Exercise 4 · Capstone: overlap communication with backward\n\n"
         "**Capstone — overlap communication with backward.** Write the class `BucketedAllReduce(model, "
         "bucket_elements)`, built once on every rank of a process group. After `loss.backward()` and then "
-        "`.wait()`, every parameter's `.grad` must hold that gradient averaged over the ranks (what DDP leaves "
-        "there), at every step.\n\n"
+        "`.wait()`, every `.grad` must hold that gradient averaged over the ranks (what DDP leaves there), at "
+        "every step.\n\n"
         "Group the parameters into buckets in the order of `model.parameters()` reversed, each of at most "
-        "`bucket_elements` numbers (a larger parameter gets a bucket of its own; start a new bucket only when the "
-        "next parameter would not fit). A bucket is ready when *all* its gradients have arrived: count them, since "
-        "section 5 showed they do not arrive in that order. Then flatten them into one buffer and start its "
-        "all-reduce with `async_op=True`. `.wait()` finishes each bucket and copies the averages back into "
+        "`bucket_elements` numbers (a larger parameter alone). A bucket is ready when *all* its gradients have "
+        "arrived (count them: section 5 showed their order differs); then flatten them into one buffer and start "
+        "its all-reduce with `async_op=True`. `.wait()` finishes each bucket and copies the averages back into "
         "`.grad`. Use `dist` alone (no DDP).\n\n"
-        "To debug here, open section 5's group of one around a backward (with one rank the average is the "
-        "gradient itself). Checked on two new processes against DDP's gradients, bucket sizes and overlap "
-        "measured. Stuck? `q4.hint()`, then `q4.solution()`; to move on, "
-        "`from course_utils.distributed import BucketedAllReduce`."
+        "To debug, open section 5's group of one around a backward. Checked on two new processes against DDP. "
+        "Stuck? `q4.hint()`, then `q4.solution()`; to move on, `from course_utils.distributed import "
+        "BucketedAllReduce`."
     ),
     starter=(
         "class BucketedAllReduce:\n"

@@ -14,7 +14,7 @@ def right(exercise: str, name: str, code: str) -> Alternative:
 
 
 LOSS = "def ddp_scaled_loss(loss_mean, local_tokens, global_tokens, world_size):\n"
-BATCHES = "def rank_batches(n_batches, rank, world_size):\n"
+RING = "def ring_sent(n_elements, world_size):\n"
 STATE = "def training_state_bytes(n_parameters, world_size, stage):\n"
 SIZES = "\n\nmy_world_sizes = {0: None, 1: None, 2: 5, 3: 3}\n"
 STATE_RIGHT = ("def training_state_bytes(n_parameters, world_size, stage):\n"
@@ -36,24 +36,16 @@ MISTAKES = [
     q("q1", "the factor detached",
       LOSS + "    scale = (loss_mean / loss_mean.detach()) * local_tokens * world_size / global_tokens\n"
       "    return scale.detach() * loss_mean.detach() + 0 * loss_mean\n", "NaN"),
-    # q2: which batches a rank gets
-    q("q2", "per-rank count used as the end",
-      BATCHES + "    return list(range(rank, n_batches // world_size, world_size))\n",
-      "dropped more than the tail"),
-    q("q2", "float indices", BATCHES + "    usable = n_batches - n_batches % world_size\n"
-      "    return [float(i) for i in range(rank, usable, world_size)]\n", "should be an int"),
-    q("q2", "remainder handed to rank 0", BATCHES + "    usable = n_batches - n_batches % world_size\n"
-      "    mine = list(range(rank, usable, world_size))\n"
-      "    return mine + list(range(usable, n_batches)) if rank == 0 else mine\n", "should"),
-    q("q2", "a set of indices",
-      BATCHES + "    return set(range(rank, n_batches - n_batches % world_size, world_size))\n",
-      "should be a list"),
-    q("q2", "the package's sampler", "from course_utils.distributed import DistributedContext, batch_sampler\n\n"
-      + BATCHES + "    context = DistributedContext(rank, world_size, rank, torch.device('cpu'), 'gloo')\n"
-      "    return list(batch_sampler(n_batches, context, shuffle=False))\n", "use your own code"),
-    q("q2", "torch's DistributedSampler", "from torch.utils.data import DistributedSampler\n\n" + BATCHES
-      + "    return list(DistributedSampler(range(n_batches), num_replicas=world_size, rank=rank, shuffle=False,\n"
-      "                                   drop_last=True))\n", "use your own code"),
+    # q2: what each rank sends in a ring
+    q("q2", "torch.chunk's sizes", RING + "    size = -(-n_elements // world_size)   # chunk(): ceil-sized chunks\n"
+      "    sizes = [max(0, min(size, n_elements - c * size)) for c in range(world_size)]\n"
+      "    return [2 * n_elements - sizes[(r + 1) % world_size] - sizes[(r + 2) % world_size]\n"
+      "            for r in range(world_size)]\n", "should"),
+    q("q2", "floats from the fraction",
+      RING + "    return [2 * (world_size - 1) / world_size * n_elements] * world_size\n", "should be an int"),
+    q("q2", "a tuple of the right counts for divisible sizes only",
+      RING + "    return tuple(2 * (world_size - 1) * (n_elements // world_size) for _ in range(world_size))\n",
+      "should"),
     # q3: training state per ZeRO stage
     q("q3", "hard-coded 8 GPUs", STATE + "    full = 16 * n_parameters\n    return full // 8 if stage == 3 else full\n",
       "should be"),
@@ -74,13 +66,16 @@ ALTERNATIVES = [
     right("q1", "a scale factor first", LOSS + "    scale = local_tokens * world_size / float(global_tokens)\n"
           "    return scale * loss_mean\n"),
     # q2
-    right("q2", "a range", BATCHES + "    return range(rank, n_batches // world_size * world_size, world_size)\n"),
-    right("q2", "a slice of all batches", BATCHES + "    steps = n_batches // world_size\n"
-          "    return list(range(n_batches))[rank::world_size][:steps]\n"),
-    right("q2", "a tensor", BATCHES + "    steps = n_batches // world_size\n"
-          "    return torch.arange(steps) * world_size + rank\n"),
-    right("q2", "a numpy array",
-          BATCHES + "    return np.arange(rank, n_batches - n_batches % world_size, world_size)\n"),
+    right("q2", "simulated step by step", RING
+          + "    sizes = [len(c) for c in torch.arange(n_elements).tensor_split(world_size)]\n"
+          "    sent = [0] * world_size\n"
+          "    for step in range(world_size - 1):\n"
+          "        for r in range(world_size):\n"
+          "            sent[r] += sizes[(r - step) % world_size] + sizes[(r + 1 - step) % world_size]\n"
+          "    return sent\n"),
+    right("q2", "a tensor", RING
+          + "    sizes = torch.tensor([len(c) for c in torch.arange(n_elements).tensor_split(world_size)])\n"
+          "    return 2 * n_elements - sizes.roll(-1) - sizes.roll(-2)\n"),
     # q3
     right("q3", "a table of stages", STATE + "    per_rank = {0: 16, 1: 8 + 8 / world_size, 2: 4 + 12 / world_size,\n"
           "                3: 16 / world_size}[stage]\n"

@@ -9,9 +9,11 @@ def ddp_scaled_loss(loss_mean, local_tokens, global_tokens, world_size):
     return loss_mean * local_tokens * world_size / global_tokens
 
 
-def rank_batches(n_batches, rank, world_size):
-    usable = n_batches - n_batches % world_size   # drop the tail that cannot give every rank one more
-    return list(range(rank, usable, world_size))
+def ring_sent(n_elements, world_size):
+    # tensor_split: the first n_elements % world_size chunks hold one number more
+    sizes = [n_elements // world_size + (c < n_elements % world_size) for c in range(world_size)]
+    # rank r never sends chunk r+1 in the reduce-scatter (it completes it), nor chunk r+2 in the all-gather
+    return [2 * n_elements - sizes[(r + 1) % world_size] - sizes[(r + 2) % world_size] for r in range(world_size)]
 
 
 def training_state_bytes(n_parameters, world_size, stage):
