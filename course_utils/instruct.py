@@ -22,7 +22,7 @@ from __future__ import annotations
 __all__ = ["ASSISTANT", "BASE_DIR", "assistant_mask", "ChatTokenizer", "USER", "chat_batch", "choice_accuracy", "chrf",
            "fitting_pairs", "frozen_copy", "InstructData", "greedy_answers", "grow_vocabulary", "load_base_gpt",
            "load_instruct_data", "preference_batch",
-           "preference_metrics", "response_scores", "train_dpo", "train_sft"]
+           "preference_metrics", "response_scores", "seed_results", "train_dpo", "train_sft"]
 
 import argparse
 import copy
@@ -44,6 +44,7 @@ from .training import make_optimizer, make_scheduler
 from .validation import check_int, check_module, check_positive_int, check_real, check_str, describe
 
 BASE_DIR = Path(__file__).parent / "checkpoints" / "gpt"
+SEED_RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "instruct_seeds.json"
 USER, ASSISTANT = "<|user|>", "<|assistant|>"
 
 
@@ -72,14 +73,23 @@ def export_base(run_dir: Path, out_dir: Path, seconds: float | None, command: st
     model.eval()
     metrics = task.evaluate(model)
     corpus = load_pydoc_corpus()
+    baselines = json.loads((SEED_RESULTS.parent / "lm_baselines.json").read_text(encoding="utf-8"))
+    kneser_ney = baselines["models"]["Kneser–Ney, order 5"]
     meta = {"config": asdict(task.model_config), "command": command, "run": run, "recipe": checkpoint["recipe"],
             "train_seconds": seconds, "torch_threads": 1, "corpus_fingerprint": corpus.fingerprint,
-            "python_version": corpus.python_version, "metrics": metrics}
+            "python_version": corpus.python_version, "metrics": metrics,
+            "baseline": {"model": "Kneser–Ney 5-gram (benchmarks/lm_baselines.py)",
+                         "validation perplexity": kneser_ney["validation"], "test perplexity": kneser_ney["test"]}}
     out_dir.mkdir(parents=True, exist_ok=True)
     torch.save({k: v.clone() for k, v in model.state_dict().items()}, out_dir / "model.pt")
     task.extras["tokenizer"].save(out_dir / "tokenizer.json")
-    (out_dir / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    (out_dir / "meta.json").write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return meta
+
+
+def seed_results(path: str | Path = SEED_RESULTS) -> dict:
+    """The stored results of lesson 11's runs over seeds 0-2 (written by ``benchmarks/instruct_seeds.py``)."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
 # ------------------------------------------------------------------------------------------- chat template
