@@ -36,16 +36,12 @@ def test_a_declared_variant_is_rejected_with_its_message():
 
 
 def test_a_variant_declared_in_the_course_may_call_the_reference_the_learner_may_not():
-    from course_utils.exercises import lesson10
-
-    planted = lesson10.q2.evaluate({"rank_batches": lesson10.q2.planted("hard-coded two ranks")})
-    assert "the batches of another world_size" in planted.message, planted.message   # it calls batch_sampler
-    wrapper = lesson10.q2.evaluate_code(
-        "from course_utils.distributed import DistributedContext, batch_sampler\n\n"
-        "def rank_batches(n_batches, rank, world_size):\n"
-        "    context = DistributedContext(rank, world_size, rank, torch.device('cpu'), 'gloo')\n"
-        "    return list(batch_sampler(n_batches, context, shuffle=False))\n", "import torch\n")
-    assert "the package's course_utils.distributed.batch_sampler" in wrapper.message, wrapper.message
+    from course_utils.exercises import lesson03
+    planted = lesson03.q1.evaluate({"causal_mask": lesson03.q1.planted("diagonal hidden"), "my_prediction": [0]})
+    assert "a token may see itself" in planted.message, planted.message   # the variant calls causal_mask
+    wrapper = lesson03.q1.evaluate_code("from course_utils.masks import causal_mask as package_mask\n\n"
+                                        "def causal_mask(n):\n    return package_mask(n)\n", "import torch\n")
+    assert "the package's course_utils.masks.causal_mask" in wrapper.message, wrapper.message
 
 
 def test_a_learner_answer_with_the_bug_is_named_and_an_unknown_one_gets_the_contract_message():
