@@ -17,7 +17,8 @@ starting ``**Exercise 3 — … (about 15 minutes)``) counts that time instead;
 rounded to the nearest 5 minutes (at least 5); a lesson's total is the sum of its sittings. Prose = every markdown
 cell; code lines = non-blank lines of code cells; an exercise = a distinct ``qN`` whose ``qN.check()`` the notebook
 calls, counted in the sitting of its first check; a capstone = a markdown cell that starts an exercise with
-``**Capstone``; run time = the sum over code cells of the execution timestamps that ``jupyter nbconvert --execute``
+``**Capstone`` or a ``## Capstone`` heading; run time = the sum over code cells of the execution timestamps
+that ``jupyter nbconvert --execute``
 stores in each cell's metadata. A code cell without them is reported (never counted as 0 s in silence): execute the
 notebook before writing its time.
 
@@ -45,7 +46,7 @@ TOLERANCE = 0.20
 TIME_LINE = re.compile(r"^\*\*Time:?\*\*:?.*$", re.MULTILINE)
 STATED = re.compile(r"\*\*Time:?\*\*:?\s*about\s+(\d+)\s+minutes")
 CHECK_CALL = re.compile(r"\b(q\d+)\.check\(\)")
-CAPSTONE = re.compile(r"^\s*\*\*Capstone", re.MULTILINE)
+CAPSTONE = re.compile(r"^\s*(?:#+\s+|\*\*)Capstone", re.MULTILINE)
 ANNOUNCED = re.compile(r"^(?:#+\s|\*\*).*?\bExercise\s+(\d+)\b.*?\(about (\d+) minutes\)", re.MULTILINE)
 BREAK = re.compile(r"\A\s*###\s+Break\b")
 RESUME_LINE = re.compile(r"^\*\*Coming back later\?\*\*.*$", re.MULTILINE)

@@ -38,7 +38,7 @@ CAPSTONES = [entry for entry in EXERCISES if entry[2].starter]
 
 def test_the_four_lessons_that_build_a_block_have_a_capstone():
     assert {lesson for lesson, _, _ in CAPSTONES} == {"lesson03", "lesson04", "lesson05", "lesson06", "lesson07",
-                                                      "lesson08", "lesson09", "lesson10"}
+                                                      "lesson08", "lesson09", "lesson10", "lesson11"}
 
 
 @pytest.mark.parametrize("lesson,name,exercise", CAPSTONES, ids=[f"{e[0]}.{e[1]}" for e in CAPSTONES])
