@@ -174,6 +174,14 @@ DISCUSSION = {
             "alternative is a smaller batch or a model that does not fit. It costs roughly one more forward pass "
             "per step; for the course's small models on a CPU there is memory to spare, so it only costs time."),
            ],
+    "11": [("Why does the fine-tuning loss skip the prompt tokens, and what did the lesson measure when it did not?",
+            "The model should learn to produce answers, not questions; scoring the prompt spends part of the fitting "
+            "on predicting the user's text. The lesson measured it on held-out modules over three seeds: the choice "
+            "tests did not change, the loss on the right answers rose from 2.088 to 2.134 nats per token."),
+           ("DPO's held-out preference accuracy rose 4 points over SFT. Why did its knowledge test and chrF not move?",
+            "Its pairs put a right summary against a sentence that is no summary: they teach the form of an answer, "
+            "which the form test measures, and say nothing about which summary fits which function."),
+           ],
 }
 
 
