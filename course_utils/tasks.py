@@ -136,8 +136,10 @@ class TranslatorRecipe(Recipe):
 
 GPT_MODEL = TransformerConfig(vocab_size=512, d_model=128, n_heads=4, d_ff=341, n_layers=2, max_len=64, dropout=0.0,
                               activation="swiglu", norm="pre", positional="rope")
-"""Lesson 08's GPT (measured in ``benchmarks/gpt_recipe.py``): 2 Pre-LN blocks of width 128, RoPE and a SwiGLU
-feed-forward of hidden size 341 (the parameters of a ReLU one of 512), no dropout."""
+"""The command's GPT (``python -m course_utils.train gpt``; lesson 11's base model, measured in
+``benchmarks/gpt_recipe.py``): lesson 09's block — 2 Pre-LN blocks of width 128, RoPE and a SwiGLU feed-forward of
+hidden size 341 (the parameters of a ReLU one of 512), no dropout — on lesson 08's task. Lesson 08 trains the same
+width with its own block (learned positions, GELU) on the page."""
 
 
 @dataclass
@@ -273,7 +275,7 @@ RECIPES: dict[str, dict[str, Recipe]] = {
         "tiny": GPTRecipe(sized(GPT_MODEL, vocab_size=300, d_model=16, d_ff=32, n_layers=1, n_heads=2, max_len=24),
                           steps=20, batch_size=8, warmup_steps=2, max_sentences=256),
         "lesson": GPTRecipe(),
-        # lesson 08's GPU cell: the same blocks twice as wide and deep (not measured here: no GPU)
+        # for a GPU: the same blocks twice as wide and deep (not measured here: no GPU)
         "large": GPTRecipe(sized(GPT_MODEL, d_model=256, n_heads=8, d_ff=683, n_layers=4, dropout=0.1), steps=3000,
                            batch_size=64, lr=1e-3, warmup_steps=200, weight_decay=0.1),
     },
