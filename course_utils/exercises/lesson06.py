@@ -205,38 +205,31 @@ FORBIDDEN = {"the package's course_utils.mlm.whole_word_mask": whole_word_mask,
              "the package's course_utils.mlm.mask_tokens": mask_tokens}
 
 
-def sentences(draw: Draw, batch: int, vocab_size: int, max_words: int, empty_row: bool = False,
-              words: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """``[CLS]`` words of 1-3 pieces ``[SEP]``, then ``[PAD]``: ids and the word starts."""
-    rows, starts = [], []
-    for r in range(batch):
-        n_words = 0 if (empty_row and r == batch - 1) else (words or draw.integer(1, max_words))
-        ids, first = [2], [False]
-        for _ in range(n_words):
-            pieces = draw.integer(1, 3)
-            ids += [draw.integer(N_SPECIAL_TOKENS, vocab_size - 1) for _ in range(pieces)]
-            first += [True] + [False] * (pieces - 1)
-        rows.append(ids + [3])
-        starts.append(first + [False])
-    seq = max(len(r) for r in rows)
-    ids = torch.zeros(batch, seq, dtype=torch.long)
-    word_starts = torch.zeros(batch, seq, dtype=torch.bool)
-    for r, (row, first) in enumerate(zip(rows, starts)):
-        ids[r, :len(row)], word_starts[r, :len(first)] = torch.tensor(row), torch.tensor(first)
-    return ids, word_starts
-
-
 def masking_cases(draw: Draw) -> list[Case]:
+    """Batches of ``[CLS]`` words of 1-3 pieces ``[SEP]``, then ``[PAD]``: ids, word starts, vocab_size, a seed."""
     vocab = draw.integer(30, 60)
     cases = []
-    for note, batch, size, select_prob, kwargs in (
-            ("one word", 1, vocab, None, {"max_words": 1, "words": 1}),
-            ("padded rows, one without words", draw.integer(3, 6), vocab, None, {"max_words": 8, "empty_row": True}),
-            ("select_prob 0.01: rows that draw no word", 40, vocab, 0.01, {"max_words": 4}),
-            ("a vocabulary larger than 256", 4, draw.integer(300, 1000), 0.3, {"max_words": 10}),
-            ("2,000 sentences, select_prob 0.15", 2000, vocab, None, {"max_words": 12}),
-            ("2,000 sentences, select_prob 0.5", 2000, vocab, 0.5, {"max_words": 6})):
-        ids, starts = sentences(draw, batch, size, **kwargs)
+    for note, batch, size, select_prob, max_words, words, empty_row in (
+            ("one word", 1, vocab, None, 1, 1, False),
+            ("padded rows, one without words", draw.integer(3, 6), vocab, None, 8, None, True),
+            ("select_prob 0.01: rows that draw no word", 40, vocab, 0.01, 4, None, False),
+            ("a vocabulary larger than 256", 4, draw.integer(300, 1000), 0.3, 10, None, False),
+            ("2,000 sentences, select_prob 0.15", 2000, vocab, None, 12, None, False),
+            ("2,000 sentences, select_prob 0.5", 2000, vocab, 0.5, 6, None, False)):
+        rows, firsts = [], []
+        for r in range(batch):
+            n_words = 0 if (empty_row and r == batch - 1) else (words or draw.integer(1, max_words))
+            row, first = [2], [False]
+            for _ in range(n_words):
+                pieces = draw.integer(1, 3)
+                row += [draw.integer(N_SPECIAL_TOKENS, size - 1) for _ in range(pieces)]
+                first += [True] + [False] * (pieces - 1)
+            rows.append(row + [3])
+            firsts.append(first + [False])
+        ids = torch.zeros(batch, max(map(len, rows)), dtype=torch.long)
+        starts = torch.zeros(ids.shape, dtype=torch.bool)
+        for r, (row, first) in enumerate(zip(rows, firsts)):
+            ids[r, :len(row)], starts[r, :len(first)] = torch.tensor(row), torch.tensor(first)
         args = (ids, starts, size, draw.values.randrange(2 ** 31))
         cases.append(Case(f"{note} (batch {batch}, vocab_size {size})", args,
                           {} if select_prob is None else {"select_prob": select_prob}))
@@ -430,15 +423,16 @@ q3 = Exercise(
     mistakes=Q3_MISTAKES,
     success="Correct! Words are chosen whole, at the rate asked, and corrupted 80/10/10.",
     task=(
-        "**Capstone — whole-word masking.** Section 6 showed that a hidden piece is easy when the pieces beside "
-        "it are visible. BERT's later release masks *whole words*: all pieces of a chosen word at once.\n\n"
+        "**Capstone — whole-word masking.** BERT's later release masks *whole words*: all pieces of a chosen word "
+        "at once.\n\n"
         "Write `whole_word_mask(ids, starts, vocab_size, generator, select_prob=0.15)`:\n\n"
         "* `ids (batch, seq)` torch.long (`[CLS] … [SEP]`, then `[PAD]`); `starts (batch, seq)` bool, True at each "
-        "word's first piece (`mlm.word_starts(tokenizer, ids)`). A word is a start and the real pieces after it, "
-        "up to the next start.\n"
+        "word's first piece: `mlm.word_starts(tokenizer, ids)` marks a row's first real piece and every piece that "
+        "begins with a space, so `,` and `.` join the word before them. A word is a start and the real pieces "
+        "after it, up to the next start.\n"
         "* Each word is chosen with probability `select_prob`, all its pieces together; a row with words that "
         "drew none gets one, chosen at random. Special tokens (ids < 7) are never chosen.\n"
-        "* Returns `(inputs, labels)` as section 3's `my_mask_tokens` does: every chosen piece 80 % `[MASK]`, 10 % a "
+        "* Returns `(inputs, labels)` as `my_mask_tokens` does: every chosen piece 80 % `[MASK]`, 10 % a "
         "random real id, 10 % unchanged; labels the original id where chosen, −100 elsewhere.\n"
         "* Every random number comes from `generator`; `ids` stays unchanged.\n\n"
         "Checked on random batches for these properties and the rates. Stuck? `q3.solution()`, or move on with "
