@@ -30,7 +30,7 @@ from .asserts import (
     own_function,
     snapshot,
 )
-from .core import Exercise, Mismatch, Mistake, solution_of
+from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 
 # ---------------------------------------------------------------------------- q1: P(token present)
 
@@ -66,9 +66,37 @@ P = presence_probability
 PRESENCE_PROBES = [Case(f"vocab_size {v}, seq_len {n}", (v, n)) for v, n in ((10, 3), (7, 20), (1000, 32), (3, 1))]
 
 
+def binary_entropy(p: float) -> float:
+    return -(p * math.log(p) + (1 - p) * math.log(1 - p))
+
+
+def prediction(ns, name: str, kind: type, what: str):
+    """The learner's prediction ``ns[name]``, refused (with what to write) unless it is a ``kind``."""
+    value = ns.get(name)
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or (kind is float and not 0 <= value <= 1):
+        raise ExerciseFailure(f"your function is right; now write your prediction in `{name}` ({what}), before "
+                              "the check measures it.")
+    return value
+
+
 def check_p_token_present(ns) -> None:
     check_function(ns["p_token_present"], presence_probability, presence_cases(Draw()), "p_token_present",
                    probes=PRESENCE_PROBES, atol=1e-12, rtol=1e-6)
+    share = prediction(ns, "predicted_share_128", float, "a probability between 0 and 1")
+    loss = prediction(ns, "predicted_H_128", float, "the constant loss in nats, between 0 and ln 2")
+    draws = torch.randint(7, 1000, (20_000, 128), generator=torch.Generator().manual_seed(4))
+    counted = (draws == 99).any(1).float().mean().item()
+    exact = presence_probability(993, 128)
+    print(f"128 tokens from 993 ids      {'predicted':>10} {'exact':>8} {'counted on 20,000':>18}\n"
+          f"share with token 99          {share:10.2%} {exact:8.2%} {counted:18.2%}\n"
+          f"constant loss H (nats)       {loss:10.3f} {binary_entropy(exact):8.3f} {binary_entropy(counted):18.3f}")
+    if abs(share - exact) > 0.005 or abs(loss - binary_entropy(exact)) > 0.01:
+        raise ExerciseFailure("your function is right, but a prediction is off (table above): the share is your "
+                              "function at 128 tokens, H the cross-entropy of always predicting that share. Redo it.")
 
 
 PRESENCE_MISTAKES = (
@@ -118,41 +146,18 @@ def masked_max_pool_reference(hidden: torch.Tensor, ids: torch.Tensor, pad_id: i
     return hidden.masked_fill((ids == pad_id)[..., None], float("-inf")).amax(dim=1)
 
 
-def package_mean_pool(hidden: torch.Tensor, ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
-    """The package classifier's mean pooling (``TransformerClassifier(pooling="mean")``) on given vectors, with
-    gradients to ``hidden``; in the dtype of ``hidden``. (A typical wrong answer to the max-pooling exercise.)"""
-    from ..config import TransformerConfig
-    from ..models import TransformerClassifier
-
-    d_model = hidden.size(-1)
-    config = TransformerConfig(vocab_size=max(int(ids.max()), pad_id) + 1, d_model=d_model, n_heads=1, d_ff=4,
-                               n_layers=1, max_len=ids.size(1), pad_id=pad_id, positional="learned")
-    classifier = TransformerClassifier(config, n_classes=d_model, pooling="mean").to(hidden.dtype)
-    with torch.no_grad():  # an identity head and an encoder that returns the given vectors: only pooling is left
-        classifier.head.weight.copy_(torch.eye(d_model, dtype=hidden.dtype))
-        classifier.head.bias.zero_()
-    classifier.head.requires_grad_(False)
-    classifier.text_encoder.forward = lambda ids, mask_padding=True: hidden
-    return classifier(ids)
-
-
-def padded_ids(draw: Draw, lengths: list[int], seq: int, pad_id: int, vocab: int = 30) -> torch.Tensor:
-    """``(len(lengths), seq)`` ids: row ``i`` holds ``lengths[i]`` real tokens (any id but ``pad_id``, 0 included
-    when it is not the pad id), then ``pad_id`` up to ``seq``."""
-    ids = draw.randint(0, vocab - 1, (len(lengths), seq))
+def pool_case(draw: Draw, lengths: list[int], seq: int, d_model: int, pad_id: int,
+              dtype: torch.dtype = torch.float32, note: str = "") -> Case:
+    """Row ``i`` holds ``lengths[i]`` real tokens (any id but ``pad_id``, 0 included when it is not the pad id),
+    then ``pad_id`` up to ``seq``; the padding vectors stand out (+20)."""
+    ids = draw.randint(0, 29, (len(lengths), seq))
     ids = ids + (ids >= pad_id).long()                               # every id but pad_id
     for row, length in enumerate(lengths):
         if pad_id != 0:
             ids[row, draw.integer(0, length - 1)] = 0                # 0 is an ordinary token here
         ids[row, length:] = pad_id
-    return ids
-
-
-def pool_case(draw: Draw, lengths: list[int], seq: int, d_model: int, pad_id: int,
-              dtype: torch.dtype = torch.float32, note: str = "") -> Case:
-    ids = padded_ids(draw, lengths, seq, pad_id)
     hidden = draw.randn(len(lengths), seq, d_model).to(dtype)
-    hidden = torch.where((ids == pad_id)[..., None], hidden + 20.0, hidden)  # padding vectors stand out
+    hidden = torch.where((ids == pad_id)[..., None], hidden + 20.0, hidden)
     shown = ", ".join(str(n) for n in lengths)
     description = (f"batch {len(lengths)}, seq {seq}, d_model {d_model}, pad_id {pad_id} (real tokens per row: "
                    f"{shown}){' — ' + note if note else ''}")
@@ -218,13 +223,13 @@ MAX_POOL_MISTAKES = (
     Mistake("padding not masked", "the max also runs over the [PAD] positions, so a padding vector can win: leave "
             "every position whose id is pad_id out of the max",
             variant=lambda hidden, ids, pad_id=0: hidden.amax(dim=1)),
-    Mistake("padding filled with 0", "you set the padding vectors to 0 (or multiplied by the mask) before the max; "
-            "where every real value of a feature is negative, the 0 of a [PAD] wins. Fill padding with -inf "
-            "(float('-inf')), which no real value can lose to",
+    Mistake("padding filled with 0", "on a padded row whose real values of a feature are all negative, you "
+            "return 0.0 for that feature: a value none of its real tokens has",
             variant=lambda hidden, ids, pad_id=0: hidden.masked_fill(padding(ids, pad_id), 0.0).amax(dim=1)),
     Mistake("mean instead of max", "that is mean pooling (the lesson's); this exercise asks, for each feature, the "
             "largest value over the real tokens",
-            variant=lambda hidden, ids, pad_id=0: package_mean_pool(hidden, ids, pad_id)),
+            variant=lambda hidden, ids, pad_id=0: (hidden * ~padding(ids, pad_id)).sum(1)
+            / (ids != pad_id).sum(1)[:, None]),
     Mistake("cls", "that is [CLS] pooling (position 0); this exercise asks for the max over the real tokens",
             variant=lambda hidden, ids, pad_id=0: hidden[:, 0]),
     Mistake("[CLS] excluded from the max", "you left out position 0 ([CLS]); it is a real token and counts like the "
@@ -237,13 +242,13 @@ MAX_POOL_MISTAKES = (
 
 q1 = Exercise(
     name="How often does token 99 occur?",
-    variables=("p_token_present",),
+    variables=("p_token_present",),             # and the two predictions, read by the check
     checker=check_p_token_present,
     hints=("Turn the question around: what is the chance that one position does *not* hold the token, and that "
            "none of the seq_len independent positions does?",
            "miss = 1 minus the chance of the token at one position; absent = miss to the power seq_len; the answer "
            "is 1 minus absent — returned as a Python float (checked on huge vocabularies too, so no float32)."),
-    solution=solution_of("lesson05", "p_token_present"),
+    solution=solution_of("lesson05", "p_token_present", "predicted_share_128", "predicted_H_128"),
     mistakes=PRESENCE_MISTAKES,
 )
 
@@ -488,9 +493,13 @@ def check_train_accumulated(ns) -> None:
     learner_loop = own_function(ns["train_accumulated"], "train_accumulated", "course_utils.training.train_one_epoch")
     for case in training_cases(Draw()):
         check_training_case(learner_loop, case)
-    equal, unequal = (accumulation_against_one_batch(learner_loop, sizes) for sizes in ((16,) * 4, (8, 8, 16, 32)))
-    print(f"Measured with your loop (plain SGD): 4 batches of 16 accumulated against one batch of the same 64 strings, "
-          f"largest weight difference {equal:.1e}; batches of 8, 8, 16, 32: {unequal:.1e}.")
+    said = [prediction(ns, name, bool, "True or False") for name in ("predicted_equal_identical",
+                                                                      "predicted_unequal_identical")]
+    print("One batch of 64 strings against your loop over the same strings (plain SGD, one group):")
+    for sizes, guess in zip(((16,) * 4, (8, 8, 16, 32)), said):
+        gap = accumulation_against_one_batch(learner_loop, sizes)
+        print(f"  batches of {', '.join(map(str, sizes)):14} you predicted {'identical' if guess else 'different':9}  "
+              f"measured: largest weight difference {gap:.1e} ({'identical' if gap < 1e-5 else 'different'})")
 
 
 def planted_loop(optimizer=None, clip=lambda clip_norm: clip_norm, loss=None,
@@ -556,7 +565,8 @@ q3 = Exercise(
            "Walk the list in slices of `accumulate` batches. Per slice: clear the gradients once; for each batch "
            "compute its loss, divide it by the slice's length, backpropagate, and record the undivided loss as a "
            "float; then, once for the slice: clip if clip_norm is given, the optimizer step, the scheduler step."),
-    solution=solution_of("lesson05", "train_accumulated"),
+    solution=solution_of("lesson05", "predicted_equal_identical", "predicted_unequal_identical",
+                         "train_accumulated"),
     mistakes=LOOP_MISTAKES,
     success="Correct! Step for step, your gradients, learning rates and parameters match the package's loop. Equal "
             "batches: the mean of the 4 batch means is the mean over the 64 strings, the same update up to float "
@@ -569,13 +579,17 @@ q3 = Exercise(
         "consecutive batches** (a shorter last group steps too); each update equals one step on the **mean of "
         "its batches' gradients**, clipped to `clip_norm` (none when `None`), with one scheduler step per optimizer "
         "step. The model may arrive in eval mode. Return the per-batch losses as `loss_fn` computed them "
-        "(undivided), as Python floats. Predict before checking: do 4 accumulated batches of 16 give exactly the "
-        "update of one batch of the same 64 strings? Batches of 8, 8, 16, 32? The check measures both.\n\n"
+        "(undivided), as Python floats. First **predict**, in `predicted_equal_identical` and "
+        "`predicted_unequal_identical` (True or False): do 4 accumulated batches of 16 give the update of one batch "
+        "of the same 64 strings? Batches of 8, 8, 16, 32? The check measures both.\n\n"
         "How it is checked: step for step against the course's own accumulation, on random batches.\n\n"
-        "Stuck? `q3.hint()`, then `q3.solution()`; only after those, the package's loop to move on with: "
+        "Stuck? `q3.hint()`, then `q3.solution()`. To move on without it, the package's loop: "
         "`from course_utils.training import train_one_epoch`."
     ),
     starter=(
+        "predicted_equal_identical = ...     # True or False: 4 batches of 16 accumulated = one batch of 64?\n"
+        "predicted_unequal_identical = ...   # True or False: batches of 8, 8, 16, 32 accumulated = one batch of 64?\n"
+        "\n\n"
         "def train_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):\n"
         "    raise NotImplementedError  # your code here\n"
     ),

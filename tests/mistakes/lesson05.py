@@ -8,6 +8,9 @@ from . import Alternative, Mistake, plant
 
 PRELUDE = 'import torch\n'
 LOOP = lesson05.q3.solution
+PRESENCE = lesson05.q1.solution
+SHARE = "predicted_share_128 = 1 - (992 / 993) ** 128\npredicted_H_128 = 0.369\n"   # the predictions, written by hand
+SIZES = "predicted_equal_identical = True\npredicted_unequal_identical = False\n"
 
 
 def q(exercise: str, name: str, code: str, message: str) -> Mistake:
@@ -40,8 +43,17 @@ MISTAKES = [
       'def masked_max_pool(hidden, ids, pad_id=0):\n'
       "    return hidden.masked_fill((ids <= 0)[..., None], float('-inf')).amax(1)\n",
       'pad_id'),
+    q('q1', 'no prediction', plant(PRESENCE, "predicted_H_128 = -(", "predicted_H_128 = None and -("),
+      'now write your prediction in `predicted_H_128`'),
+    q('q1', 'the share predicted in percent',
+      plant(plant(PRESENCE, "predicted_share_128 = p_token_present(993, 128)", "predicted_share_128 = 12.1"),
+            "predicted_H_128 = -(", "predicted_H_128 = 0.369 or -("), '`predicted_share_128`'),
+    q('q1', 'H predicted as ln 2', plant(PRESENCE, "predicted_H_128 = -(", "predicted_H_128 = 0.693 or -("),
+      'a prediction is off'),
+    q('q3', 'no prediction', plant(LOOP, "predicted_unequal_identical = False", "predicted_unequal_identical = ..."),
+      'now write your prediction in `predicted_unequal_identical`'),
     q('q3', "the package's loop imported",
-      'from course_utils.training import train_one_epoch as train_accumulated\n',
+      SIZES + 'from course_utils.training import train_one_epoch as train_accumulated\n',
       'use your own function'),
     q('q3', 'optimizer step forgotten',
       plant(LOOP, "        optimizer.step()\n", ""),
@@ -86,22 +98,22 @@ MISTAKES = [
 
 ALTERNATIVES = [
     Alternative('lesson05', 'q1', 'ratio to the power',
-                'def p_token_present(vocab_size, seq_len):\n'
+                SHARE + 'def p_token_present(vocab_size, seq_len):\n'
                 '    return 1.0 - ((vocab_size - 1) / vocab_size) ** seq_len\n'),
     Alternative('lesson05', 'q1', 'expm1 and log1p',
-                'import math\n\ndef p_token_present(vocab_size, seq_len):\n'
+                SHARE + 'import math\n\ndef p_token_present(vocab_size, seq_len):\n'
                 '    return -math.expm1(seq_len * math.log1p(-1 / vocab_size))\n'),
     Alternative('lesson05', 'q1', 'numpy float64',
-                'import numpy as np\n\ndef p_token_present(vocab_size, seq_len):\n'
+                SHARE + 'import numpy as np\n\ndef p_token_present(vocab_size, seq_len):\n'
                 '    return 1 - np.power(1 - 1 / np.float64(vocab_size), seq_len)\n'),
     Alternative('lesson05', 'q1', 'a loop over the positions',
-                'def p_token_present(vocab_size, seq_len):\n'
+                SHARE + 'def p_token_present(vocab_size, seq_len):\n'
                 '    absent = 1.0\n'
                 '    for _ in range(seq_len):\n'
                 '        absent *= 1 - 1 / vocab_size\n'
                 '    return 1 - absent\n'),
     Alternative('lesson05', 'q1', 'float64 tensor turned into a float',
-                'def p_token_present(vocab_size, seq_len):\n'
+                SHARE + 'def p_token_present(vocab_size, seq_len):\n'
                 '    miss = 1 - 1 / torch.tensor(vocab_size, dtype=torch.float64)\n'
                 '    return (1 - miss ** seq_len).item()\n', PRELUDE),
     Alternative('lesson05', 'q2', 'torch.where and max(...).values',
@@ -119,7 +131,7 @@ ALTERNATIVES = [
                 '    low = torch.finfo(hidden.dtype).min\n'
                 '    return hidden.masked_fill((ids == pad_id).unsqueeze(2), low).amax(1)\n', PRELUDE),
     Alternative('lesson05', 'q3', 'a counter instead of groups, model.zero_grad',
-                'import torch\n\n'
+                SIZES + 'import torch\n\n'
                 'def train_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):\n'
                 '    model.train()\n'
                 '    batches = list(batches)\n'

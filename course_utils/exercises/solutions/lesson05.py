@@ -1,5 +1,7 @@
 """Reference solutions of lesson 05's exercises: what `qN.solution()` shows (see core.solution_of)."""
 
+import math
+
 import torch
 
 
@@ -7,9 +9,18 @@ def p_token_present(vocab_size, seq_len):
     return 1 - (1 - 1 / vocab_size) ** seq_len
 
 
+predicted_share_128 = p_token_present(993, 128)                  # 12.1 %
+predicted_H_128 = -(predicted_share_128 * math.log(predicted_share_128)
+                    + (1 - predicted_share_128) * math.log(1 - predicted_share_128))   # 0.369 nats
+
+
 def masked_max_pool(hidden, ids, pad_id=0):
     padding = (ids == pad_id)[..., None]                     # (batch, seq, 1)
     return hidden.masked_fill(padding, float("-inf")).amax(dim=1)   # a [PAD] can never be the largest
+
+
+predicted_equal_identical = True       # the mean of 4 equal batch means is the mean over the 64 strings
+predicted_unequal_identical = False    # a mean of unequal batch means weights the strings of small batches more
 
 
 def train_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):
