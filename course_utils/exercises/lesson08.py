@@ -176,10 +176,6 @@ def keep_only(logits: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     return logits.masked_fill(~keep, NEG_INF)
 
 
-def top(logits: torch.Tensor, k: int) -> torch.Tensor:
-    return torch.isfinite(decoding.top_k_filter(logits, k))
-
-
 def nucleus_p(draw: Draw, logits: torch.Tensor, low: float, high: float) -> float:
     """A ``p`` in ``[low, high]`` (two decimals) at least 2e-3 away from every row's cumulative sorted probabilities,
     so that every correct way of computing the nucleus (float32 or float64, any sort) keeps the same tokens."""
@@ -256,8 +252,8 @@ def rule(name: str):
 TOP_P_MISTAKES = (
     Mistake("p=1.0 keeps every token", "p=1.0 must keep every token (the whole distribution): with float rounding the "
             "mass before the last tokens can reach 1, so keep a token while the mass before it is below p",
-            variant=lambda logits, p: decoding.top_p_filter(logits, p) if p < 1 else keep_only(
-                logits, top(logits, int(torch.isfinite(logits).sum(-1).min()) - 1)),
+            variant=lambda logits, p: decoding.top_p_filter(logits, p) if p < 1 else keep_only(logits, torch.isfinite(
+                decoding.top_k_filter(logits, int(torch.isfinite(logits).sum(-1).min()) - 1))),
             shows=lambda case, got, _: case.args[1] >= 1.0),
     Mistake("stops once the mass exceeds p instead of reaching it", "the tokens above already reach p exactly, yet "
             "you keep one more: keep a token while the mass *before* it is below p (<, not <=) — the nucleus is the "
