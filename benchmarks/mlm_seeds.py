@@ -19,6 +19,7 @@ import torch
 
 from course_utils import MaskedLanguageModel, TransformerConfig, mlm, seed_everything, set_threads
 from course_utils.data.batching import length_bucketed_batches
+from course_utils.data.pydoc_corpus import load_pydoc_corpus
 from course_utils.mlm_checkpoint import prepare_data
 from course_utils.training import fit
 
@@ -90,7 +91,8 @@ def main() -> None:
     held_out_batches = length_bucketed_batches(held_out_ids, 256, shuffle=False)
     ids, targets = mlm.probe_positions(held_out_ids, per_sentence=3, seed=0)
     counts = mlm.NeighbourCountBaseline(train_ids, VOCAB_SIZE)
-    result = {"torch": torch.__version__, "threads": 1, "n_probed": len(targets), "seeds": {}}
+    result = {"torch": torch.__version__, "threads": 1, "corpus_fingerprint": load_pydoc_corpus().fingerprint,
+              "n_probed": len(targets), "seeds": {}}
     for seed in args.seeds:
         cached = args.cache / f"seed{seed}.pt" if args.cache else None
         if cached is not None and cached.exists():
