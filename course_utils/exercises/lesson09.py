@@ -59,22 +59,20 @@ def measured(n_kv_heads: int, prompts: int = 4, heads_used: int | None = None, c
 def check_measure(ns) -> None:
     cases = [Case(f"measure_gqa({kv})", (kv,)) for kv in Draw().rng.sample([1, 2, 4, 8], 4)]
     check_function(learner_function(ns, "measure_gqa"), measured, cases, "measure_gqa", scales=())
-    for name, which, tolerance, why in (   # which measurement, tolerance on the fraction, what it is made of
-            ("predicted_cache_fraction", 0, 0.005, "every number in the cache belongs to one K/V head of one "
-             "layer, so keeping 1 head of 8 keeps 1/8 of the cache, whatever the batch, length or number of layers"),
-            ("predicted_parameter_fraction", 1, 0.015, "only W_K and W_V depend on h_kv (64 × 64 each at 8 heads, "
-             "64 × 8 at 1, in each of the 2 layers); count the rest too: the embedding (100 × 64, shared with the "
-             "output), W_Q and W_O, the SwiGLU's three 64 × 512 matrices and the norms")):
-        value = ns.get(name)
-        if isinstance(value, torch.Tensor) and value.numel() == 1:
-            value = value.item()
-        if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 <= value <= 1:
-            raise ExerciseFailure(f"your measurement is right; now `{name}` should hold a fraction between 0 and 1: "
-                                  "what you predicted, before measuring, that 1 K/V head instead of 8 saves.")
-        truth = 1 - measured(1)[which] / measured(8)[which]
-        if abs(value - truth) > tolerance:
-            raise ExerciseFailure(f"your measurement is right, but `{name}` = {value:.3f} is not what it measures "
-                                  f"({truth:.3f}): {why}. Redo the prediction from that before reading on.")
+    name = "predicted_parameter_fraction"
+    value = ns.get(name)
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 <= value <= 1:
+        raise ExerciseFailure(f"your measurement is right; now `{name}` should hold a fraction between 0 and 1: "
+                              "what you predicted, before measuring, that 1 K/V head instead of 8 saves.")
+    truth = 1 - measured(1)[1] / measured(8)[1]
+    if abs(value - truth) > 0.015:
+        raise ExerciseFailure(f"your measurement is right, but `{name}` = {value:.3f} is not what it measures "
+                              f"({truth:.3f}): only W_K and W_V depend on h_kv (64 × 64 each at 8 heads, 64 × 8 at "
+                              "1, in each of the 2 layers); count the rest too: the embedding (100 × 64, shared "
+                              "with the output), W_Q and W_O, the SwiGLU's three 64 × 512 matrices and the norms. "
+                              "Redo the prediction from that before reading on.")
 
 
 Q1_MISTAKES = (
@@ -154,6 +152,15 @@ def check_rotate_new(ns) -> None:
     cases = rotate_cases(draw)
     check_function(learner_function(ns, "rotate_new"), rotated_at(), cases, "rotate_new",
                    twins=rotate_cases(draw.twin()), probes=cases)
+    for name, truth in (("prompt_positions", list(range(-12, 0))), ("first_token_position", [11])):
+        value = ns.get(name)                  # the diagnosis: the colleague's positions at step 0 and at step 1
+        value = value.tolist() if isinstance(value, torch.Tensor) else value
+        value = list(value) if isinstance(value, (list, tuple, range)) else [value]
+        if value != truth:
+            raise ExerciseFailure(f"your rotate_new is right; now `{name}` = {ns.get(name)!r} is not what the "
+                                  "colleague's code gives: print its positions, torch.arange(cache_length - new, "
+                                  "cache_length), for the prompt (cache_length 0, 12 new tokens) and for the first "
+                                  "generated token (cache_length 12, 1 new token).")
 
 
 Q2_MISTAKES = (
@@ -346,15 +353,15 @@ Q3_MISTAKES = (
 
 q1 = Exercise(
     name="What grouped-query attention saves",
-    variables=("measure_gqa",),               # and the two predictions, read by the check
+    variables=("measure_gqa",),               # and the prediction, read by the check
     checker=check_measure,
-    hints=("For the predictions: which numbers in the cache, and which weight matrices, have a shape that depends "
-           "on n_kv_heads? For the parameters, count every matrix of the model once. For the measurement: the "
-           "cache is model.new_cache(), filled by one forward pass with it; its size is its nbytes.",
+    hints=("For the prediction: which weight matrices have a shape that depends on n_kv_heads? Count every matrix "
+           "of the model once. For the measurement: the cache is model.new_cache(), filled by one forward pass with "
+           "it; its size is its nbytes.",
            "measure_gqa: 1. build the model with n_kv_heads; 2. a new cache; 3. the (4, 50) prompts through the "
            "model with that cache, under torch.no_grad(); 4. return the cache's nbytes and count_parameters of the "
            "model."),
-    solution=solution_of("lesson09", "predicted_cache_fraction", "predicted_parameter_fraction", "measure_gqa"),
+    solution=solution_of("lesson09", "predicted_parameter_fraction", "measure_gqa"),
     mistakes=Q1_MISTAKES,
     success="Correct! One K/V head instead of eight cuts the cache by 7/8 (87.5 %) but the parameters by only "
             "6 %: the cache is made of keys and values alone, while W_K and W_V are 2 of the 7 matrices of a block, "
@@ -364,14 +371,14 @@ q1 = Exercise(
 
 q2 = Exercise(
     name="Cached generation that drifts",
-    variables=("rotate_new",),
+    variables=("rotate_new",),                # and the diagnosis, read by the check
     checker=check_rotate_new,
     hints=("Print the positions the colleague's code gives for the prompt (cache_length 0, 12 new tokens) and for "
            "the first generated token (cache_length 12, 1 new token). Which offsets m − n does each step's "
            "attention then see, and which would a full pass see?",
            "The cache holds cache_length tokens at positions 0 … cache_length − 1 before the new ones arrive; the "
            "new ones follow them, one position each (q's sequence axis); rotate both q and k there, with `base`."),
-    solution=solution_of("lesson09", "rotate_new"),
+    solution=solution_of("lesson09", "prompt_positions", "first_token_position", "rotate_new"),
     mistakes=Q2_MISTAKES,
     success="Correct! The colleague's code put the page's 12-token prompt at positions −12 … −1: every offset inside "
             "the prompt was right, so step 0 was exact (RoPE sees only m − n). The first generated token then went "
@@ -406,9 +413,9 @@ q3 = Exercise(
         "stores the new keys and values, `(batch, n_kv_heads, new, d_head)`, already rotated, and returns all of "
         "them.\n\n"
         "Causal, like section 5's: each new token attends to every cached token and to the new ones up to "
-        "itself, so feeding a text in pieces gives, piece by piece, what the full causal pass gives. Checked "
-        "against the package's `GroupedQueryAttention` on random sizes: three steps (a prompt, one token, a few "
-        "tokens), the outputs and the cache. Stuck? `q3.hint()`, then `q3.solution()`."
+        "itself, so a text fed in pieces gives what one full causal pass gives (the cell after the check shows it "
+        "against `ModernAttention`). Checked against the package's `GroupedQueryAttention` on random sizes over "
+        "three steps, outputs and cache. Stuck? `q3.hint()`, then `q3.solution()`."
     ),
     starter=(
         "import torch.nn as nn\n\n\n"

@@ -21,12 +21,13 @@ STEP = lesson09.q3.solution
 
 MISTAKES = [
     # q1: predict, then measure what GQA saves
-    q('q1', 'no prediction', plant(MEASURE, "predicted_cache_fraction = 7 / 8",
-                                   "predicted_cache_fraction = 'most of it'"), 'should hold a fraction'),
-    q('q1', 'the saving in bytes, not a fraction', plant(MEASURE, "predicted_cache_fraction = 7 / 8",
-                                                         "predicted_cache_fraction = 179_200"), 'between 0 and 1'),
-    q('q1', 'the fraction kept, not saved', plant(MEASURE, "predicted_cache_fraction = 7 / 8",
-                                                  "predicted_cache_fraction = 1 / 8"), '1 head of 8'),
+    q('q1', 'no prediction', plant(MEASURE, "predicted_parameter_fraction = (",
+                                   "predicted_parameter_fraction = 'a little', ("), 'should hold a fraction'),
+    q('q1', 'the saving in parameters, not a fraction', plant(MEASURE, "predicted_parameter_fraction = (",
+                                                              "predicted_parameter_fraction = 14_336 + 0 * ("),
+      'between 0 and 1'),
+    q('q1', 'the fraction kept, not saved', plant(MEASURE, "predicted_parameter_fraction = (",
+                                                  "predicted_parameter_fraction = 1 - ("), 'only W_K and W_V'),
     q('q1', 'the parameters of W_K and W_V only', plant(MEASURE, "+ 3 * 64 * 512 + 2 * 64", "+ 0"),
       'count the rest too'),
     # q2: RoPE after a cache
@@ -50,6 +51,10 @@ MISTAKES = [
       "    new = q.size(-2)\n"
       "    positions = torch.arange(cache_length - new, cache_length)\n"
       "    return rope(q, positions, base), rope(k, positions, base)\n", "the colleague's code"),
+    q('q2', 'positions of the fix, not of the bug', plant(ROTATE, "prompt_positions = list(range(-12, 0))",
+                                                          "prompt_positions = list(range(12))"), 'prompt_positions'),
+    q('q2', 'no diagnosis', plant(ROTATE, "first_token_position = 11", "first_token_position = ..."),
+      'first_token_position'),
     # q3 (capstone): cached grouped-query attention
     q('q3', "the package's attention inside", "from course_utils.modern import GroupedQueryAttention\n\n"
       + STEP.replace("class CachedAttention", "class _Unused") + "\n"
@@ -67,7 +72,7 @@ MISTAKES = [
 ALTERNATIVES = [
     right('q1', 'parameters and cache counted by hand', "from course_utils.language_model import DecoderOnlyLM\n"
           "from course_utils.modern import modern_config\n\n"
-          "predicted_cache_fraction = 0.875\npredicted_parameter_fraction = torch.tensor(0.06)\n\n"
+          "predicted_parameter_fraction = torch.tensor(0.06)\n\n"
           "def measure_gqa(n_kv_heads):\n"
           "    model = DecoderOnlyLM(modern_config(100, d_model=64, n_heads=8, n_kv_heads=n_kv_heads, n_layers=2,\n"
           "                                        max_len=64))\n"
@@ -78,7 +83,8 @@ ALTERNATIVES = [
           "    size = sum(t.numel() * t.element_size()\n"
           "               for layer in cache.layers() for t in (layer.keys, layer.values))\n"
           "    return size, sum(p.numel() for p in model.parameters())\n"),
-    right('q2', "the page's rope written out", "def rotate_new(q, k, cache_length, base=10000.0):\n"
+    right('q2', "the page's rope written out", "prompt_positions = list(range(-12, 0))\nfirst_token_position = 11\n\n"
+          "def rotate_new(q, k, cache_length, base=10000.0):\n"
           "    def rope(x, positions):\n"
           "        d = x.size(-1)\n"
           "        theta = base ** (-torch.arange(0, d, 2).float() / d)\n"
@@ -88,7 +94,8 @@ ALTERNATIVES = [
           "        return x * angles.cos() + torch.cat([-second, first], dim=-1) * angles.sin()\n"
           "    positions = cache_length + torch.arange(q.size(-2))\n"
           "    return rope(q, positions), rope(k, positions)\n"),
-    right('q2', 'complex numbers', "def rotate_new(q, k, cache_length, base=10000.0):\n"
+    right('q2', 'complex numbers', "prompt_positions = torch.arange(-12, 0)\nfirst_token_position = (11,)\n\n"
+          "def rotate_new(q, k, cache_length, base=10000.0):\n"
           "    def turn(x):\n"
           "        half = x.size(-1) // 2\n"
           "        theta = base ** (-2 * torch.arange(half, dtype=torch.float64) / x.size(-1))\n"

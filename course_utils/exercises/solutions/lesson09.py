@@ -9,7 +9,6 @@ from course_utils.config import count_parameters
 from course_utils.language_model import DecoderOnlyLM
 from course_utils.modern import apply_rotary, modern_config
 
-predicted_cache_fraction = 7 / 8                      # the cache is keys and values only: 1 K/V head of 8 is kept
 predicted_parameter_fraction = (2 * 2 * 64 * (8 - 1) * 8     # 2 layers · (W_K, W_V) · d_model · heads saved · d_head
                                 / (100 * 64                   # of all: the embedding (shared with the output),
                                    + 2 * (4 * 64 * 64 + 3 * 64 * 512 + 2 * 64)   # 2 blocks: attention, SwiGLU, norms
@@ -24,6 +23,10 @@ def measure_gqa(n_kv_heads):
     with torch.no_grad():
         model(torch.randint(1, 100, (4, 50)), cache)
     return cache.nbytes, count_parameters(model)
+
+
+prompt_positions = list(range(-12, 0))    # the colleague's: arange(0 - 12, 0); offsets inside the prompt are right
+first_token_position = 11                 # arange(12 - 1, 12): its offsets to the cached keys 11 too large
 
 
 def rotate_new(q, k, cache_length, base=10000.0):
