@@ -124,18 +124,18 @@ def ring_sent_reference(n_elements: int, world_size: int) -> list[int]:
     return [2 * n - sizes[(r + 1) % w] - sizes[(r + 2) % w] for r in range(w)]
 
 
-def ring_cases(draw: Draw) -> list[Case]:
+def check_ring_sent(ns) -> None:
+    draw = Draw()
     w, many = draw.integer(3, 5), draw.integer(6, 9)
     configs = [(draw.integer(5, 50), 1, "one rank"), (2 * draw.integer(5, 50) + 1, 2, "two ranks, an odd size"),
                (w * draw.integer(5, 50), w, "a size N divides"),
                (w * draw.integer(5, 50) + draw.integer(1, w - 1), w, "a size N does not divide"),
                (many * draw.integer(50, 500) + draw.integer(1, many - 1), many, "many ranks, uneven chunks"),
-               (many - draw.integer(1, many - 2), many, "fewer numbers than ranks (empty chunks)")]
-    return [Case(f"{what}: n_elements={n}, world_size={size}", (n, size)) for n, size, what in configs]
-
-
-def check_ring_sent(ns) -> None:
-    cases = ring_cases(Draw())
+               (many - draw.integer(1, many - 2), many, "fewer numbers than ranks (empty chunks)"),
+               (10**12 + draw.integer(1, 1023), 1024, "a size no simulation reaches: count the chunks, don't run "
+                                                      "the ring"),
+               (7 * 10**11 + draw.integer(1, 6), 7, "7 × 10¹¹ numbers on 7 ranks (too large to simulate)")]
+    cases = [Case(f"{what}: n_elements={n}, world_size={size}", (n, size)) for n, size, what in configs]
     check_function(learner_function(ns, "ring_sent"), ring_sent_reference, cases, "ring_sent", probes=cases)
 
 
@@ -171,19 +171,13 @@ def state_reference(n_parameters: int, world_size: int, stage: int) -> int:
                for part, size in PARTS.items())
 
 
-def state_cases(draw: Draw) -> list[Case]:
-    cases = []
+def check_training_state_bytes(ns) -> None:
+    draw, cases = Draw(), []
     for world_size, scale, what in ((1, 10 ** 6, "one GPU"), (draw.integer(2, 6), 10 ** 8, "a few GPUs"),
                                     (draw.choice((8, 16, 64)), 10 ** 10, "many GPUs, a large model")):
         n_parameters = world_size * draw.integer(scale // 20, scale)  # a multiple of world_size: equal shards
-        for stage in range(4):
-            cases.append(Case(f"{what}: {n_parameters:,} parameters, world_size={world_size}, stage={stage}",
-                              (n_parameters, world_size, stage)))
-    return cases
-
-
-def check_training_state_bytes(ns) -> None:
-    cases = state_cases(Draw())
+        cases += [Case(f"{what}: {n_parameters:,} parameters, world_size={world_size}, stage={stage}",
+                       (n_parameters, world_size, stage)) for stage in range(4)]
     check_function(learner_function(ns, "training_state_bytes"), state_reference, cases, "training_state_bytes",
                    probes=cases)
     # the transfer: per stage, the fewest ranks (up to 1024) holding a 13 B model's state in 80 GiB each, or None
@@ -606,9 +600,11 @@ q1 = Exercise(
     solution=solution_of("lesson10", "ddp_scaled_loss"),
     mistakes=LOSS_MISTAKES,
     success="Correct! The averaged gradient is now the gradient of the mean over every token of the step. The "
-            "colleague's rule backpropagates each rank's mean × world_size / T: the mean of means times a factor "
-            "that barely changes from step to step. AdamW divides every step by √v, so a constant factor on the "
-            "gradient leaves its steps unchanged: that is why it drifts exactly as far as the mean of means.",
+            "colleague's rule backpropagates each rank's mean × world_size / T: the mean of means times 2/T, a "
+            "factor that changes from step to step only as the step's token count T does. AdamW divides every "
+            "step by √v, so a constant factor on the gradient would leave its steps unchanged, and one that "
+            "varies this little changes them only slightly: that is why it drifts about as far as the mean of "
+            "means.",
 )
 
 q2 = Exercise(
@@ -637,7 +633,9 @@ q3 = Exercise(
     solution=solution_of("lesson10", "training_state_bytes", "my_world_sizes"),
     mistakes=STATE_MISTAKES,
     success="Correct! A 13 B model trains on 80 GiB GPUs only from stage 2 on; each stage trades memory for "
-            "communication (stage 3 all-gathers every layer's weights before it runs).",
+            "communication (stage 3 all-gathers every layer's weights before it runs). If your measurement came "
+            "out a little over 16 bytes per parameter: AdamW also keeps a one-number `step` per tensor, negligible "
+            "at scale.",
 )
 
 q4 = Exercise(
@@ -658,7 +656,7 @@ q4 = Exercise(
     success="Correct! Your buckets give DDP's gradients, and all but the last travel while backward still runs.",
     task=(
         "### Exercise 4 · Capstone: overlap communication with backward\n\n"
-        "**Capstone — overlap communication with backward.** Write the class `BucketedAllReduce(model, "
+        "**Capstone.** Write the class `BucketedAllReduce(model, "
         "bucket_elements)`, built once on every rank of a process group. After `loss.backward()` and then "
         "`.wait()`, every `.grad` must hold that gradient averaged over the ranks (what DDP leaves there), at "
         "every step.\n\n"

@@ -67,14 +67,15 @@ ALTERNATIVES = [
           "    return scale * loss_mean\n"),
     # q2
     right("q2", "simulated step by step", RING
-          + "    sizes = [len(c) for c in torch.arange(n_elements).tensor_split(world_size)]\n"
+          + "    base, extra = divmod(n_elements, world_size)\n"
+          "    sizes = [base + 1] * extra + [base] * (world_size - extra)\n"
           "    sent = [0] * world_size\n"
           "    for step in range(world_size - 1):\n"
           "        for r in range(world_size):\n"
           "            sent[r] += sizes[(r - step) % world_size] + sizes[(r + 1 - step) % world_size]\n"
           "    return sent\n"),
     right("q2", "a tensor", RING
-          + "    sizes = torch.tensor([len(c) for c in torch.arange(n_elements).tensor_split(world_size)])\n"
+          + "    sizes = n_elements // world_size + (torch.arange(world_size) < n_elements % world_size).long()\n"
           "    return 2 * n_elements - sizes.roll(-1) - sizes.roll(-2)\n"),
     # q3
     right("q3", "a table of stages", STATE + "    per_rank = {0: 16, 1: 8 + 8 / world_size, 2: 4 + 12 / world_size,\n"
