@@ -10,7 +10,6 @@ from course_utils.exercises.asserts import (
     Draw,
     OwnWork,
     backpropagate_both,
-    check_dropout_placement,
     check_function,
     check_generator_use,
     copy_weights,
@@ -104,16 +103,6 @@ class Block(nn.Module):
 
     def forward(self, x):
         return self.linear(x) if self.late else self.linear(self.dropout(x))
-
-
-def test_dropout_placement_compares_the_random_streams():
-    x = torch.randn(3, 4)
-    package, same, late = Block(), Block(), Block(late_dropout=True)
-    for learner in (same, late):
-        copy_weights(package, learner, "Block", "linear")
-    check_dropout_placement(package, same, lambda block: block(x), "Block", "3 rows")
-    with pytest.raises(ExerciseFailure, match="drops nothing"):
-        check_dropout_placement(package, late, lambda block: block(x), "Block", "3 rows")
 
 
 def test_copy_weights_ignores_buffers_and_refuses_float64_parameters():

@@ -22,16 +22,6 @@ from .core import PLANTED, ExerciseFailure, Mismatch, raised_by_the_learner
 PACKAGE = "course_utils"
 
 
-def as_tensor(value: Any, name: str, shape: tuple[int, ...] | None = None, what: str = "") -> torch.Tensor:
-    """``value`` detached, after checking it is a tensor (of ``shape``, described by ``what``, when given)."""
-    if not isinstance(value, torch.Tensor):
-        raise ExerciseFailure(f"`{name}` should return a torch.Tensor, got {type(value).__name__}.")
-    if shape is not None and tuple(value.shape) != tuple(shape):
-        layout = f" = {what}" if what else ""
-        raise ExerciseFailure(f"`{name}` should return shape {tuple(shape)}{layout}, got {tuple(value.shape)}.")
-    return value.detach()
-
-
 def learner_function(ns, name: str):
     """The learner's ``name``, after checking it is a function."""
     function = ns[name]
@@ -152,81 +142,6 @@ def randomise_norms(module: nn.Module, generator: torch.Generator | None = None)
                 m.bias.copy_(0.5 * torch.randn(m.bias.shape, generator=generator))
 
 
-def check_dropout_placement(package_block: nn.Module, learner_block: nn.Module, run: Callable, name: str,
-                            case: str) -> None:
-    """Train mode, dropout on: from the same random stream, the learner's block must drop exactly what the
-    package's drops — the same dropout layers, in the same places, in the same order. ``run(block)`` returns the
-    output tensor; both blocks hold the same weights and were built with the same dropout probability."""
-    package_block.train()
-    learner_block.train()
-    seed = random.Random(case).randrange(2 ** 31)
-    torch.manual_seed(seed)
-    expected = run(package_block)
-    torch.manual_seed(seed)
-    got = call_learner(lambda: run(learner_block), name, case)
-    got = got[0] if isinstance(got, tuple) else got
-    expected = expected[0] if isinstance(expected, tuple) else expected
-    if isinstance(got, torch.Tensor) and got.shape == expected.shape and close(got.detach(), expected.detach()):
-        return
-    torch.manual_seed(seed)
-    again = run(learner_block)
-    again = again[0] if isinstance(again, tuple) else again
-    if torch.equal(again.detach(), got.detach()):
-        torch.manual_seed(seed + 1)
-        other = run(learner_block)
-        other = other[0] if isinstance(other, tuple) else other
-        if torch.equal(other.detach(), got.detach()):
-            raise ExerciseFailure(f"on {case}, in train mode with dropout on, your `{name}` drops nothing: the "
-                                  "dropout argument is never used. Store nn.Dropout(dropout) and apply it where "
-                                  "the task says.")
-    raise ExerciseFailure(f"on {case}, in train mode with dropout on, your `{name}` differs from the package's "
-                          f"(by up to {max_difference(got.detach(), expected.detach()):.3g}) although it agrees "
-                          "with dropout off: dropout is applied in a different place (or a different number of "
-                          "times). Apply it exactly where the task says, with nn.Dropout modules.")
-
-
-def check_block_dropout(package: nn.Module, learner: nn.Module, run: Callable, name: str, case: str,
-                        dropout: float, attention_input: torch.Tensor | None = None) -> None:
-    """A block built with ``dropout``, in train mode: it drops exactly what the package's drops
-    (:func:`check_dropout_placement`, every ``self_attn`` in eval mode so that only the block's own dropout counts);
-    a failure caused by an ``nn.Dropout`` of another probability says so. Then every ``self_attn`` must drop
-    something itself (called twice on ``attention_input``; one with a float ``dropout`` attribute must hold
-    ``dropout``). Shared by the capstones that build blocks (lessons 04 and 08)."""
-    def attentions(block):
-        return [(key, m) for key, m in block.named_modules() if key.split(".")[-1] == "self_attn"]
-
-    def run_without_attention_dropout(block):
-        for _, attention in attentions(block):
-            attention.eval()
-        return run(block)
-
-    with torch.no_grad():
-        try:
-            check_dropout_placement(package, learner, run_without_attention_dropout, name, case)
-        except ExerciseFailure as failure:
-            wrong = [(key, m.p) for key, m in learner.named_modules() if isinstance(m, nn.Dropout) and m.p != dropout]
-            if wrong:
-                raise ExerciseFailure(f"on {case}: your `{name}.{wrong[0][0]}` drops with p={wrong[0][1]}, but it was "
-                                      f"built with dropout={dropout}: pass the dropout on to every nn.Dropout (and to "
-                                      "the attention).") from None
-            raise failure from None
-        learner.train()
-        for key, attention in attentions(learner):
-            if isinstance(getattr(attention, "dropout", None), float):
-                if attention.dropout != dropout:
-                    raise ExerciseFailure(f"your `{name}.{key}` was built with dropout={attention.dropout}, the "
-                                          f"block with dropout={dropout}: pass it on to the attention.")
-                continue
-            if attention_input is None:
-                continue
-            first, second = (call_learner(attention, name, case, attention_input, attention_input, attention_input)
-                             for _ in range(2))
-            first, second = (x[0] if isinstance(x, tuple) else x for x in (first, second))
-            if isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and torch.equal(first, second):
-                raise ExerciseFailure(f"on {case}: in train mode your `{name}.{key}` never drops anything: build the "
-                                      "attention with the block's dropout.")
-
-
 def check_generator_use(draw: Callable[[torch.Generator], Any], name: str, case: str) -> None:
     """``draw(generator)`` calls the learner's code with ``generator``: two generators with one seed must give the
     same result, another seed a different one — and the global random state must not matter."""
@@ -293,55 +208,6 @@ def shared_parameters(module: nn.Module) -> list[tuple[str, str]]:
         else:
             seen[id(p)] = key
     return pairs
-
-
-def call_block(module: nn.Module, name: str, case: str, *args, error_hint=None) -> torch.Tensor:
-    """The learner's ``module(*args)`` as one tensor; a crash is reported with the input ``case`` it happened on.
-
-    ``error_hint(message)`` may return an explanation of a crash typical for this block.
-    """
-    try:
-        result = module(*args)
-    except Exception as error:  # noqa: BLE001 - the learner's code may raise anything
-        if isinstance(error, NotImplementedError) and raised_by_the_learner(error):
-            raise
-        message = (str(error).splitlines() or [""])[0]
-        hint = error_hint(message) if error_hint else None
-        if hint:
-            raise ExerciseFailure(f"{case}: your `{name}` fails ({type(error).__name__}: {message}): {hint}") from None
-        if "tuple" in message:
-            raise ExerciseFailure(f"{case}: your `{name}` fails ({type(error).__name__}: {message}). The attention "
-                                  "module returns a pair (output, weights): take [0], e.g. "
-                                  "self.self_attn(h, h, h, mask)[0].") from None
-        raise ExerciseFailure(f"{case}: your `{name}` raised {type(error).__name__}: {message}") from None
-    output, _ = first_output(result, name, pair=False)
-    return output
-
-
-def compare_block(package: nn.Module, learner: nn.Module, name: str, case: str, tensors: dict[str, Any],
-                  diagnose=None, error_hint=None) -> None:
-    """Run both blocks on ``tensors`` (floating ones get gradients); compare outputs, then gradients.
-
-    ``diagnose(output)`` may return a message naming the mistake when the outputs differ.
-    """
-    def leaves():
-        return {k: (v.clone().requires_grad_() if isinstance(v, torch.Tensor) and v.is_floating_point() else v)
-                for k, v in tensors.items()}
-    inputs_p, inputs_l = leaves(), leaves()
-    expected = package(*inputs_p.values())
-    got = call_block(learner, name, case, *inputs_l.values(), error_hint=error_hint)
-    got_d = as_tensor(got, f"{name}.forward", expected.shape)
-    if torch.isnan(got_d).any():
-        raise ExerciseFailure(f"{case}: your `{name}` returns NaN: a query whose every key is masked must get zero "
-                              "weights (fill with torch.finfo(dtype).min, zero the masked weights after softmax).")
-    if not close(got_d, expected):
-        message = diagnose(got_d) if diagnose else None
-        raise ExerciseFailure(f"{case}: " + (message or f"your `{name}` differs from the package's (by up to "
-                                                        f"{max_difference(got_d, expected):.3g})."))
-    backpropagate_both(package, expected, learner, got, name, case)
-    floats = {k for k, v in tensors.items() if isinstance(v, torch.Tensor) and v.is_floating_point()}
-    compare_gradients(gradients(package, {k: inputs_p[k] for k in floats}),
-                      gradients(learner, {k: inputs_l[k] for k in floats}), name, case)
 
 
 def backward(value: torch.Tensor, name: str, case: str) -> None:
@@ -524,27 +390,6 @@ def call_learner(function: Callable, name: str, case: str, *args, forbidden: dic
         hint = error_hint(result.error) if error_hint else None
         raise ExerciseFailure(f"on {case}: your `{name}` raised {result.kind}: {result.message}"
                               + (f". {hint}" if hint else ""))
-    return result
-
-
-def call_own(function, name: str, case: str, *args, forbidden: dict, error_hint=None, **kwargs):
-    """:func:`~.asserts.call_learner` that refuses a call into ``forbidden`` even when that call then raised (the
-    package's function refusing what the learner's code handed it): "use your own" is the diagnosis then, not the
-    package's error message. (Lessons 05 and 06 use it.)"""
-    def refusal(used: str) -> ExerciseFailure:
-        return ExerciseFailure(f"your `{name}` calls {used} to do the work: use your own code — write the steps "
-                               "yourself. (The package's version is there to move on with when you are stuck; "
-                               "this check wants yours.)")
-    guard = OwnWork(forbidden)
-    try:
-        with guard:
-            result = call_learner(function, name, case, *args, error_hint=error_hint, **kwargs)
-    except ExerciseFailure:
-        if guard.used:
-            raise refusal(guard.used) from None
-        raise
-    if guard.used:
-        raise refusal(guard.used)
     return result
 
 
@@ -864,92 +709,6 @@ def shape_key(case: Case) -> tuple:
 # Classes of wrong answers that no single input shows: the mode of every submodule, side effects on a model, the
 # support of random draws, rates per category.
 # ------------------------------------------------------------------------------------------------------------------
-
-def check_modes(module: nn.Module, training: bool, name: str, case: str) -> None:
-    """Every submodule of ``module`` is in train (``training=True``) or eval mode — not just the top one."""
-    wrong = [key or "the model itself" for key, m in module.named_modules() if m.training != training]
-    if wrong:
-        mode, call = ("training", "model.train()") if training else ("eval", "model.eval()")
-        raise ExerciseFailure(f"on {case}: {', '.join(f'`{w}`' for w in wrong[:3])}"
-                              f"{f' and {len(wrong) - 3} more' if len(wrong) > 3 else ''} of your `{name}`'s model "
-                              f"{'is' if len(wrong) == 1 else 'are'} not in {mode} mode: call {call} — assigning "
-                              "model.training switches the top module only, not its submodules.")
-
-
-def check_same_in_both_modes(run: Callable[[nn.Module], torch.Tensor], block: nn.Module, name: str,
-                             case: str) -> None:
-    """With dropout 0 a block computes the same in train and eval mode (as the package's does): a step active in
-    one mode only (a nonlinearity, a norm, a scale behind ``if self.training``) shows."""
-    modes = {}
-    for training in (True, False):
-        block.train(training)
-        with torch.no_grad():
-            modes[training] = run(block)
-    block.train()
-    train, evaluation = (m[0] if isinstance(m, tuple) else m for m in (modes[True], modes[False]))
-    if isinstance(train, torch.Tensor) and isinstance(evaluation, torch.Tensor) and not close(train, evaluation):
-        raise ExerciseFailure(f"on {case}: with dropout 0 your `{name}` computes differently in train mode and in eval "
-                              f"mode (by up to {max_difference(train, evaluation):.3g}): a step is active in one mode "
-                              "only. Only dropout may depend on self.training.")
-
-
-def state_of(module: nn.Module) -> dict[str, torch.Tensor]:
-    """A copy of every parameter and buffer of ``module``, by name (to compare after the learner's code ran)."""
-    return {key: value.detach().clone() for key, value in [*module.named_parameters(remove_duplicate=False),
-                                                            *module.named_buffers(remove_duplicate=False)]}
-
-
-def check_untouched(before: dict[str, torch.Tensor], module: nn.Module, allowed: set[str], name: str,
-                    case: str) -> None:
-    """Every parameter and buffer of ``module`` outside ``allowed`` still holds what it held (``before``): the
-    learner's code changed nothing beyond its task."""
-    after = state_of(module)
-    for key, value in before.items():
-        if key in allowed:
-            continue
-        if key not in after:
-            raise ExerciseFailure(f"on {case}: after your `{name}` the model has no `{key}` any more: change only "
-                                  "what the task asks.")
-        if after[key].shape != value.shape or not torch.equal(after[key], value):
-            raise ExerciseFailure(f"on {case}: your `{name}` also changed `{key}`, which the task leaves alone (a side "
-                                  "effect on the model): change only what the task asks.")
-
-
-def check_support(values: torch.Tensor, low: int, high: int, name: str, case: str, what: str = "ids") -> None:
-    """Random ``values`` drawn often enough to show every one of ``[low, high)`` must cover exactly that range."""
-    seen = set(values.reshape(-1).tolist())
-    outside = sorted(v for v in seen if not low <= v < high)
-    missing = sorted(set(range(low, high)) - seen)
-    if outside:
-        raise ExerciseFailure(f"on {case}: your `{name}` drew {what} {outside[:5]}, outside [{low}, {high}): draw from "
-                              f"{low} to {high - 1} only (torch.randint's upper bound is exclusive).")
-    if missing:
-        raise ExerciseFailure(f"on {case}: in {values.numel()} random {what} (each of [{low}, {high}) should appear "
-                              f"about {values.numel() // max(high - low, 1)} times) your `{name}` never drew "
-                              f"{missing[:5]}: the range of the draw is off (torch.randint's upper bound is "
-                              "exclusive; every id in the range must be possible).")
-
-
-def check_rates(chosen: torch.Tensor, categories: torch.Tensor, share: float, name: str, case: str,
-                what: str = "id") -> None:
-    """``chosen`` (bool) must hit each category (an id, a position) at the rate ``share``, within six standard
-    errors: an id or position chosen always, or never, shows even when the overall rate is right."""
-    for category in categories.unique().tolist():
-        here = chosen[categories == category]
-        n = here.numel()
-        if n < 30:
-            continue
-        rate = float(here.float().mean())
-        if abs(rate - share) > six_sigma(share, n):
-            raise ExerciseFailure(f"on {case}: your `{name}` chose {what} {category} {rate:.1%} of the time in {n} "
-                                  f"tries, expected about {share:.1%} like every other: something treats that {what} "
-                                  "apart (an extra id masked or excluded).")
-
-
-def six_sigma(share: float, n: int) -> float:
-    """Six standard errors of a share estimated from ``n`` independent draws (plus a little slack)."""
-    return 6 * math.sqrt(max(share * (1 - share), 1e-4) / n) + 1e-3
-
 
 def load_weights_by_name(learner: nn.Module, expected: dict[str, torch.Tensor], name: str, layout: str) -> nn.Module:
     """Copy the package block's weights ``expected`` into the learner's module by parameter name (refused, with the
