@@ -223,11 +223,11 @@ def test_no_process_a_submission_starts_outlives_its_grading(tmp_path):
     spawn = {where: LATE + "".join(code.format(marker=str(markers[f"{name}_{where}"]))
                                    for name, code in ESCAPES.items())
              for where in ("run", "answer")}
-    spawning_answer = solutions("05")["q1"].replace(   # spawns on its first call, in the run and in the check
+    spawning_answer = "_spawned = []\n\n\ndef _spawn():\n" + "".join(   # spawns on its first call
+        "    " + line + "\n" for line in spawn["answer"].splitlines()) + "\n\n" + solutions("05")["q1"].replace(
         "def p_token_present(vocab_size, seq_len):\n",
         "def p_token_present(vocab_size, seq_len):\n    if not _spawned:\n        _spawned.append(1)\n"
-        "        _spawn()\n") + "\n\n_spawned = []\n\n\ndef _spawn():\n" + "".join(
-        "    " + line + "\n" for line in spawn["answer"].splitlines())
+        "        _spawn()\n")
     notebook = small_notebook("05", {**solutions("05"), "q1": spawning_answer})
     notebook.cells.insert(check_cell_of_key(notebook, "q1") + 1, nbformat.v4.new_code_cell(spawn["run"]))
     nbformat.write(notebook, tmp_path / "05.ipynb")
