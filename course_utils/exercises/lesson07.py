@@ -2,8 +2,9 @@
 lets the future in (q2, find the bug), and the capstone, a batched greedy decoder that uses the KV cache (q3).
 
 Each check draws fresh inputs and compares the learner's answer with the package (a ``DecoderLayer``'s
-``count_parameters``, ``DecoderLayer(norm="pre")``, :func:`course_utils.decoding.greedy_decode`); each exercise
-declares its typical mistakes once, in its table (see :mod:`.core`).
+``count_parameters``, ``DecoderLayer(norm="pre")`` with the target mask,
+:func:`course_utils.decoding.greedy_decode`); each exercise declares its typical mistakes once, in its table
+(see :mod:`.core`).
 """
 from __future__ import annotations
 
@@ -124,7 +125,7 @@ class LayerParts(nn.Module):
 def layer_cases(draw: Draw) -> list[Case]:
     """Random Pre-LN layers (LayerNorm gains and biases drawn too) on a batch whose target and source are padded."""
     from ..layers import DecoderLayer
-    from ..masks import padding_mask, target_mask
+    from ..masks import padding_mask
 
     cases = []
     for _ in range(3):
@@ -144,29 +145,37 @@ def layer_cases(draw: Draw) -> list[Case]:
         y, memory = draw.randn(2, tgt_len, d_model), draw.randn(2, src_len, d_model)
         cases.append(Case(f"a Pre-LN layer (d_model {d_model}, {n_heads} heads), target length {tgt_len} (row 1 "
                           f"padded), source length {src_len} (row 0 padded)",
-                          (parts, y, memory, target_mask(tgt), padding_mask(src))))
+                          (parts, y, memory, padding_mask(tgt), padding_mask(src))))
     return cases
 
 
-def planted_pre_ln(self_mask: bool = True, post: bool = False, from_norm: bool = False, norm_memory: bool = False):
-    """The Pre-LN decoder layer with one thing changed (the defaults give the package's output)."""
-    def pre_ln_decoder_layer(layer, y, memory, tgt_mask, memory_mask):
+def planted_pre_ln(diagonal: int | None = 0, post: bool = False, from_norm: bool = False,
+                   norm_memory: bool = False):
+    """The Pre-LN decoder layer with one thing changed (the defaults give the package's output); query t may read
+    keys up to t + ``diagonal`` (None: no causal part at all)."""
+    def pre_ln_decoder_layer(layer, y, memory, tgt_padding, memory_mask):
         def sublayer(i, x, run):
             if post:
                 return layer.norms[i](x + run(x))
             h = layer.norms[i](x)
             return (h if from_norm else x) + run(h)
+        causal = torch.ones(y.size(1), y.size(1), dtype=torch.bool).tril(diagonal or 0)
+        self_mask = tgt_padding if diagonal is None else tgt_padding & causal
         keys = layer.norms[1](memory) if norm_memory else memory
-        y = sublayer(0, y, lambda h: layer.self_attn(h, h, h, tgt_mask if self_mask else None)[0])
+        y = sublayer(0, y, lambda h: layer.self_attn(h, h, h, self_mask)[0])
         y = sublayer(1, y, lambda h: layer.cross_attn(h, keys, keys, memory_mask)[0])
         return sublayer(2, y, layer.feed_forward)
     return pre_ln_decoder_layer
 
 
 Q2_MISTAKES = (
-    Mistake("the layer as given", "this still behaves like your colleague's layer: run `leak` on it; a position's "
-            "output must not move when a later piece changes. Which attention receives which mask?",
-            planted_pre_ln(self_mask=False)),
+    Mistake("the layer as given", "this still behaves like your colleague's layer: run `leak` on it and note which "
+            "position moves besides the last. Which line decides the keys each query may read?",
+            planted_pre_ln(diagonal=1)),
+    Mistake("no causal part", "only the padding is masked: every position reads the pieces after it (run `leak`); "
+            "AND the padding mask with a causal (tgt_len, tgt_len) lower triangle", planted_pre_ln(diagonal=None)),
+    Mistake("a position cannot read itself", "query t must read keys 0..t, *including* itself: the diagonal belongs "
+            "to the allowed part", planted_pre_ln(diagonal=-1)),
     Mistake("Post-LN", "that is section 2's Post-LN placement (LN after the residual sum); Pre-LN normalises each "
             "sublayer's *input* and adds the sublayer's output to the raw stream: y + sublayer(LN(y))",
             planted_pre_ln(post=True)),
@@ -586,17 +595,21 @@ q1 = Exercise(
             "projections and a LayerNorm) adds a third of an encoder layer at the base size.",
 )
 
+def reference_pre_ln(layer, y, memory, tgt_padding, memory_mask):
+    from ..masks import causal_mask, combine_masks
+
+    return layer.reference(y, memory, combine_masks(tgt_padding, causal_mask(y.size(1))), memory_mask).detach()
+
+
 q2 = Exercise(
     name="Find the bug: a Pre-LN decoder layer",
     variables=("pre_ln_decoder_layer",),
-    checker=lambda ns: check_function(
-        ns["pre_ln_decoder_layer"], lambda layer, y, memory, tgt_mask, memory_mask: layer.reference(
-            y, memory, tgt_mask, memory_mask).detach(), layer_cases(Draw()), "pre_ln_decoder_layer",
-        probes=layer_cases(Draw()), scales=()),
-    hints=("`leak` changed only the last piece, yet the first positions moved. Which sublayer lets a position read "
-           "the pieces after it, and what stops it in section 2's layer?",
-           "keep the colleague's Pre-LN placement (y + sublayer(LN(y))); find the attention call that receives no "
-           "mask and give it the one built for it."),
+    checker=lambda ns: check_function(ns["pre_ln_decoder_layer"], reference_pre_ln, layer_cases(Draw()),
+                                      "pre_ln_decoder_layer", probes=layer_cases(Draw()), scales=()),
+    hints=("`leak` changed only the last piece, yet the position just before it moved too. Which query read which "
+           "key it should not, and which line decides what a query may read?",
+           "keep the colleague's Pre-LN placement (y + sublayer(LN(y))); print their causal mask for tgt_len 4 and "
+           "compare it with section 1's picture: query t may read keys 0..t."),
     solution=solution_of("lesson07", "pre_ln_decoder_layer"),
     mistakes=Q2_MISTAKES,
     success="Correct! Run `leak(pre_ln_decoder_layer)`: every position before the last now moves by 0.",
@@ -629,8 +642,8 @@ q3 = Exercise(
         "one new position `(batch, 1)`;\n"
         "* eval mode, no gradients, `src_ids` unchanged.\n\n"
         "It must give the same tokens as `course_utils.decoding.greedy_decode` for any special ids (not only "
-        "5/6/0). Stuck? `q3.solution()`, or move on with "
-        "`from course_utils.decoding import greedy_decode`."
+        "5/6/0). Stuck? `q3.solution()`. The rest of the course uses the package's decoder "
+        "(`from course_utils.decoding import greedy_decode`, imported at the top), so you may also skip ahead."
     ),
     starter=(
         "def cached_greedy_decode(model, src_ids, bos_id, eos_id, max_new_tokens, pad_id=0):\n"

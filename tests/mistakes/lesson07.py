@@ -39,8 +39,8 @@ MISTAKES = [
       "torch.nn.Linear (a built layer"),
     q("q1", "a float count", plant(COUNT, "return 2 * attention + feed_forward + layer_norms",
                                    "return float(2 * attention + feed_forward + layer_norms)"), "int"),
-    q("q2", "the stream updated in place", plant(LAYER, "y = y + layer.self_attn(h, h, h, tgt_mask)[0]",
-                                                 "y += layer.self_attn(h, h, h, tgt_mask)[0]"), "changed its input"),
+    q("q2", "the stream updated in place", plant(LAYER, "y = y + layer.self_attn(h, h, h, self_mask)[0]",
+                                                 "y += layer.self_attn(h, h, h, self_mask)[0]"), "changed its input"),
     q("q3", "eval mode forgotten", plant(DECODE, "    model.eval()\n", ""), "training mode"),
     q("q3", "no_grad forgotten", plant(plant(DECODE, "    with torch.no_grad():\n", "    if True:\n"),
                                        "logits = logits.clone()", "logits = logits.detach().clone()"),
@@ -70,7 +70,10 @@ ALTERNATIVES = [
           "    encoder_layer = 4 * d_model * d_model + 4 * d_model\n"
           "    encoder_layer += 2 * d_model * d_ff + d_ff + d_model + 4 * d_model\n"
           "    return encoder_layer + 4 * d_model * d_model + 6 * d_model\n"),
-    right("q2", "one sublayer helper", "def pre_ln_decoder_layer(layer, y, memory, tgt_mask, memory_mask):\n"
+    right("q2", "one sublayer helper, the package's causal_mask",
+          "from course_utils.masks import causal_mask\n\n\n"
+          "def pre_ln_decoder_layer(layer, y, memory, tgt_pad, memory_mask):\n"
+          "    tgt_mask = tgt_pad & causal_mask(y.size(1))\n"
           "    def residual(i, x, sublayer):\n        return x + sublayer(layer.norms[i](x))\n"
           "    y = residual(0, y, lambda h: layer.self_attn(h, h, h, tgt_mask)[0])\n"
           "    y = residual(1, y, lambda h: layer.cross_attn(h, memory, memory, memory_mask)[0])\n"

@@ -11,9 +11,11 @@ def decoder_layer_parameters(d_model, d_ff):
     return 2 * attention + feed_forward + layer_norms          # self-attention and cross-attention
 
 
-def pre_ln_decoder_layer(layer, y, memory, tgt_mask, memory_mask):
+def pre_ln_decoder_layer(layer, y, memory, tgt_padding, memory_mask):
+    causal = torch.ones(y.size(1), y.size(1), dtype=torch.bool).tril()   # the bug: .triu(diagonal=2) let t read t+1
+    self_mask = tgt_padding & causal                           # (batch, 1, tgt_len, tgt_len), True = may attend
     h = layer.norms[0](y)
-    y = y + layer.self_attn(h, h, h, tgt_mask)[0]             # the bug: no mask, so each position read the future
+    y = y + layer.self_attn(h, h, h, self_mask)[0]
     h = layer.norms[1](y)
     y = y + layer.cross_attn(h, memory, memory, memory_mask)[0]
     return y + layer.feed_forward(layer.norms[2](y))
