@@ -42,10 +42,6 @@ def package_count(d_model: int, d_ff: int, kind: str = "DecoderLayer") -> int:
     return count_parameters(getattr(layers, kind)(d_model, 1, d_ff, dropout=0.0))
 
 
-def encoder_count(d_model: int, d_ff: int) -> int:
-    return package_count(d_model, d_ff, "EncoderLayer")
-
-
 def check_decoder_layer_parameters(ns) -> None:
     """The prediction first (any sane ratio passes: it is kept, not graded), then the formula on random sizes with
     no layer built, then the prediction printed beside the ratio the formula gives."""
@@ -82,15 +78,17 @@ def check_decoder_layer_parameters(ns) -> None:
     check_function(formula, package_count, cases, "decoder_layer_parameters", probes=cases, forbidden=built)
     if ratio is None:
         raise ExerciseFailure(record)
-    measured = formula(512, 2048) / encoder_count(512, 2048)
+    encoder = package_count(512, 2048, "EncoderLayer")
+    measured = formula(512, 2048) / encoder
     gap = "within 0.1" if abs(value - measured) <= 0.1 else f"off by {value - measured:+.2f}"
-    print(f"your prediction: {value:.3g} x; measured: {formula(512, 2048):,} / {encoder_count(512, 2048):,} = "
+    print(f"your prediction: {value:.3g} x; measured: {formula(512, 2048):,} / {encoder:,} = "
           f"{measured:.3f} x ({gap})")
 
 
 Q1_MISTAKES = (
     Mistake("cross-attention forgotten", "that is an encoder layer's count: a decoder layer has a second attention "
-            "block, cross-attention, with its own four projections (and its own LayerNorm)", encoder_count),
+            "block, cross-attention, with its own four projections (and its own LayerNorm)",
+            lambda d, f: package_count(d, f, "EncoderLayer")),
     Mistake("third LayerNorm forgotten", "three sublayers, three LayerNorms: each has a gain and a bias of d_model "
             "numbers", lambda d, f: package_count(d, f) - 2 * d),
     Mistake("LayerNorm bias forgotten", "a LayerNorm has a gain *and* a bias, d_model numbers each",
