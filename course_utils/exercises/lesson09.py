@@ -60,20 +60,33 @@ def check_measure(ns) -> None:
     cases = [Case(f"measure_gqa({kv})", (kv,)) for kv in Draw().rng.sample([1, 2, 4, 8], 4)]
     check_function(learner_function(ns, "measure_gqa"), measured, cases, "measure_gqa", scales=())
     name = "predicted_parameter_fraction"
-    value = ns.get(name)
+    value = as_fraction(ns.get(name))
+    if value is None:
+        raise ExerciseFailure(f"your measurement is right; now `{name}` should hold a fraction between 0 and 1: "
+                              "what you predicted, before measuring, that 1 K/V head instead of 8 saves "
+                              "(any honest prediction is accepted).")
+    for name, index, what in (("measured_parameter_fraction", 1, "parameters"), ("measured_cache_fraction", 0,
+                                                                                  "cache bytes")):
+        value, truth = as_fraction(ns.get(name)), 1 - measured(1)[index] / measured(8)[index]
+        if value is not None and abs(value - (1 - truth)) < 0.002 and abs(truth - 0.5) > 0.01:
+            raise ExerciseFailure(f"`{name}` = {value:.3f} is the fraction of the {what} that 1 K/V head keeps; "
+                                  "the task asks what it saves: 1 − kept")
+        if ns.get(name, ...) is ... or ns.get(name) is None:
+            raise ExerciseFailure(f"your measure_gqa is right; now set `{name}`: the fraction of the {what} that 1 "
+                                  "K/V head instead of 8 saves, from measure_gqa(8) and measure_gqa(1)")
+        if value is None or abs(value - truth) > 0.002:
+            raise ExerciseFailure(f"your measure_gqa is right, but `{name}` is not the fraction of the {what} "
+                                  f"saved: compute it from measure_gqa(8) and measure_gqa(1), as 1 − (with 1 head) "
+                                  "/ (with 8 heads)")
+
+
+def as_fraction(value: Any) -> float | None:
+    """``value`` as a float in [0, 1], or None if it is not one."""
     if isinstance(value, torch.Tensor) and value.numel() == 1:
         value = value.item()
     if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 <= value <= 1:
-        raise ExerciseFailure(f"your measurement is right; now `{name}` should hold a fraction between 0 and 1: "
-                              "what you predicted, before measuring, that 1 K/V head instead of 8 saves.")
-    truth = 1 - measured(1)[1] / measured(8)[1]
-    if abs(value - truth) > 0.015:
-        raise ExerciseFailure(f"your measurement is right, but `{name}` = {value:.3f} is not what it measures "
-                              f"({truth:.3f}): only W_K and W_V depend on h_kv (64 × 64 each at 8 heads, 64 × 8 at "
-                              "1, in each of the 2 layers); count the rest too: the embedding (100 × 64, shared "
-                              "with the output), W_Q and W_O, the SwiGLU's three 64 × 512 matrices and the norms. "
-                              "Redo the prediction from that before reading on.")
-
+        return None
+    return float(value)
 
 Q1_MISTAKES = (
     Mistake("n_kv_heads ignored", "the model is built with 8 K/V heads whatever n_kv_heads says: pass "
@@ -353,20 +366,22 @@ Q3_MISTAKES = (
 
 q1 = Exercise(
     name="What grouped-query attention saves",
-    variables=("measure_gqa",),               # and the prediction, read by the check
+    variables=("measure_gqa",),     # then the prediction and the two measured fractions, read by the check
     checker=check_measure,
     hints=("For the prediction: which weight matrices have a shape that depends on n_kv_heads? Count every matrix "
            "of the model once. For the measurement: the cache is model.new_cache(), filled by one forward pass with "
            "it; its size is its nbytes.",
            "measure_gqa: 1. build the model with n_kv_heads; 2. a new cache; 3. the (4, 50) prompts through the "
            "model with that cache, under torch.no_grad(); 4. return the cache's nbytes and count_parameters of the "
-           "model."),
-    solution=solution_of("lesson09", "predicted_parameter_fraction", "measure_gqa"),
+           "model. Each fraction saved: 1 − (value with 1 head) / (value with 8 heads)."),
+    solution=solution_of("lesson09", "predicted_parameter_fraction", "measure_gqa", "measured_parameter_fraction",
+                         "measured_cache_fraction"),
     mistakes=Q1_MISTAKES,
-    success="Correct! One K/V head instead of eight cuts the cache by 7/8 (87.5 %) but the parameters by only "
-            "6 %: the cache is made of keys and values alone, while W_K and W_V are 2 of the 7 matrices of a block, "
-            "and small ones beside the feed-forward network's three 64 × 512. GQA is a memory saving for generation, "
-            "not a smaller model.",
+    success="Correct! Compare with your prediction: one K/V head instead of eight cuts the cache by 7/8 (87.5 %) "
+            "but the parameters by only 6 %. Only W_K and W_V depend on h_kv (64 × 64 each at 8 heads, 64 × 8 at 1, "
+            "in each of the 2 layers), while the cache is made of keys and values alone; the rest of the model (the "
+            "embedding shared with the output, W_Q, W_O, the SwiGLU's three 64 × 512 matrices, the norms) does not "
+            "change. GQA is a memory saving for generation, not a smaller model.",
 )
 
 q2 = Exercise(
@@ -402,8 +417,8 @@ q3 = Exercise(
     success="Correct! Step by step, your cached attention gives what the package's gives on the whole text, and "
             "its cache holds n_kv_heads heads: the memory section 4 computed.",
     task=(
-        "**Capstone — grouped-query attention with a KV cache.** Section 5's `ModernAttention` reads the whole "
-        "text at once. When a model generates, it reads only the new tokens and keeps the rotated keys and "
+        "**Capstone — grouped-query attention with a KV cache.** "
+        "When a model generates, it reads only the new tokens and keeps the rotated keys and "
         "values of the earlier ones in a cache. Write `CachedAttention(d_model, n_heads, n_kv_heads, "
         "rope_base=10000.0)` with the bias-free projections `w_q`, `w_k`, `w_v`, `w_o` of `ModernAttention`, and "
         "`forward(x, cache)`:\n\n"
@@ -413,8 +428,8 @@ q3 = Exercise(
         "stores the new keys and values, `(batch, n_kv_heads, new, d_head)`, already rotated, and returns all of "
         "them.\n\n"
         "Causal, like section 5's: each new token attends to every cached token and to the new ones up to "
-        "itself, so a text fed in pieces gives what one full causal pass gives (the cell after the check shows it "
-        "against `ModernAttention`). Checked against the package's `GroupedQueryAttention` on random sizes over "
+        "itself, so a text fed in pieces gives what one full causal pass gives. "
+        "Checked against the package's `GroupedQueryAttention` on random sizes over "
         "three steps, outputs and cache. Stuck? `q3.hint()`, then `q3.solution()`."
     ),
     starter=(

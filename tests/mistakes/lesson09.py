@@ -26,10 +26,16 @@ MISTAKES = [
     q('q1', 'the saving in parameters, not a fraction', plant(MEASURE, "predicted_parameter_fraction = (",
                                                               "predicted_parameter_fraction = 14_336 + 0 * ("),
       'between 0 and 1'),
-    q('q1', 'the fraction kept, not saved', plant(MEASURE, "predicted_parameter_fraction = (",
-                                                  "predicted_parameter_fraction = 1 - ("), 'only W_K and W_V'),
-    q('q1', 'the parameters of W_K and W_V only', plant(MEASURE, "+ 3 * 64 * 512 + 2 * 64", "+ 0"),
-      'count the rest too'),
+    q('q1', 'the parameter fraction kept, not saved', plant(MEASURE, "measured_parameter_fraction = 1 - ",
+                                                            "measured_parameter_fraction = "), '1 − kept'),
+    q('q1', 'the cache fraction kept, not saved', plant(MEASURE, "measured_cache_fraction = 1 - ",
+                                                        "measured_cache_fraction = "), '1 − kept'),
+    q('q1', 'cache fraction not set', plant(
+        MEASURE, "measured_cache_fraction = 1 - measure_gqa(1)[0] / measure_gqa(8)[0]",
+        "measured_cache_fraction = ..."), 'now set'),
+    q('q1', 'cache and parameter fractions swapped', plant(MEASURE, "measure_gqa(1)[1] / measure_gqa(8)[1]",
+                                                           "measure_gqa(1)[0] / measure_gqa(8)[0]"),
+      'not the fraction of the parameters saved'),
     # q2: RoPE after a cache
     q('q2', 'one tensor returned', plant(ROTATE, "    return apply_rotary(q, k, positions, base)",
                                          "    return apply_rotary(q, k, positions, base)[0]"), 'tuple of 2'),
@@ -72,7 +78,7 @@ MISTAKES = [
 ALTERNATIVES = [
     right('q1', 'parameters and cache counted by hand', "from course_utils.language_model import DecoderOnlyLM\n"
           "from course_utils.modern import modern_config\n\n"
-          "predicted_parameter_fraction = torch.tensor(0.06)\n\n"
+          "predicted_parameter_fraction = torch.tensor(0.25)   # a wrong prediction is still accepted\n\n"
           "def measure_gqa(n_kv_heads):\n"
           "    model = DecoderOnlyLM(modern_config(100, d_model=64, n_heads=8, n_kv_heads=n_kv_heads, n_layers=2,\n"
           "                                        max_len=64))\n"
@@ -82,7 +88,10 @@ ALTERNATIVES = [
           "        model(torch.ones(4, 50, dtype=torch.long), cache)\n"
           "    size = sum(t.numel() * t.element_size()\n"
           "               for layer in cache.layers() for t in (layer.keys, layer.values))\n"
-          "    return size, sum(p.numel() for p in model.parameters())\n"),
+          "    return size, sum(p.numel() for p in model.parameters())\n\n"
+          "(cache8, params8), (cache1, params1) = measure_gqa(8), measure_gqa(1)\n"
+          "measured_parameter_fraction = (params8 - params1) / params8\n"
+          "measured_cache_fraction = torch.tensor((cache8 - cache1) / cache8)\n"),
     right('q2', "the page's rope written out", "prompt_positions = list(range(-12, 0))\nfirst_token_position = 11\n\n"
           "def rotate_new(q, k, cache_length, base=10000.0):\n"
           "    def rope(x, positions):\n"
