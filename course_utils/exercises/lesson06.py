@@ -118,9 +118,9 @@ Q1_MISTAKES = (
     Mistake("copy of the values", "the values match but they are two tensors (a copy): after one optimizer step "
             "they drift apart — the symptom above. Assign the Parameter itself (no .data, no .clone())",
             tie_by_copy),
-    Mistake("new Parameter from the same numbers", "a new nn.Parameter around the embedding's numbers is a second "
-            "Parameter: the model counts it twice and gives each its own gradient. Assign the embedding's Parameter "
-            "itself", tie_new_parameter),
+    Mistake("new Parameter from the same numbers", "the layers share their numbers but are two Parameter objects "
+            "(as after a .data assignment or a new nn.Parameter): the model counts both and gives each its own "
+            "gradient. Assign the embedding's Parameter itself", tie_new_parameter),
     Mistake("transposed", "nn.Linear(d_model, vocab_size) stores its weight as (out, in) = (vocab_size, d_model), "
             "exactly the embedding's shape: no transpose needed", tie_transposed),
     Mistake("model not returned", "return the model (after tying it)", tie_without_return),
