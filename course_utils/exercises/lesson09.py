@@ -174,6 +174,16 @@ def check_rotate_new(ns) -> None:
                                   "colleague's code gives: print its positions, torch.arange(cache_length - new, "
                                   "cache_length), for the prompt (cache_length 0, 12 new tokens) and for the first "
                                   "generated token (cache_length 12, 1 new token).")
+    reason = ns.get("step0_reason")
+    reason = reason.strip().lower() if isinstance(reason, str) else reason
+    if reason not in ("a", "b", "c"):
+        raise ExerciseFailure("your positions are right; now set `step0_reason` to 'a', 'b' or 'c': why step 0 is "
+                              "exact all the same.")
+    if reason != "b":
+        raise ExerciseFailure({"a": "`step0_reason` = 'a': the prompt sat at −12 … −1 (you wrote that down), not at "
+                                    "its true positions 0 … 11; what in the scores was right all the same?",
+                               "c": "`step0_reason` = 'c': the colleague's code rotates at step 0 too, at the "
+                                    "positions you wrote down; what does a RoPE score depend on?"}[reason])
 
 
 Q2_MISTAKES = (
@@ -393,7 +403,7 @@ q2 = Exercise(
            "attention then see, and which would a full pass see?",
            "The cache holds cache_length tokens at positions 0 … cache_length − 1 before the new ones arrive; the "
            "new ones follow them, one position each (q's sequence axis); rotate both q and k there, with `base`."),
-    solution=solution_of("lesson09", "prompt_positions", "first_token_position", "rotate_new"),
+    solution=solution_of("lesson09", "prompt_positions", "first_token_position", "step0_reason", "rotate_new"),
     mistakes=Q2_MISTAKES,
     success="Correct! The colleague's code put the page's 12-token prompt at positions −12 … −1: every offset inside "
             "the prompt was right, so step 0 was exact (RoPE sees only m − n). The first generated token then went "

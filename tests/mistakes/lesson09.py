@@ -37,6 +37,9 @@ MISTAKES = [
                                                            "measure_gqa(1)[0] / measure_gqa(8)[0]"),
       'not the fraction of the parameters saved'),
     # q2: RoPE after a cache
+    q('q2', 'step 0 exact because the positions are right',
+      plant(ROTATE, 'step0_reason = "b"', 'step0_reason = "a"'), 'not at its true positions'),
+    q('q2', 'no reason given', plant(ROTATE, 'step0_reason = "b"', 'step0_reason = ...'), "'a', 'b' or 'c'"),
     q('q2', 'one tensor returned', plant(ROTATE, "    return apply_rotary(q, k, positions, base)",
                                          "    return apply_rotary(q, k, positions, base)[0]"), 'tuple of 2'),
     q('q2', 'positions as floats', plant(ROTATE, "torch.arange(cache_length, cache_length + q.size(-2))",
@@ -92,7 +95,8 @@ ALTERNATIVES = [
           "(cache8, params8), (cache1, params1) = measure_gqa(8), measure_gqa(1)\n"
           "measured_parameter_fraction = (params8 - params1) / params8\n"
           "measured_cache_fraction = torch.tensor((cache8 - cache1) / cache8)\n"),
-    right('q2', "the page's rope written out", "prompt_positions = list(range(-12, 0))\nfirst_token_position = 11\n\n"
+    right('q2', "the page's rope written out", "prompt_positions = list(range(-12, 0))\nfirst_token_position = 11\n"
+          "step0_reason = 'b'\n\n"
           "def rotate_new(q, k, cache_length, base=10000.0):\n"
           "    def rope(x, positions):\n"
           "        d = x.size(-1)\n"
@@ -103,7 +107,8 @@ ALTERNATIVES = [
           "        return x * angles.cos() + torch.cat([-second, first], dim=-1) * angles.sin()\n"
           "    positions = cache_length + torch.arange(q.size(-2))\n"
           "    return rope(q, positions), rope(k, positions)\n"),
-    right('q2', 'complex numbers', "prompt_positions = torch.arange(-12, 0)\nfirst_token_position = (11,)\n\n"
+    right('q2', 'complex numbers', "prompt_positions = torch.arange(-12, 0)\nfirst_token_position = (11,)\n"
+          "step0_reason = ' B '\n\n"
           "def rotate_new(q, k, cache_length, base=10000.0):\n"
           "    def turn(x):\n"
           "        half = x.size(-1) // 2\n"
