@@ -493,8 +493,7 @@ def check_train_accumulated(ns) -> None:
     learner_loop = own_function(ns["train_accumulated"], "train_accumulated", "course_utils.training.train_one_epoch")
     for case in training_cases(Draw()):
         check_training_case(learner_loop, case)
-    said = [prediction(ns, name, bool, "True or False") for name in ("predicted_equal_identical",
-                                                                      "predicted_unequal_identical")]
+    said = [prediction(ns, name, bool, "True or False") for name in ("same_update_4x16", "same_update_8_8_16_32")]
     print("One batch of 64 strings against your loop over the same strings (plain SGD, one group):")
     for sizes, guess in zip(((16,) * 4, (8, 8, 16, 32)), said):
         gap = accumulation_against_one_batch(learner_loop, sizes)
@@ -565,7 +564,7 @@ q3 = Exercise(
            "Walk the list in slices of `accumulate` batches. Per slice: clear the gradients once; for each batch "
            "compute its loss, divide it by the slice's length, backpropagate, and record the undivided loss as a "
            "float; then, once for the slice: clip if clip_norm is given, the optimizer step, the scheduler step."),
-    solution=solution_of("lesson05", "predicted_equal_identical", "predicted_unequal_identical",
+    solution=solution_of("lesson05", "same_update_4x16", "same_update_8_8_16_32",
                          "train_accumulated"),
     mistakes=LOOP_MISTAKES,
     success="Correct! Step for step, your gradients, learning rates and parameters match the package's loop. Equal "
@@ -579,16 +578,17 @@ q3 = Exercise(
         "consecutive batches** (a shorter last group steps too); each update equals one step on the **mean of "
         "its batches' gradients**, clipped to `clip_norm` (none when `None`), with one scheduler step per optimizer "
         "step. The model may arrive in eval mode. Return the per-batch losses as `loss_fn` computed them "
-        "(undivided), as Python floats. First **predict**, in `predicted_equal_identical` and "
-        "`predicted_unequal_identical` (True or False): do 4 accumulated batches of 16 give the update of one batch "
-        "of the same 64 strings? Batches of 8, 8, 16, 32? The check measures both.\n\n"
+        "(undivided), as Python floats. First **predict**, in `same_update_4x16` and "
+        "`same_update_8_8_16_32` (True or False): with dropout 0, plain SGD and no clipping, do 4 accumulated "
+        "batches of 16 give the update of one batch of the same 64 strings? Batches of 8, 8, 16, 32? The check "
+        "measures both.\n\n"
         "How it is checked: step for step against the course's own accumulation, on random batches.\n\n"
-        "Stuck? `q3.hint()`, then `q3.solution()`. To move on without it, the package's loop: "
-        "`from course_utils.training import train_one_epoch`."
+        "Stuck? `q3.hint()`, then `q3.solution()`. No later cell uses `train_accumulated`; from lesson 06 on, "
+        "`from course_utils.training import fit` trains."
     ),
     starter=(
-        "predicted_equal_identical = ...     # True or False: 4 batches of 16 accumulated = one batch of 64?\n"
-        "predicted_unequal_identical = ...   # True or False: batches of 8, 8, 16, 32 accumulated = one batch of 64?\n"
+        "same_update_4x16 = ...       # True or False: 4 batches of 16 accumulated = one batch of 64?\n"
+        "same_update_8_8_16_32 = ...  # True or False: batches of 8, 8, 16, 32 accumulated = one batch of 64?\n"
         "\n\n"
         "def train_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):\n"
         "    raise NotImplementedError  # your code here\n"

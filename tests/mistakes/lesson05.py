@@ -10,7 +10,7 @@ PRELUDE = 'import torch\n'
 LOOP = lesson05.q3.solution
 PRESENCE = lesson05.q1.solution
 SHARE = "predicted_share_128 = 1 - (992 / 993) ** 128\npredicted_H_128 = 0.369\n"   # the predictions, written by hand
-SIZES = "predicted_equal_identical = True\npredicted_unequal_identical = False\n"
+SIZES = "same_update_4x16 = True\nsame_update_8_8_16_32 = False\n"
 
 
 def q(exercise: str, name: str, code: str, message: str) -> Mistake:
@@ -50,8 +50,8 @@ MISTAKES = [
             "predicted_H_128 = -(", "predicted_H_128 = 0.369 or -("), '`predicted_share_128`'),
     q('q1', 'H predicted as ln 2', plant(PRESENCE, "predicted_H_128 = -(", "predicted_H_128 = 0.693 or -("),
       'a prediction is off'),
-    q('q3', 'no prediction', plant(LOOP, "predicted_unequal_identical = False", "predicted_unequal_identical = ..."),
-      'now write your prediction in `predicted_unequal_identical`'),
+    q('q3', 'no prediction', plant(LOOP, "same_update_8_8_16_32 = False", "same_update_8_8_16_32 = ..."),
+      'now write your prediction in `same_update_8_8_16_32`'),
     q('q3', "the package's loop imported",
       SIZES + 'from course_utils.training import train_one_epoch as train_accumulated\n',
       'use your own function'),

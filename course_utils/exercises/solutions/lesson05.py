@@ -19,8 +19,8 @@ def masked_max_pool(hidden, ids, pad_id=0):
     return hidden.masked_fill(padding, float("-inf")).amax(dim=1)   # a [PAD] can never be the largest
 
 
-predicted_equal_identical = True       # the mean of 4 equal batch means is the mean over the 64 strings
-predicted_unequal_identical = False    # a mean of unequal batch means weights the strings of small batches more
+same_update_4x16 = True        # the mean of 4 equal batch means is the mean over the 64 strings
+same_update_8_8_16_32 = False  # a mean of unequal batch means weights the strings of small batches more
 
 
 def train_accumulated(model, batches, loss_fn, optimizer, scheduler, accumulate, clip_norm=1.0):
