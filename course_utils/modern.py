@@ -364,7 +364,7 @@ def modern_config(vocab_size: int, **settings) -> TransformerConfig:
 
 # ---------------------------------------------------------------------------- lesson 09's pictures
 # Drawing helpers (matplotlib imported when called); not part of the tensor API above.
-_CHANGED, _KEPT, _EDGE = "#f4b6b6", "#e8e8e8", "#555555"
+_CHANGED, _EDGE = "#f4b6b6", "#555555"
 
 
 def _box(ax, x, y, text, face, width=2.6, height=0.5, fontsize=9):
@@ -380,24 +380,23 @@ def _arrow(ax, start, end, **style):
 
 
 def draw_modern_block():
-    """The ablation's baseline block (Pre-LN, ReLU feed-forward; lesson 08's model uses GELU) beside the modern
-    (Llama-style) block, the four changed parts in red."""
+    """The baseline block of lesson 09's ablation (Pre-LN, ReLU feed-forward; lesson 08's model uses GELU) beside the
+    modern (Llama-style) block; the four changed parts (position, norms, attention, feed-forward) in red on both."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 5.6))
-    columns = (("the ablation's baseline (Pre-LN, ReLU)", ("LayerNorm", "multi-head attention\n(causal)", "LayerNorm",
-                                                  "feed-forward: ReLU"), "token + learned position"),
+    columns = (("the baseline block (section 6: Pre-LN, ReLU)",
+                ("LayerNorm", "multi-head attention\n(causal)", "LayerNorm", "feed-forward: ReLU"),
+                "token + learned position"),
                ("the modern block (Llama-like)", ("RMSNorm", "grouped-query attention\n(causal, RoPE on q and k)",
                                                   "RMSNorm", "feed-forward: SwiGLU"), "token (no position added)"))
     for ax, (title, parts, bottom) in zip(axes, columns):
-        modern = "modern" in title
         ax.set(xlim=(-2.2, 2.2), ylim=(-0.6, 6.2), title=title)
         ax.axis("off")
-        _box(ax, 0, 0, bottom, _CHANGED if not modern or True else _KEPT, width=3.2)
+        _box(ax, 0, 0, bottom, _CHANGED, width=3.2)
         ys = (1.1, 2.1, 3.4, 4.4)
         for (y, part) in zip(ys, parts):
-            changed = modern or part.startswith("token")
-            _box(ax, 0, y, part, _CHANGED if changed else _KEPT, width=3.2, height=0.6 if "\n" in part else 0.5)
+            _box(ax, 0, y, part, _CHANGED, width=3.2, height=0.6 if "\n" in part else 0.5)
         for y in (1.1, 3.4):  # the sublayer reads the normalised stream; the stream itself goes around
             _arrow(ax, (0, y + 0.25), (0, y + 0.65))
         _arrow(ax, (0, 0.25), (0, 0.85))
@@ -409,7 +408,7 @@ def draw_modern_block():
                     bbox=dict(boxstyle="circle,pad=0.1", facecolor="white", edgecolor="#1f5fa8"))
         ax.text(-2.05, 1.7, "residual", rotation=90, color="#1f5fa8", fontsize=8, va="center")
         ax.text(0, 5.7, "× n_layers, then a final norm and the output layer", ha="center", fontsize=8)
-    axes[0].text(0, -0.55, "red: what lesson 09 changes", ha="center", fontsize=8, color="#a33")
+    fig.text(0.5, 0.01, "red: the parts lesson 09 changes, one at a time", ha="center", fontsize=8, color="#a33")
     fig.tight_layout()
     return fig
 
