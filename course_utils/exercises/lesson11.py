@@ -1,16 +1,16 @@
 """Exercises of notebook 11 (from a text predictor to an assistant): the response mask of a multi-turn
-conversation, the weight of each pair in DPO's gradient, and the capstone: the DPO loss.
+conversation, the weight of each pair in DPO's gradient, and the capstone: the divergence per token from the reference.
 
 Each check draws fresh inputs (:class:`~.asserts.Draw`) and compares the learner's answer with the package's:
 :func:`course_utils.instruct.assistant_mask`, :func:`course_utils.losses.dpo_gradient_weight` and
-:func:`course_utils.losses.dpo_loss`; each exercise declares its typical mistakes once (see :mod:`.core`).
+:func:`course_utils.instruct.mean_token_kl`; each exercise declares its typical mistakes once (see :mod:`.core`).
 """
 from __future__ import annotations
 
 import torch
 
-from ..instruct import assistant_mask
-from ..losses import dpo_gradient_weight, dpo_loss
+from ..instruct import assistant_mask, mean_token_kl, preference_metrics
+from ..losses import dpo_gradient_weight
 from ..tokenization import BOS_ID, EOS_ID, PAD_ID
 from .asserts import Case, Draw, check_function, learner_function
 from .core import Exercise, Mistake, solution_of
@@ -56,11 +56,6 @@ def first_turn_only(ids, user_id, assistant_id):
     return mask & ((ends == 0) | ((ends == 1) & (ids == EOS_ID)))
 
 
-def everything_after_first_assistant(ids, user_id, assistant_id):
-    started = (ids == assistant_id).long().cumsum(1) > 0
-    return started & (ids != assistant_id) & (ids != PAD_ID)
-
-
 Q1_MISTAKES = (
     Mistake("the <|assistant|> token scored", "the <|assistant|> token is part of the prompt — the model reads it, "
             "it never has to produce it. Start the mask at the token *after* it",
@@ -72,7 +67,8 @@ Q1_MISTAKES = (
             "the later turns too", variant=first_turn_only),
     Mistake("user turns scored", "after the first answer you kept scoring everything — the second <|user|> turn "
             "is the user's text, not the model's. Stop at each answer's [EOS], start again after the next "
-            "<|assistant|>", variant=everything_after_first_assistant),
+            "<|assistant|>",
+            variant=lambda ids, u, a: ((ids == a).long().cumsum(1) > 0) & (ids != a) & (ids != PAD_ID)),
     Mistake("padding scored", "padding after a cut answer is no response token: leave [PAD] out",
             variant=lambda ids, u, a: assistant_mask(ids, u, a) | ((ids == PAD_ID) & (
                 (ids == a).long().cumsum(1) > 0))),
@@ -113,25 +109,61 @@ Q2_MISTAKES = (
 )
 
 
-# ---------------------------------------------------------------------------- q3 (capstone): the DPO loss
-def check_dpo_loss(ns) -> None:
+# ---------------------------------------------------------------------------- q3 (capstone): the KL per token
+class TableLM(torch.nn.Module):
+    """A language model reduced to a table: the logits at each position are a row chosen by the current token,
+    ``(batch, seq) -> (batch, seq, vocab)``; different tables give different next-token distributions."""
+
+    def __init__(self, table: torch.Tensor) -> None:
+        super().__init__()
+        self.table = torch.nn.Parameter(table)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.table[ids]
+
+
+def kl_cases(draw: Draw) -> list[Case]:
+    """``(policy, reference, ids, mask)``: two table models over one vocabulary, a right-padded batch whose response
+    starts at a drawn position per row; the last case has logits large enough to overflow a naive softmax."""
+    cases = []
+    for what, scale in (("small logits", 1.0), ("ordinary logits", 3.0), ("logits in the hundreds", 300.0)):
+        vocab, rows, seq = draw.integer(8, 20), draw.integer(2, 4), draw.integer(6, 10)
+        ids = draw.randint(7, vocab, (rows, seq))
+        mask = torch.zeros(rows, seq, dtype=torch.bool)
+        for r in range(rows):
+            start, end = draw.integer(2, seq - 3), draw.integer(seq - 2, seq)
+            mask[r, start:end] = True
+            ids[r, end:] = PAD_ID
+        policy, reference = TableLM(draw.randn(vocab, vocab, scale=scale)), TableLM(draw.randn(vocab, vocab,
+                                                                                              scale=scale))
+        cases.append(Case(f"{what}: ids {tuple(ids.shape)}, vocabulary {vocab}, {int(mask[:, 1:].sum())} response "
+                          "positions", (policy, reference, ids, mask)))
+    return cases
+
+
+def check_mean_token_kl(ns) -> None:
     draw = Draw()
-    cases = logprob_cases(draw)
-    check_function(learner_function(ns, "dpo_loss"), dpo_loss, cases, "dpo_loss",
-                   twins=logprob_cases(draw.twin()), probes=cases,
-                   forbidden={"the package's course_utils.losses.dpo_loss": dpo_loss})
+    cases = kl_cases(draw)
+    check_function(learner_function(ns, "mean_token_kl"), mean_token_kl, cases, "mean_token_kl",
+                   twins=kl_cases(draw.twin()), probes=cases, forbidden={
+                       "the package's course_utils.instruct.mean_token_kl": mean_token_kl,
+                       "the package's course_utils.instruct.preference_metrics": preference_metrics})
 
 
 Q3_MISTAKES = (
-    Mistake("beta's sign flipped, or chosen and rejected swapped", "your loss falls as the policy prefers the "
-            "*rejected* answer: the margin is chosen minus rejected, m = (pc − rc) − (pr − rr), and the loss is "
-            "−log σ(+β·m) (flipping β's sign or swapping the two answers gives the same wrong loss)",
-            variant=lambda pc, pr, rc, rr, b: dpo_loss(pr, pc, rr, rc, b)),
-    Mistake("reference left out", "without the reference, the loss only asks for pc > pr and can drift anywhere; "
-            "subtract each reference log-probability from the policy's",
-            variant=lambda pc, pr, rc, rr, b: dpo_loss(pc, pr, torch.zeros_like(rc), torch.zeros_like(rr), b)),
-    Mistake("summed over pairs", "average over the pairs (.mean()), so the loss does not grow with the batch",
-            variant=lambda pc, pr, rc, rr, b: dpo_loss(pc, pr, rc, rr, b) * pc.numel()),
+    Mistake("KL the wrong way round", "you computed KL(reference ‖ policy): the table reports KL(policy ‖ "
+            "reference), the expectation under the *policy's* distribution (weights p_policy, not p_reference)",
+            variant=lambda p, r, ids, mask: mean_token_kl(r, p, ids, mask)),
+    Mistake("mask not shifted", "the logits at position t predict token t + 1: the positions to average are those "
+            "whose *next* token is a response token, mask[:, 1:] against logits of ids[:, :-1]",
+            variant=lambda p, r, ids, mask: mean_token_kl(p, r, ids, torch.cat([mask[:, :1] & False, mask[:, :-1]],
+                                                                                1))),
+    Mistake("prompt positions averaged too", "average over the response positions only (the mask), not over every "
+            "real token: the prompt is the same for both models and dilutes the divergence",
+            variant=lambda p, r, ids, mask: mean_token_kl(p, r, ids, ids != PAD_ID)),
+    Mistake("summed over positions", "average over the response positions (divide by their number), so the value "
+            "does not grow with the batch",
+            variant=lambda p, r, ids, mask: mean_token_kl(p, r, ids, mask) * float(mask[:, 1:].sum())),
 )
 
 # ---------------------------------------------------------------------------- declarations
@@ -162,27 +194,30 @@ q2 = Exercise(
 )
 
 q3 = Exercise(
-    name="Capstone: the DPO loss",
-    variables=("dpo_loss",),
-    checker=check_dpo_loss,
-    hints=("Section 6's formula, one line per quantity: the two log-ratios, the margin, the loss per pair, the mean.",
-           "chosen log-ratio = pc − rc; rejected log-ratio = pr − rr; margin = their difference; per pair: −logsigmoid "
-           "(β·margin) with torch.nn.functional.logsigmoid; return the mean over pairs."),
-    solution=solution_of("lesson11", "dpo_loss"),
+    name="Capstone: how far the policy moved",
+    variables=("mean_token_kl",),
+    checker=check_mean_token_kl,
+    hints=("Both models read ids[:, :-1]; at each position turn each model's logits into log-probabilities over the "
+           "vocabulary, then compare the two distributions, weighting by the policy's.",
+           "log_p = log_softmax(policy(ids[:, :-1]), -1), log_q the same for the reference; per position "
+           "(log_p.exp() * (log_p - log_q)).sum(-1); keep the positions where mask[:, 1:] is True, average, float()."),
+    solution=solution_of("lesson11", "mean_token_kl"),
     mistakes=Q3_MISTAKES,
-    success="Correct! Equal to the package's course_utils.losses.dpo_loss, also where β·m is large enough for "
-            "−log(sigmoid(·)) to overflow.",
+    success="Correct! Equal to the package's course_utils.instruct.mean_token_kl, also where the logits are in the "
+            "hundreds. Swap the two models to measure the other direction: KL is not symmetric.",
     task=(
-        "**Capstone — the DPO loss.** Write `dpo_loss(policy_chosen, policy_rejected, reference_chosen, "
-        "reference_rejected, beta)`. Each of the first four is a float tensor `(n_pairs,)` of sequence "
-        "log-probabilities `log π(y | x)` — the policy's and the frozen reference's, of the chosen and of the "
-        "rejected answer of each pair. Return a scalar tensor: the mean over the pairs of "
-        "`−log σ(β·((policy_chosen − reference_chosen) − (policy_rejected − reference_rejected)))`, and keep it "
-        "finite when `β·margin` is very negative. The package's `dpo_loss` is refused.\n\n"
-        "Checked against the package on random pairs and betas, also scaled ×1000: `q3.check()`. Stuck? "
-        "`q3.hint()`; once you have tried, `q3.solution()` shows it, and "
-        "`from course_utils.losses import dpo_loss` is the package's copy to move on with."),
-    starter=("def dpo_loss(policy_chosen, policy_rejected, reference_chosen, reference_rejected, beta=0.1):\n"
+        "**Capstone — how far did DPO move the model?** The tables above report a *KL per token*; write it. "
+        "`mean_token_kl(policy, reference, ids, mask)`: `policy` and `reference` are language models (a long "
+        "`(batch, seq)` → logits `(batch, seq, vocab)`), `ids` a right-padded `(batch, seq)` chat batch and `mask` "
+        "its bool response mask, as `chat_batch` returns them. Return a Python float in nats: the divergence "
+        "KL(policy ‖ reference) of the two models' next-token distributions, exact over the whole vocabulary, "
+        "averaged over the positions whose next token is a response token; both models read the given ids (teacher "
+        "forcing). It must stay finite for logits in the hundreds. The package's copy is refused.\n\n"
+        "Predict first, then measure with your function on the DPO model of section 6: is KL(reference ‖ policy) "
+        "on the held-out right answers larger or smaller than the table's KL(policy ‖ reference)?\n\n"
+        "Checked on random small models and batches: `q3.check()`. Stuck? `q3.hint()`; once you have tried, "
+        "`q3.solution()` shows it, and `from course_utils.instruct import mean_token_kl` is the package's copy."),
+    starter=("def mean_token_kl(policy, reference, ids, mask):\n"
              "    # your code here\n"
              "    raise NotImplementedError\n"),
 )

@@ -17,20 +17,17 @@ def right(exercise: str, name: str, code: str) -> Alternative:
 
 MASK = lesson11.q1.solution
 WEIGHT = lesson11.q2.solution
-LOSS = lesson11.q3.solution
+KL = lesson11.q3.solution
 
 MISTAKES = [
     q('q1', 'ints instead of bools', plant(MASK, "    return mask", "    return mask.long()"), 'torch.bool'),
     q('q2', 'a float', plant(WEIGHT, "    return torch.sigmoid(-beta * margin)",
                              "    return float(torch.sigmoid(-beta * margin)[0])"), 'torch.Tensor'),
-    q('q3', 'a float', plant(LOSS, "    return -F.logsigmoid(beta * margin).mean()",
-                             "    return -F.logsigmoid(beta * margin).mean().item()"), 'torch.Tensor'),
-    q('q3', 'inputs changed in place', plant(LOSS, "    chosen_log_ratio = policy_chosen - reference_chosen",
-                                             "    chosen_log_ratio = policy_chosen.sub_(reference_chosen)"),
-      'in place'),
-    q('q3', 'log of a sigmoid that rounds to 0', plant(LOSS, "    return -F.logsigmoid(beta * margin).mean()",
-                                                       "    return -torch.log(torch.sigmoid(beta * margin)).mean()"),
-      'numerically stable form'),
+    q('q3', 'a tensor', plant(KL, "        return float(kl[mask[:, 1:]].mean())",
+                              "        return kl[mask[:, 1:]].mean()"), 'float'),
+    q('q3', 'log of a softmax that rounds to 0', plant(
+        KL, "        log_p = F.log_softmax(policy(ids[:, :-1]).float(), dim=-1)",
+        "        log_p = torch.log(torch.softmax(policy(ids[:, :-1]).float(), dim=-1))"), 'nan'),
 ]
 
 ALTERNATIVES = [
@@ -53,6 +50,11 @@ ALTERNATIVES = [
           "    loss = -F.logsigmoid(beta * ((pc - rc) - (pr - rr))).sum()\n"
           "    (grad,) = torch.autograd.grad(loss, pc)\n"
           "    return -grad / beta\n"),
-    right('q3', 'softplus', "def dpo_loss(pc, pr, rc, rr, beta=0.1):\n"
-          "    return F.softplus(-beta * ((pc - rc) - (pr - rr))).mean()\n"),
+    right('q3', 'full logits, sliced after', "@torch.no_grad()\n"
+          "def mean_token_kl(policy, reference, ids, mask):\n"
+          "    p = policy(ids).log_softmax(-1)[:, :-1]\n"
+          "    q = reference(ids).log_softmax(-1)[:, :-1]\n"
+          "    kl = F.kl_div(q, p, log_target=True, reduction='none').sum(-1)\n"
+          "    keep = mask[:, 1:]\n"
+          "    return (kl * keep).sum().item() / keep.sum().item()\n"),
 ]

@@ -27,8 +27,9 @@ def dpo_weight(policy_chosen, policy_rejected, reference_chosen, reference_rejec
     return torch.sigmoid(-beta * margin)     # d(-log sigmoid(z))/dz = -sigmoid(-z), z = beta * margin
 
 
-def dpo_loss(policy_chosen, policy_rejected, reference_chosen, reference_rejected, beta=0.1):
-    chosen_log_ratio = policy_chosen - reference_chosen
-    rejected_log_ratio = policy_rejected - reference_rejected
-    margin = chosen_log_ratio - rejected_log_ratio
-    return -F.logsigmoid(beta * margin).mean()
+def mean_token_kl(policy, reference, ids, mask):
+    with torch.no_grad():
+        log_p = F.log_softmax(policy(ids[:, :-1]).float(), dim=-1)      # (batch, seq - 1, vocab)
+        log_q = F.log_softmax(reference(ids[:, :-1]).float(), dim=-1)
+        kl = (log_p.exp() * (log_p - log_q)).sum(-1)                       # (batch, seq - 1): one KL per position
+        return float(kl[mask[:, 1:]].mean())                               # the positions predicting the response
