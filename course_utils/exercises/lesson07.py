@@ -607,7 +607,7 @@ q2 = Exercise(
     hints=("`leak` changed only the last piece, yet the position just before it moved too. Which query read which "
            "key it should not, and which line decides what a query may read?",
            "keep the colleague's Pre-LN placement (y + sublayer(LN(y))); print their causal mask for tgt_len 4 and "
-           "compare it with section 1's picture: query t may read keys 0..t."),
+           "compare it with section 2's picture: query t may read keys 0..t."),
     solution=solution_of("lesson07", "pre_ln_decoder_layer"),
     mistakes=Q2_MISTAKES,
     success="Correct! Run `leak(pre_ln_decoder_layer)`: every position before the last now moves by 0.",
