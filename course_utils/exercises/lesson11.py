@@ -200,23 +200,24 @@ q3 = Exercise(
     hints=("Both models read ids[:, :-1]; at each position turn each model's logits into log-probabilities over the "
            "vocabulary, then compare the two distributions, weighting by the policy's.",
            "log_p = log_softmax(policy(ids[:, :-1]), -1), log_q the same for the reference; per position "
-           "(log_p.exp() * (log_p - log_q)).sum(-1); keep the positions where mask[:, 1:] is True, average, float()."),
+           "(log_p.exp() * (log_p - log_q)).sum(-1); keep the positions where mask[:, 1:] is True, average, float(); "
+           "all under torch.no_grad(), as a measurement needs no gradient."),
     solution=solution_of("lesson11", "mean_token_kl"),
     mistakes=Q3_MISTAKES,
     success="Correct! Equal to the package's course_utils.instruct.mean_token_kl, also where the logits are in the "
             "hundreds. Swap the two models to measure the other direction: KL is not symmetric.",
     task=(
-        "**Capstone — how far did DPO move the model?** The tables above report a *KL per token*; write it. "
-        "`mean_token_kl(policy, reference, ids, mask)`: `policy` and `reference` are language models (a long "
+        "### Capstone — how far did DPO move the model?\n\nThe tables above report a *KL per token*; write it. "
+        "`mean_token_kl(policy, reference, ids, mask)`: `policy` and `reference` are language models (a LongTensor "
         "`(batch, seq)` → logits `(batch, seq, vocab)`), `ids` a right-padded `(batch, seq)` chat batch and `mask` "
         "its bool response mask, as `chat_batch` returns them. Return a Python float in nats: the divergence "
         "KL(policy ‖ reference) of the two models' next-token distributions, exact over the whole vocabulary, "
         "averaged over the positions whose next token is a response token; both models read the given ids (teacher "
-        "forcing). It must stay finite for logits in the hundreds. The package's copy is refused.\n\n"
+        "forcing). It must stay finite for logits in the hundreds.\n\n"
         "Predict first, then measure with your function on the DPO model of section 6: is KL(reference ‖ policy) "
         "on the held-out right answers larger or smaller than the table's KL(policy ‖ reference)?\n\n"
-        "Checked on random small models and batches: `q3.check()`. Stuck? `q3.hint()`; once you have tried, "
-        "`q3.solution()` shows it, and `from course_utils.instruct import mean_token_kl` is the package's copy."),
+        "Stuck? `q3.hint()`; once you have tried, `q3.solution()` shows it, as does "
+        "`from course_utils.instruct import mean_token_kl`."),
     starter=("def mean_token_kl(policy, reference, ids, mask):\n"
              "    # your code here\n"
              "    raise NotImplementedError\n"),
