@@ -350,7 +350,8 @@ Q3_MISTAKES = (
     Mistake("positions from 0", "the new tokens are rotated as positions 0, 1, … at every step: after cache.length "
             "cached tokens they sit at cache.length, cache.length + 1, …", variant(positions="from 0")),
     Mistake("causal mask not offset", "each new query must see every cached key and the new ones up to itself: "
-            "torch.ones(new, past + new, dtype=torch.bool).tril(past), not .tril()", variant(mask="not offset")),
+            "a mask aligned top-left (is_causal=True, or .tril()) hides cached keys; shift it by the cache length, "
+            "torch.ones(new, past + new, dtype=torch.bool).tril(past)", variant(mask="not offset")),
     Mistake("no mask", "with several new tokens the first one sees those after it: mask the scores with "
             "torch.ones(new, past + new, dtype=torch.bool).tril(past)", variant(mask="none")),
     Mistake("K/V heads repeated before caching", "the cache holds every query head's copy: cache the n_kv_heads "
