@@ -174,16 +174,21 @@ def check_rotate_new(ns) -> None:
                                   "colleague's code gives: print its positions, torch.arange(cache_length - new, "
                                   "cache_length), for the prompt (cache_length 0, 12 new tokens) and for the first "
                                   "generated token (cache_length 12, 1 new token).")
-    reason = ns.get("step0_reason")
-    reason = reason.strip().lower() if isinstance(reason, str) else reason
-    if reason not in ("a", "b", "c"):
-        raise ExerciseFailure("your positions are right; now set `step0_reason` to 'a', 'b' or 'c': why step 0 is "
-                              "exact all the same.")
-    if reason != "b":
-        raise ExerciseFailure({"a": "`step0_reason` = 'a': the prompt sat at −12 … −1 (you wrote that down), not at "
-                                    "its true positions 0 … 11; what in the scores was right all the same?",
-                               "c": "`step0_reason` = 'c': the colleague's code rotates at step 0 too, at the "
-                                    "positions you wrote down; what does a RoPE score depend on?"}[reason])
+    offsets = ns.get("prompt_offsets")         # why step 0 is exact: the offsets m − n its last query sees
+    offsets = offsets.tolist() if isinstance(offsets, torch.Tensor) else offsets
+    if not isinstance(offsets, (list, tuple, range, set)) or offsets == ...:
+        raise ExerciseFailure("your positions are right; now set `prompt_offsets` to a list: the offsets m − n the "
+                              "prompt's last token sees in the colleague's code, from its position m to each key's n.")
+    offsets = sorted(offsets)
+    if offsets == list(range(-11, 1)):
+        raise ExerciseFailure("`prompt_offsets` holds n − m (key minus query); the offset is the query's position "
+                              "m minus the key's n.")
+    if offsets == list(range(-12, 0)):
+        raise ExerciseFailure("`prompt_offsets` holds the prompt's positions; the offsets are the last query's "
+                              "position m minus each visible key's n.")
+    if offsets != list(range(12)):
+        raise ExerciseFailure(f"`prompt_offsets` = {ns.get('prompt_offsets')!r} is not what the prompt's last token "
+                              "sees: its position m minus the position n of each key it attends to (itself included).")
 
 
 Q2_MISTAKES = (
@@ -404,7 +409,7 @@ q2 = Exercise(
            "attention then see, and which would a full pass see?",
            "The cache holds cache_length tokens at positions 0 … cache_length − 1 before the new ones arrive; the "
            "new ones follow them, one position each (q's sequence axis); rotate both q and k there, with `base`."),
-    solution=solution_of("lesson09", "prompt_positions", "first_token_position", "step0_reason", "rotate_new"),
+    solution=solution_of("lesson09", "prompt_positions", "first_token_position", "prompt_offsets", "rotate_new"),
     mistakes=Q2_MISTAKES,
     success="Correct! The colleague's code put the page's 12-token prompt at positions −12 … −1: every offset inside "
             "the prompt was right, so step 0 was exact (RoPE sees only m − n). The first generated token then went "

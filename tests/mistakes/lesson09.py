@@ -37,9 +37,13 @@ MISTAKES = [
                                                            "measure_gqa(1)[0] / measure_gqa(8)[0]"),
       'not the fraction of the parameters saved'),
     # q2: RoPE after a cache
-    q('q2', 'step 0 exact because the positions are right',
-      plant(ROTATE, 'step0_reason = "b"', 'step0_reason = "a"'), 'not at its true positions'),
-    q('q2', 'no reason given', plant(ROTATE, 'step0_reason = "b"', 'step0_reason = ...'), "'a', 'b' or 'c'"),
+    q('q2', 'offsets as key minus query', plant(ROTATE, 'prompt_offsets = list(range(12))',
+                                                'prompt_offsets = list(range(-11, 1))'), 'holds n − m'),
+    q('q2', 'positions given as offsets', plant(ROTATE, 'prompt_offsets = list(range(12))',
+                                                'prompt_offsets = list(range(-12, 0))'),
+      "holds the prompt's positions"),
+    q('q2', 'no offsets given', plant(ROTATE, 'prompt_offsets = list(range(12))', 'prompt_offsets = ...'),
+      'now set `prompt_offsets`'),
     q('q2', 'one tensor returned', plant(ROTATE, "    return apply_rotary(q, k, positions, base)",
                                          "    return apply_rotary(q, k, positions, base)[0]"), 'tuple of 2'),
     q('q2', 'positions as floats', plant(ROTATE, "torch.arange(cache_length, cache_length + q.size(-2))",
@@ -96,7 +100,7 @@ ALTERNATIVES = [
           "measured_parameter_fraction = (params8 - params1) / params8\n"
           "measured_cache_fraction = torch.tensor((cache8 - cache1) / cache8)\n"),
     right('q2', "the page's rope written out", "prompt_positions = list(range(-12, 0))\nfirst_token_position = 11\n"
-          "step0_reason = 'b'\n\n"
+          "prompt_offsets = [11 - k for k in range(12)]\n\n"
           "def rotate_new(q, k, cache_length, base=10000.0):\n"
           "    def rope(x, positions):\n"
           "        d = x.size(-1)\n"
@@ -108,7 +112,7 @@ ALTERNATIVES = [
           "    positions = cache_length + torch.arange(q.size(-2))\n"
           "    return rope(q, positions), rope(k, positions)\n"),
     right('q2', 'complex numbers', "prompt_positions = torch.arange(-12, 0)\nfirst_token_position = (11,)\n"
-          "step0_reason = ' B '\n\n"
+          "prompt_offsets = torch.arange(12)\n\n"
           "def rotate_new(q, k, cache_length, base=10000.0):\n"
           "    def turn(x):\n"
           "        half = x.size(-1) // 2\n"

@@ -31,7 +31,7 @@ measured_cache_fraction = 1 - measure_gqa(1)[0] / measure_gqa(8)[0]       # 0.87
 
 prompt_positions = list(range(-12, 0))    # the colleague's: arange(0 - 12, 0); offsets inside the prompt are right
 first_token_position = 11                 # arange(12 - 1, 12): its offsets to the cached keys 11 too large
-step0_reason = "b"                        # offsets inside the prompt are right; RoPE sees only m - n
+prompt_offsets = list(range(12))          # -1 - (-12 ... -1): as in a full pass, so step 0 is exact
 
 
 def rotate_new(q, k, cache_length, base=10000.0):
