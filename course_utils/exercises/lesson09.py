@@ -65,8 +65,7 @@ def check_measure(ns) -> None:
         raise ExerciseFailure(f"your measurement is right; now `{name}` should hold a fraction between 0 and 1: "
                               "what you predicted, before measuring, that 1 K/V head instead of 8 saves "
                               "(any honest prediction is accepted).")
-    for name, index, what in (("measured_parameter_fraction", 1, "parameters"), ("measured_cache_fraction", 0,
-                                                                                  "cache bytes")):
+    for name, index, what in (("measured_parameter_fraction", 1, "parameters"),):
         value, truth = as_fraction(ns.get(name)), 1 - measured(1)[index] / measured(8)[index]
         if value is not None and abs(value - (1 - truth)) < 0.002 and abs(truth - 0.5) > 0.01:
             raise ExerciseFailure(f"`{name}` = {value:.3f} is the fraction of the {what} that 1 K/V head keeps; "
@@ -78,6 +77,31 @@ def check_measure(ns) -> None:
             raise ExerciseFailure(f"your measure_gqa is right, but `{name}` is not the fraction of the {what} "
                                   f"saved: compute it from measure_gqa(8) and measure_gqa(1), as 1 − (with 1 head) "
                                   "/ (with 8 heads)")
+    check_large_saving(ns.get("large_parameters_saved", ...))
+
+
+LARGE = dict(d_model=4096, n_heads=32, d_head=128, n_layers=32, n_kv_heads=8)     # q1's transfer: too large to build
+
+
+def check_large_saving(value: Any) -> None:
+    """The transfer of q1: the parameters that 8 K/V heads instead of 32 save in a model of LARGE's sizes."""
+    per_matrix = LARGE["d_model"] * (LARGE["n_heads"] - LARGE["n_kv_heads"]) * LARGE["d_head"]
+    truth = 2 * LARGE["n_layers"] * per_matrix
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        value = value.item()
+    if value is ... or value is None:
+        raise ExerciseFailure("your measurements are right; now set `large_parameters_saved`: the parameters that 8 "
+                              "K/V heads instead of 32 save in the large model, counted by hand.")
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise ExerciseFailure(f"`large_parameters_saved` should be a whole number of parameters, got {value!r}.")
+    kept = 2 * LARGE["n_layers"] * LARGE["d_model"] * LARGE["n_kv_heads"] * LARGE["d_head"]
+    slips = {truth // 2: "that is one of W_K and W_V; both shrink with the K/V heads",
+             truth // LARGE["n_layers"]: "that is one layer; the model has 32",
+             kept: "that is what W_K and W_V keep with 8 K/V heads; the task asks what they save against 32"}
+    if value != truth:
+        raise ExerciseFailure(f"`large_parameters_saved` = {value:,}: " + slips.get(
+            value, "not the saving: in each layer, W_K and W_V map d_model to (K/V heads × d_head); compare 32 "
+                   "K/V heads with 8"))
 
 
 def as_fraction(value: Any) -> float | None:
@@ -391,7 +415,7 @@ q1 = Exercise(
            "model with that cache, under torch.no_grad(); 4. return the cache's nbytes and count_parameters of the "
            "model. Each fraction saved: 1 − (value with 1 head) / (value with 8 heads)."),
     solution=solution_of("lesson09", "predicted_parameter_fraction", "measure_gqa", "measured_parameter_fraction",
-                         "measured_cache_fraction"),
+                         "large_parameters_saved"),
     mistakes=Q1_MISTAKES,
     success="Correct! Compare with your prediction: one K/V head instead of eight cuts the cache by 7/8 (87.5 %) "
             "but the parameters by only 6 %. Only W_K and W_V depend on h_kv (64 × 64 each at 8 heads, 64 × 8 at 1, "

@@ -28,11 +28,12 @@ MISTAKES = [
       'between 0 and 1'),
     q('q1', 'the parameter fraction kept, not saved', plant(MEASURE, "measured_parameter_fraction = 1 - ",
                                                             "measured_parameter_fraction = "), '1 − kept'),
-    q('q1', 'the cache fraction kept, not saved', plant(MEASURE, "measured_cache_fraction = 1 - ",
-                                                        "measured_cache_fraction = "), '1 − kept'),
-    q('q1', 'cache fraction not set', plant(
-        MEASURE, "measured_cache_fraction = 1 - measure_gqa(1)[0] / measure_gqa(8)[0]",
-        "measured_cache_fraction = ..."), 'now set'),
+    q('q1', 'large model: one layer only', plant(MEASURE, "large_parameters_saved = 32 * 2",
+                                                 "large_parameters_saved = 2"), 'that is one layer'),
+    q('q1', 'large model: what is kept', plant(MEASURE, "(32 - 8) * 128", "8 * 128"), 'what W_K and W_V keep'),
+    q('q1', 'large saving not set', plant(
+        MEASURE, "large_parameters_saved = 32 * 2 * 4096 * (32 - 8) * 128",
+        "large_parameters_saved = ..."), 'now set'),
     q('q1', 'cache and parameter fractions swapped', plant(MEASURE, "measure_gqa(1)[1] / measure_gqa(8)[1]",
                                                            "measure_gqa(1)[0] / measure_gqa(8)[0]"),
       'not the fraction of the parameters saved'),
@@ -98,7 +99,7 @@ ALTERNATIVES = [
           "    return size, sum(p.numel() for p in model.parameters())\n\n"
           "(cache8, params8), (cache1, params1) = measure_gqa(8), measure_gqa(1)\n"
           "measured_parameter_fraction = (params8 - params1) / params8\n"
-          "measured_cache_fraction = torch.tensor((cache8 - cache1) / cache8)\n"),
+          "large_parameters_saved = torch.tensor(805_306_368)\n"),
     right('q2', "the page's rope written out", "prompt_positions = list(range(-12, 0))\nfirst_token_position = 11\n"
           "prompt_offsets = [11 - k for k in range(12)]\n\n"
           "def rotate_new(q, k, cache_length, base=10000.0):\n"

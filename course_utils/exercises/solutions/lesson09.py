@@ -26,7 +26,7 @@ def measure_gqa(n_kv_heads):
 
 
 measured_parameter_fraction = 1 - measure_gqa(1)[1] / measure_gqa(8)[1]   # 0.061
-measured_cache_fraction = 1 - measure_gqa(1)[0] / measure_gqa(8)[0]       # 0.875
+large_parameters_saved = 32 * 2 * 4096 * (32 - 8) * 128   # layers · (W_K, W_V) · d_model · heads saved · d_head
 
 
 prompt_positions = list(range(-12, 0))    # the colleague's: arange(0 - 12, 0); offsets inside the prompt are right
