@@ -118,7 +118,7 @@ def merge_from_the_right(ids, pair, new_id):
 
 def train_with(texts, n_merges, weighted=True, split=True, ties="rule", first_merge=263, first_byte=7,
                stop=True, recount=True, utf8=True, none_left=True):
-    """The recipe of exercise 3, with one step done wrong where a flag says so."""
+    """The recipe of exercise 2, with one step done wrong where a flag says so."""
     word_counts = Counter(w for t in texts for w in (split_words(t) if split else [t]))
     words = {w: [first_byte + b for b in w.encode("utf-8")] if utf8 else [first_byte + ord(c) for c in w]
              for w in word_counts}
@@ -145,7 +145,7 @@ def train_with(texts, n_merges, weighted=True, split=True, ties="rule", first_me
 
 
 def encode_with(text, merges, first_merge=263, first_byte=7, utf8=True, order=1, keep_going=True):
-    """The recipe of exercise 4, with one step done wrong where a flag says so."""
+    """The recipe of exercise 3, with one step done wrong where a flag says so."""
     ids = []
     for word in split_words(text):
         word_ids = [first_byte + b for b in word.encode("utf-8")] if utf8 else [first_byte + ord(c) for c in word]
