@@ -38,6 +38,7 @@ from .tokenization import BPETokenizer, add_special_tokens
 from .training import fit
 
 CHECKPOINT_DIR = Path(__file__).parent / "checkpoints" / "mlm"
+SEED_RUNS = Path(__file__).resolve().parent.parent / "benchmarks" / "mlm_seeds.json"
 HELD_OUT_FRACTION, SPLIT_SEED = 0.1, 0   # lesson 06's split: the checkpoint never sees its held-out sentences
 
 
@@ -125,6 +126,12 @@ def train_checkpoint(recipe: CheckpointRecipe, out_dir: Path, log=print) -> dict
     (out_dir / "meta.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     log(json.dumps(meta["metrics"]))
     return meta
+
+
+def stored_seed_runs(path: str | Path = SEED_RUNS) -> dict:
+    """Lesson 06's live recipe trained for seeds 0-2 (``benchmarks/mlm_seeds.py``): each seed's held-out curve and
+    neighbour-probe rows, with the torch version, threads and corpus fingerprint of the run."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
 def load_mlm_checkpoint(folder: str | Path = CHECKPOINT_DIR):
