@@ -11,9 +11,9 @@ Its floors, each importing only from the floors below: the ground (``errors``, `
 ``config``, ``runtime``, ``small_loop``, ``lesson_times``); blocks (``embedding``, ``positional``, ``attention``,
 ``kv_cache``, ``modern``, ``layers``, ``memory``); models (``models``, ``language_model``, ``reference``,
 ``interop``); text and data (``tokenization``, ``data``); the loop (``losses``, ``training``, ``decoding``, ``mlm``,
-``ngram``, ``distributed``, ``mlm_transfer``); recipes and commands (``tasks``, ``train``, ``ablation``,
-``mlm_checkpoint``); pictures (``plotting``, ``diagrams``, ``widgets``); teaching (``exercises``); the classroom
-(``classroom``).
+``ngram``, ``distributed``, ``mlm_transfer``, ``instruct``); recipes and commands (``tasks``, ``train``,
+``ablation``, ``mlm_checkpoint``, ``gpt_checkpoint``); pictures (``plotting``, ``diagrams``, ``widgets``); teaching
+(``exercises``); the classroom (``classroom``).
 """
 from .attention import MultiHeadAttention, capture_attention, scaled_dot_product_attention
 from .config import TransformerConfig, count_parameters

@@ -201,9 +201,17 @@ def _is_placeholder_statement(statement: ast.stmt, variables: set[str]) -> bool:
 
 
 def is_answer_cell(source: str, variables: tuple[str, ...]) -> bool:
-    """True for the course's untouched answer cell of an exercise: every statement is a placeholder for it."""
+    """True for the course's untouched answer cell of an exercise: every statement is a placeholder (``name = ...``,
+    or a def/class whose body raises NotImplementedError), one of them for the exercise's own names; the others are
+    the predictions its check reads beside them."""
     tree = parse_cell(source)
-    return bool(tree and tree.body) and all(_is_placeholder_statement(s, set(variables)) for s in tree.body)
+    if not (tree and tree.body):
+        return False
+    names = {target.id for s in tree.body if isinstance(s, ast.Assign) for target in s.targets
+             if isinstance(target, ast.Name)}
+    names |= {s.name for s in tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))}
+    return (all(_is_placeholder_statement(s, names) for s in tree.body)
+            and any(_is_placeholder_statement(s, set(variables)) for s in tree.body))
 
 
 def answer_cells(notebook, lesson: str) -> dict[str, int]:
