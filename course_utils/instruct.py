@@ -37,7 +37,7 @@ from .errors import CourseTypeError, CourseValueError
 from .language_model import DecoderOnlyLM
 from .losses import dpo_batch_loss_sum, response_logprobs, response_loss
 from .tokenization import BOS_ID, EOS_ID, PAD_ID, BPETokenizer
-from .training import make_optimizer, make_scheduler
+from .training import make_optimizer, make_scheduler, train_one_epoch
 from .validation import check_int, check_module, check_positive_int, check_real, check_str, describe
 
 BASE_DIR = Path(__file__).parent / "checkpoints" / "gpt"
@@ -344,19 +344,11 @@ def train_sft(model: nn.Module, tokenizer: ChatTokenizer, examples, steps: int, 
     examples = check_training(model, examples, steps, batch_size, lr, seed)
     optimizer = make_optimizer(model, lr=lr, weight_decay=0.0)
     scheduler = make_scheduler(optimizer, min(warmup_steps, steps - 1), steps, "cosine")
-    losses = []
-    model.train()
-    for rows in batch_draws(len(examples), steps, batch_size, seed):
-        ids, mask = chat_batch(tokenizer, [examples[i] for i in rows])
-        if not response_only:
-            mask = ids != PAD_ID
-        loss = response_loss(model, (ids, mask))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        losses.append(loss.item())
+    batches = [chat_batch(tokenizer, [examples[i] for i in rows])
+               for rows in batch_draws(len(examples), steps, batch_size, seed)]
+    if not response_only:
+        batches = [(ids, ids != PAD_ID) for ids, _ in batches]
+    losses = train_one_epoch(model, batches, response_loss, optimizer, scheduler, clip_norm=1.0)  # lesson 05's loop
     model.eval()
     return losses
 
@@ -379,18 +371,15 @@ def train_dpo(policy: nn.Module, tokenizer: ChatTokenizer, triples, steps: int, 
     reference = frozen_copy(policy)
     optimizer = make_optimizer(policy, lr=lr, weight_decay=0.0)
     scheduler = make_scheduler(optimizer, min(warmup_steps, steps - 1), steps, "cosine")
-    losses = []
-    policy.train()
-    for rows in batch_draws(len(triples), steps, batch_size, seed):
-        ids, mask = preference_batch(tokenizer, [triples[i] for i in rows])
+    batches = [preference_batch(tokenizer, [triples[i] for i in rows])
+               for rows in batch_draws(len(triples), steps, batch_size, seed)]
+
+    def pair_loss(model: nn.Module, batch) -> torch.Tensor:
+        ids, mask = batch
         with torch.no_grad():
             reference_logps = response_logprobs(reference, (ids, mask))
-        loss = dpo_batch_loss_sum(policy, (ids, mask, reference_logps), beta) / len(rows)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        losses.append(loss.item())
+        return dpo_batch_loss_sum(model, (ids, mask, reference_logps), beta) / (len(ids) // 2)
+
+    losses = train_one_epoch(policy, batches, pair_loss, optimizer, scheduler, clip_norm=1.0)  # lesson 05's loop
     policy.eval()
     return reference, losses
