@@ -38,17 +38,32 @@ from .language_model import DecoderOnlyLM
 from .losses import dpo_batch_loss_sum, response_logprobs, response_loss
 from .tokenization import BOS_ID, EOS_ID, PAD_ID, BPETokenizer
 from .training import make_optimizer, make_scheduler, train_one_epoch
-from .validation import check_int, check_module, check_positive_int, check_real, check_str, describe
+from .validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_module,
+    check_non_negative_int,
+    check_positive_int,
+    check_real,
+    check_str,
+    check_str_list,
+    check_str_tuples,
+    check_token_ids,
+    describe,
+    is_int,
+)
 
 BASE_DIR = Path(__file__).parent / "checkpoints" / "gpt"
 SEED_RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "instruct_seeds.json"
 USER, ASSISTANT = "<|user|>", "<|assistant|>"
+SPLITS = ("train", "validation", "test")
 
 
 # ------------------------------------------------------------------------------------------- the base model
 def load_base_gpt(folder: str | Path = BASE_DIR):
     """``(model, tokenizer, meta)`` of the shipped base GPT (weights-only load, eval mode)."""
-    folder = Path(folder)
+    folder = check_existing("folder", folder, ("meta.json", "model.pt", "tokenizer.json"))
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     model = DecoderOnlyLM(TransformerConfig(**meta["config"]))
     model.load_state_dict(torch.load(folder / "model.pt", weights_only=True))
@@ -58,7 +73,19 @@ def load_base_gpt(folder: str | Path = BASE_DIR):
 
 def seed_results(path: str | Path = SEED_RESULTS) -> dict:
     """The stored results of lesson 11's runs over seeds 0-2 (written by ``benchmarks/instruct_seeds.py``)."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    return json.loads(check_existing("path", path).read_text(encoding="utf-8"))
+
+
+def check_existing(name: str, path: object, files: tuple[str, ...] = ()) -> Path:
+    """``path`` as a :class:`~pathlib.Path` to an existing file, or (with ``files``) a folder holding them."""
+    if not isinstance(path, (str, Path)) or str(path) == "":
+        raise CourseTypeError(f"{name} must be a str or pathlib.Path, got {describe(path)}")
+    path = Path(path)
+    missing = [f for f in files if not (path / f).is_file()] if files else [] if path.is_file() else [path.name]
+    if missing:
+        raise CourseValueError(f"{name}={str(path)!r} lacks {missing}; pass the path the default points to, or "
+                               "leave the argument out")
+    return path
 
 
 # ------------------------------------------------------------------------------------------- chat template
@@ -79,9 +106,21 @@ class ChatTokenizer:
     def encode(self, text: str) -> list[int]:
         return self.base.encode(check_str("text", text))
 
+    def check_ids(self, ids: object) -> list[int]:
+        """``ids`` (a list of ints or a 1-D integer tensor) as a list of ids of this tokenizer."""
+        if isinstance(ids, torch.Tensor) and ids.dim() == 1 and not (ids.is_floating_point() or ids.is_complex()
+                                                                     or ids.dtype == torch.bool):
+            ids = ids.tolist()
+        if not isinstance(ids, (list, tuple)) or not all(is_int(i) for i in ids):
+            raise CourseTypeError(f"ids must be a list of int token ids or a 1-D integer tensor, got {describe(ids)}")
+        if any(not 0 <= i < self.vocab_size for i in ids):
+            raise CourseValueError(f"ids must lie in [0, {self.vocab_size}) (this chat tokenizer's vocabulary), got "
+                                   f"{[i for i in ids if not 0 <= i < self.vocab_size][:3]}")
+        return [int(i) for i in ids]
+
     def decode(self, ids) -> str:
         """Text of ``ids`` with every special token (the chat tokens too) left out."""
-        return self.base.decode([int(i) for i in ids if int(i) < self.base.vocab_size])
+        return self.base.decode([i for i in self.check_ids(ids) if i < self.base.vocab_size])
 
     def prompt_ids(self, question: str) -> list[int]:
         """``[BOS] <|user|> question <|assistant|>``: what the model reads before it answers."""
@@ -95,7 +134,7 @@ class ChatTokenizer:
     def render(self, ids) -> str:
         """``ids`` as text with the special tokens shown by name (to read a template)."""
         names = {BOS_ID: "[BOS]", EOS_ID: "[EOS]", PAD_ID: "[PAD]", self.user_id: USER, self.assistant_id: ASSISTANT}
-        return "".join(names[i] if i in names else self.base.decode([i]) for i in map(int, ids))
+        return "".join(names[i] if i in names else self.base.decode([i]) for i in self.check_ids(ids))
 
 
 def grow_vocabulary(model: DecoderOnlyLM, n_new: int) -> DecoderOnlyLM:
@@ -120,20 +159,15 @@ def chat_batch(tokenizer: ChatTokenizer, examples, max_len: int | None = None) -
     """``(ids, response_mask)``, both ``(batch, longest)``: each ``(question, answer)`` of ``examples`` in the chat
     template, right-padded with [PAD]; ``response_mask`` is True at the answer's tokens and its [EOS] (the only
     targets the fine-tuning loss scores). ``max_len``: refuse longer examples (the model's context + 1)."""
-    if not isinstance(tokenizer, ChatTokenizer):
-        raise CourseTypeError(f"tokenizer must be a ChatTokenizer, got {describe(tokenizer)}")
-    examples = list(examples)
-    if not examples:
-        raise CourseValueError("examples is empty; pass at least one (question, answer) pair")
-    encoded = []
-    for i, example in enumerate(examples):
-        if not isinstance(example, (tuple, list)) or len(example) != 2:
-            raise CourseTypeError(f"examples[{i}] must be a (question, answer) pair of str, got {describe(example)}")
-        encoded.append(tokenizer.chat_ids(*example))
+    check_module("tokenizer", tokenizer, ChatTokenizer)
+    if max_len is not None:
+        check_positive_int("max_len", max_len)
+    examples = check_str_tuples("examples", examples, ("question", "answer"))
+    encoded = [tokenizer.chat_ids(*example) for example in examples]
     longest = max(len(ids) for ids, _ in encoded)
     if max_len is not None and longest > max_len:
         raise CourseValueError(f"an example has {longest} ids, more than max_len={max_len}; drop it (see "
-                               "fits_context) or use a model with a longer context")
+                               "fitting_pairs) or use a model with a longer context")
     ids = torch.full((len(encoded), longest), PAD_ID, dtype=torch.long)
     mask = torch.zeros(len(encoded), longest, dtype=torch.bool)
     for row, (sequence, n_prompt) in enumerate(encoded):
@@ -147,6 +181,9 @@ def assistant_mask(ids: torch.Tensor, user_id: int, assistant_id: int, eos_id: i
     """Bool ``(batch, seq)``: True at every assistant turn's tokens of a (multi-turn) conversation — from the token
     after each ``<|assistant|>`` up to and including the [EOS] that ends the turn; False on the chat tokens, the user
     turns and padding (lesson 11, exercise 1)."""
+    check_token_ids(ids, torch.iinfo(torch.long).max, name="ids")
+    for name, value in (("user_id", user_id), ("assistant_id", assistant_id), ("eos_id", eos_id), ("pad_id", pad_id)):
+        check_non_negative_int(name, value)
     mask = torch.zeros(ids.shape, dtype=torch.bool)
     for row, tokens in enumerate(ids.tolist()):
         inside = False
@@ -165,6 +202,10 @@ def fitting_pairs(pairs, tokenizer: ChatTokenizer, max_len: int, max_question: i
     """The QA pairs whose question has at most ``max_question`` ids and whose answer at most
     ``max_len - 3 - max_question``: then *any* question with *any* answer fits the template in ``max_len + 1``
     ids (the model reads ``max_len``), distractors included."""
+    from .data.stdlib_qa import check_qa_pairs
+
+    pairs = check_qa_pairs(pairs)
+    check_module("tokenizer", tokenizer, ChatTokenizer)
     check_positive_int("max_len", max_len)
     check_positive_int("max_question", max_question)
     max_answer = max_len - 3 - max_question
@@ -177,7 +218,7 @@ def fitting_pairs(pairs, tokenizer: ChatTokenizer, max_len: int, max_question: i
 def preference_batch(tokenizer: ChatTokenizer, triples) -> tuple[torch.Tensor, torch.Tensor]:
     """``(ids, response_mask)`` of ``(question, chosen, rejected)`` triples: the chosen rows first, then the
     rejected rows in the same order (:func:`course_utils.losses.dpo_batch_loss_sum` reads them in halves)."""
-    triples = list(triples)
+    triples = check_str_tuples("triples", triples, ("question", "chosen", "rejected"))
     return chat_batch(tokenizer, [(q, c) for q, c, _ in triples] + [(q, r) for q, _, r in triples])
 
 
@@ -194,7 +235,7 @@ class InstructData:
     prose: dict
 
     def examples(self, split: str = "train") -> list[tuple[str, str]]:
-        return [(pair.question, pair.answer) for pair in getattr(self, split)]
+        return [(pair.question, pair.answer) for pair in getattr(self, check_choice("split", split, SPLITS))]
 
 
 def load_instruct_data(tokenizer: ChatTokenizer, max_len: int = 64, max_question: int = 24,
@@ -202,9 +243,9 @@ def load_instruct_data(tokenizer: ChatTokenizer, max_len: int = 64, max_question
     """The stdlib QA split (by module, ``seed``) for ``tokenizer`` and a context of ``max_len``."""
     from .data.stdlib_qa import load_stdlib_qa, prose_pool, sibling_pool
 
+    check_module("tokenizer", tokenizer, ChatTokenizer)
     split = load_stdlib_qa(seed=seed)
-    parts = [fitting_pairs(getattr(split, name), tokenizer, max_len, max_question)
-             for name in ("train", "validation", "test")]
+    parts = [fitting_pairs(getattr(split, name), tokenizer, max_len, max_question) for name in SPLITS]
     max_answer = max_len - 3 - max_question
     prose = {module: [s for s in sentences if len(tokenizer.encode(s)) <= max_answer]
              for module, sentences in prose_pool().items()}
@@ -215,8 +256,10 @@ def load_instruct_data(tokenizer: ChatTokenizer, max_len: int = 64, max_question
 @torch.no_grad()
 def response_scores(model: nn.Module, tokenizer: ChatTokenizer, examples, batch_size: int = 256) -> torch.Tensor:
     """``(n,)`` log-probability of each ``(question, answer)``'s answer (and [EOS]) given its prompt."""
+    check_module("model", model)
+    check_module("tokenizer", tokenizer, ChatTokenizer)
     check_positive_int("batch_size", batch_size)
-    examples = list(examples)
+    examples = check_str_tuples("examples", examples, ("question", "answer"))
     was_training = model.training
     model.eval()
     order = sorted(range(len(examples)), key=lambda i: len(examples[i][0]) + len(examples[i][1]))
@@ -230,22 +273,37 @@ def response_scores(model: nn.Module, tokenizer: ChatTokenizer, examples, batch_
 
 def choice_accuracy(model: nn.Module, tokenizer: ChatTokenizer, items) -> float:
     """Share of ``(question, options, right)`` items whose right option gets the highest log-probability."""
-    items = list(items)
-    if not items:
-        raise CourseValueError("items is empty; build them with course_utils.data.stdlib_qa.choice_items")
+    items = check_choice_items(items)
     n_options = len(items[0][1])
-    if any(len(options) != n_options for _, options, _ in items):
-        raise CourseValueError("every item needs the same number of options")
     scores = response_scores(model, tokenizer, [(q, option) for q, options, _ in items for option in options])
     picked = scores.view(len(items), n_options).argmax(dim=1)
     return float((picked == torch.tensor([right for _, _, right in items])).float().mean())
 
 
+def check_choice_items(items: object) -> list:
+    """``items`` as a non-empty list of ``(question, options, right)``: a str, a list of at least two str (as many
+    in every item) and the index of the right one."""
+    fix = "build them with course_utils.data.stdlib_qa.choice_items"
+    if isinstance(items, (str, bytes, dict, torch.Tensor)) or not isinstance(items, (list, tuple)) or not items:
+        raise CourseTypeError(f"items must be a non-empty list of (question, options, right) tuples, got "
+                              f"{describe(items)}; {fix}")
+    for i, item in enumerate(items):
+        if not (isinstance(item, (tuple, list)) and len(item) == 3 and isinstance(item[0], str)
+                and isinstance(item[1], (list, tuple)) and len(item[1]) == len(items[0][1]) >= 2
+                and all(isinstance(o, str) for o in item[1]) and is_int(item[2]) and 0 <= item[2] < len(item[1])):
+            raise CourseValueError(f"items[{i}] must be (question, options, right): a str, a list of at least two "
+                                   f"str (as many as items[0] has) and the right option's index, got "
+                                   f"{describe(item)}; {fix}")
+    return list(items)
+
+
 @torch.no_grad()
 def greedy_answers(model: DecoderOnlyLM, tokenizer: ChatTokenizer, questions, max_new_tokens: int = 40) -> list[str]:
     """The model's greedy answer to each question (prompts of equal length decoded together, stop at [EOS])."""
+    check_module("model", model, DecoderOnlyLM)
+    check_module("tokenizer", tokenizer, ChatTokenizer)
     check_positive_int("max_new_tokens", max_new_tokens)
-    prompts = [tokenizer.prompt_ids(check_str("question", q)) for q in questions]
+    prompts = [tokenizer.prompt_ids(q) for q in check_str_list("questions", questions)]
     answers: list[str] = [""] * len(prompts)
     by_length: dict[int, list[int]] = {}
     for i, prompt in enumerate(prompts):
@@ -266,6 +324,7 @@ def chrf(hypotheses: list[str], references: list[str]) -> float:
     """Corpus chrF (character n-gram F-score, 0–100) of ``hypotheses`` against one reference each (sacrebleu)."""
     import sacrebleu
 
+    hypotheses, references = check_str_list("hypotheses", hypotheses), check_str_list("references", references)
     if len(hypotheses) != len(references) or not hypotheses:
         raise CourseValueError(f"chrf needs one reference per hypothesis, got {len(hypotheses)} hypotheses and "
                                f"{len(references)} references")
@@ -289,8 +348,11 @@ def preference_metrics(policy: nn.Module, reference: nn.Module, tokenizer: ChatT
     """On ``(question, chosen, rejected)`` triples: ``accuracy`` (share where the policy gives the chosen answer
     the higher log-probability), ``margin`` (mean implicit reward margin ``beta·((pc − rc) − (pr − rr))``) and
     ``kl`` (:func:`mean_token_kl` on the chosen answers)."""
+    check_module("policy", policy)
+    check_module("reference", reference)
+    check_module("tokenizer", tokenizer, ChatTokenizer)
     check_real("beta", beta, low=0.0, low_inclusive=False)
-    triples = list(triples)
+    triples = check_str_tuples("triples", triples, ("question", "chosen", "rejected"))
     chosen = [(q, c) for q, c, _ in triples]
     rejected = [(q, r) for q, _, r in triples]
     pc, pr = response_scores(policy, tokenizer, chosen), response_scores(policy, tokenizer, rejected)
@@ -311,16 +373,16 @@ def preference_metrics(policy: nn.Module, reference: nn.Module, tokenizer: ChatT
 
 
 # ------------------------------------------------------------------------------------------- training
-def check_training(model: object, data: object, steps: object, batch_size: object, lr: object, seed: object) -> list:
+def check_training(model: object, tokenizer: object, data: object, fields: tuple[str, ...], steps: object,
+                   batch_size: object, lr: object, seed: object, warmup_steps: object) -> list:
     check_module("model", model)
+    check_module("tokenizer", tokenizer, ChatTokenizer)
     check_positive_int("steps", steps)
     check_positive_int("batch_size", batch_size)
     check_real("lr", lr, low=0.0, low_inclusive=False)
     check_int("seed", seed)
-    data = list(data)
-    if not data:
-        raise CourseValueError("no training examples; pass a non-empty list")
-    return data
+    check_non_negative_int("warmup_steps", warmup_steps)
+    return check_str_tuples("examples" if len(fields) == 2 else "triples", data, fields)
 
 
 def batch_draws(n: int, steps: int, batch_size: int, seed: int) -> list[list[int]]:
@@ -341,7 +403,9 @@ def train_sft(model: nn.Module, tokenizer: ChatTokenizer, examples, steps: int, 
     """Fine-tune ``model`` in place on ``(question, answer)`` examples for ``steps`` AdamW steps (warmup, cosine,
     clipping at 1); the loss is :func:`course_utils.losses.response_loss`. ``response_only=False`` scores every
     real token after [BOS] (prompt included) instead: the mistake the lesson measures. Returns the losses."""
-    examples = check_training(model, examples, steps, batch_size, lr, seed)
+    examples = check_training(model, tokenizer, examples, ("question", "answer"), steps, batch_size, lr, seed,
+                              warmup_steps)
+    check_bool("response_only", response_only)
     optimizer = make_optimizer(model, lr=lr, weight_decay=0.0)
     scheduler = make_scheduler(optimizer, min(warmup_steps, steps - 1), steps, "cosine")
     batches = [chat_batch(tokenizer, [examples[i] for i in rows])
@@ -366,7 +430,8 @@ def train_dpo(policy: nn.Module, tokenizer: ChatTokenizer, triples, steps: int, 
     """DPO: train ``policy`` in place on ``(question, chosen, rejected)`` triples against a frozen copy of its
     starting weights; returns ``(reference, losses)``. Each step scores the batch's chosen and rejected answers
     with both models and takes an AdamW step on :func:`course_utils.losses.dpo_batch_loss_sum` / pairs."""
-    triples = check_training(policy, triples, steps, batch_size, lr, seed)
+    triples = check_training(policy, tokenizer, triples, ("question", "chosen", "rejected"), steps, batch_size, lr,
+                             seed, warmup_steps)
     check_real("beta", beta, low=0.0, low_inclusive=False)
     reference = frozen_copy(policy)
     optimizer = make_optimizer(policy, lr=lr, weight_decay=0.0)

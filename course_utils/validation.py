@@ -156,6 +156,33 @@ def check_str(name: str, value: object, hint: str = "") -> str:
     return value
 
 
+def check_str_list(name: str, value: object) -> list[str]:
+    """``value`` as a non-empty list of ``str`` (a list or tuple; one str, whose characters would be read as the
+    items, is refused)."""
+    if isinstance(value, str):
+        raise CourseTypeError(f"{name} must be a list of str, got one str; wrap it: [{value[:20]!r}]")
+    if not isinstance(value, (list, tuple)) or not all(isinstance(s, str) for s in value):
+        raise CourseTypeError(f"{name} must be a list of str, got {describe(value)}")
+    if not value:
+        raise CourseValueError(f"{name} is empty; pass at least one str")
+    return list(value)
+
+
+def check_str_tuples(name: str, value: object, fields: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """``value`` as a non-empty list of tuples of ``len(fields)`` str each (``("question", "answer")`` examples);
+    any iterable of them but a str, a dict or a tensor."""
+    shape = "(" + ", ".join(fields) + ")"
+    if isinstance(value, (str, bytes, dict, torch.Tensor)) or not hasattr(value, "__iter__"):
+        raise CourseTypeError(f"{name} must be a list of {shape} tuples of str, got {describe(value)}")
+    rows = list(value)
+    if not rows:
+        raise CourseValueError(f"{name} is empty; pass at least one {shape} tuple")
+    for i, row in enumerate(rows):
+        if not isinstance(row, (tuple, list)) or len(row) != len(fields) or not all(isinstance(s, str) for s in row):
+            raise CourseTypeError(f"{name}[{i}] must be a {shape} tuple of {len(fields)} str, got {describe(row)}")
+    return [tuple(row) for row in rows]
+
+
 def check_batches(name: str, batches: object, example: str = "a list of batches") -> object:
     """``batches`` if it is a non-empty, re-iterable collection with a length (a list, a tuple, a ``DataLoader``):
     not a str, bytes or a tensor, whose characters or rows would be read as the batches."""

@@ -37,7 +37,7 @@ from course_utils.validation import describe
 MODULES = ("config", "embedding", "positional", "attention", "masks", "layers", "models", "reference", "mlm",
            "decoding", "training", "runtime", "tokenization", "kv_cache", "losses", "language_model", "modern",
            "data.pydoc_corpus", "data.language_id", "data.numbers", "data.batching", "data.lm_data", "data.order",
-           "interop")
+           "interop", "instruct", "data.stdlib_qa")
 EXAMPLES_PER_ARGUMENT = 8
 SCRATCH = Path(tempfile.gettempdir())  # files the save/load entries write
 
@@ -187,6 +187,13 @@ KINDS: dict[str, Any] = {
     "response_batch": (mutations(lambda b: (b[0].float(), b[1]), lambda b: (b[0], b[1].long()),
                                  lambda b: (b[0], b[1][:, :-1]), lambda b: (b[0][:, :1], b[1][:, :1]),
                                  lambda b: b[0], lambda b: None), None),
+    "qa_pairs": (fixed("pairs", 3, None, [("q", "a")], {"a": 1}), None),            # a list of stdlib_qa.QAPair
+    "pool": (fixed(3, None, "pool", {"textwrap": "one sentence"}, {"textwrap": [3]}), None),  # {module: [str]}
+    "examples": (fixed("q", 3, None, [], [("q",)], [(3, "a")], [("q", None)], {"q": "a"}, [("q", "a", "b")]), None),
+    "triples": (fixed("q", 3, None, [], [("q", "a")], [(3, "a", "b")], {"q": "a"}), None),  # (q, chosen, rejected)
+    "choice_items": (fixed("q", 3, None, [], [("q", ["a"], 0)], [("q", ["a", "b"], 2)], [("q", ["a", "b"], 1.0)],
+                           [("q", "ab", 0)], [(3, ["a", "b"], 0)]), None),       # (question, options, right)
+    "chat_ids": (fixed("789", [1.5], [True], 3, None, [-1], [10**6], torch.zeros(3), torch.zeros(2, 2).long()), None),
     "features": (mutations(lambda x: x.long(), lambda x: x.bool(), with_extra_column, lambda x: x.tolist(),
                            lambda x: None) + OTHER_FLOATS
                  + mutations(lambda x: x[0], lambda x: x[None], lambda x: x[:0], must_raise=False), None),
@@ -423,6 +430,30 @@ def checkpoint_folder() -> Path:
     (folder / "config.json").write_text(json.dumps(settings), encoding="utf-8")
     save_file({k: v.contiguous() for k, v in state.items()}, str(folder / "model.safetensors"))
     return folder
+
+
+QA_MODULES = {"textwrap": ("Remove common leading whitespace.", "Fill a paragraph of text.", "Wrap a paragraph."),
+              "json": ("Serialize an object to a string.", "Deserialize a string to an object.", "Read a file.")}
+
+
+def qa_pairs():
+    from course_utils.data.stdlib_qa import QAPair
+    return [QAPair(module, f"{module}.f{i}", answer) for module, answers in QA_MODULES.items()
+            for i, answer in enumerate(answers)]
+
+
+@lru_cache(maxsize=None)
+def chat_tokenizer():
+    """Lesson 11's chat tokenizer: the shipped base GPT's BPE plus the two chat tokens."""
+    from course_utils.instruct import ChatTokenizer, load_base_gpt
+    return ChatTokenizer(load_base_gpt()[1])
+
+
+def chat_gpt():
+    """A fresh tiny GPT over the chat tokenizer's vocabulary (the training entries change it in place)."""
+    from course_utils.language_model import DecoderOnlyLM
+    torch.manual_seed(0)
+    return DecoderOnlyLM(config(vocab_size=chat_tokenizer().vocab_size, max_len=32, norm="pre")).eval()
 
 
 def capture_and_release(model):
@@ -1106,6 +1137,82 @@ def build_registry() -> dict[str, Case | None]:
         "n_examples": "size", "seq_len": "size", "vocab_size": "size", "seed": "int"},
         n_examples=4, seq_len=5, vocab_size=6, seed=0)
     r["data.lm_data:pydoc_lm_data"] = None  # ~0.5 s a call even with the corpus cached: too slow to fuzz
+    # lesson 11: the stdlib questions and answers, the chat template, SFT and DPO
+    qa, instruct = m("data.stdlib_qa"), m("instruct")
+    for name in ("QAPair", "QASplit", "all_pairs", "prose_pool"):
+        r[f"data.stdlib_qa:{name}"] = None  # records, and the two readers of the running Python's stdlib
+    r["data.stdlib_qa:QASplit.modules"] = case(method(lambda: qa.QASplit(tuple(qa_pairs()), (), ()), "modules"),
+                                               {"split": "choice"}, split="train")
+    r["data.stdlib_qa:read_qa_pairs"] = case(qa.read_qa_pairs, {"path": "path", "root": "path"},
+                                             path=lambda: Path(tempfile.__file__),
+                                             root=lambda: Path(tempfile.__file__).parent)
+    r["data.stdlib_qa:load_stdlib_qa"] = case(qa.load_stdlib_qa, {"fractions": "fraction_pair", "seed": "int"},
+                                              fractions=(0.6, 0.15), seed=0)
+    r["data.stdlib_qa:sibling_pool"] = case(qa.sibling_pool, {"pairs": "qa_pairs"}, pairs=qa_pairs)
+    pool = lambda: {module: list(answers) for module, answers in QA_MODULES.items()}  # noqa: E731
+    r["data.stdlib_qa:choice_items"] = case(qa.choice_items, {"pairs": "qa_pairs", "pool": "pool", "k": "size",
+                                                              "seed": "int"}, pairs=qa_pairs, pool=pool, k=2, seed=0)
+    r["data.stdlib_qa:preference_pairs"] = case(qa.preference_pairs, {"pairs": "qa_pairs", "pool": "pool",
+                                                                      "seed": "int"}, pairs=qa_pairs, pool=pool, seed=0)
+    examples = lambda: [("What does textwrap.dedent do?", "Remove whitespace."), ("Why?", "Because.")]  # noqa: E731
+    triples = lambda: [("What does json.dumps do?", "Serialize an object.", "Read a file.")] * 2  # noqa: E731
+    r["instruct:load_base_gpt"] = case(instruct.load_base_gpt, {"folder": "folder"}, folder=instruct.BASE_DIR)
+    r["instruct:seed_results"] = case(instruct.seed_results, {"path": "path"}, path=instruct.SEED_RESULTS)
+    r["instruct:ChatTokenizer"] = case(instruct.ChatTokenizer, {"base": "module"}, base=lambda: chat_tokenizer().base)
+    for name, argument in (("encode", "text"), ("prompt_ids", "question")):
+        r[f"instruct:ChatTokenizer.{name}"] = case(method(chat_tokenizer, name), {argument: "text"},
+                                                   **{argument: "What does it do?"})
+    r["instruct:ChatTokenizer.chat_ids"] = case(method(chat_tokenizer, "chat_ids"), {
+        "question": "text", "answer": "text"}, question="What?", answer="It does.")
+    for name in ("check_ids", "decode", "render"):
+        r[f"instruct:ChatTokenizer.{name}"] = case(method(chat_tokenizer, name), {"ids": "chat_ids"},
+                                                   ids=lambda: chat_tokenizer().prompt_ids("What?"))
+    r["instruct:grow_vocabulary"] = case(instruct.grow_vocabulary, {"model": "module", "n_new": "size"},
+                                         model=chat_gpt, n_new=2)
+    r["instruct:frozen_copy"] = case(instruct.frozen_copy, {"model": "module"}, model=chat_gpt)
+    r["instruct:chat_batch"] = case(instruct.chat_batch, {"tokenizer": "module", "examples": "examples",
+                                                          "max_len": "optional_size"},
+                                    tokenizer=chat_tokenizer, examples=examples, max_len=None)
+    r["instruct:preference_batch"] = case(instruct.preference_batch, {"tokenizer": "module", "triples": "triples"},
+                                          tokenizer=chat_tokenizer, triples=triples)
+    r["instruct:assistant_mask"] = case(instruct.assistant_mask, {
+        "ids": "any_ids", "user_id": "count", "assistant_id": "count", "eos_id": "count", "pad_id": "count"},
+        ids=lambda: instruct.chat_batch(chat_tokenizer(), examples())[0], user_id=lambda: chat_tokenizer().user_id,
+        assistant_id=lambda: chat_tokenizer().assistant_id, eos_id=2, pad_id=0)
+    r["instruct:fitting_pairs"] = case(instruct.fitting_pairs, {
+        "pairs": "qa_pairs", "tokenizer": "module", "max_len": "size", "max_question": "size"},
+        pairs=qa_pairs, tokenizer=chat_tokenizer, max_len=64, max_question=24)
+    r["instruct:load_instruct_data"] = case(instruct.load_instruct_data, {
+        "tokenizer": "module", "max_len": "size", "max_question": "size", "seed": "int"},
+        tokenizer=chat_tokenizer, max_len=64, max_question=24, seed=0)
+    r["instruct:InstructData"] = None  # a record that load_instruct_data fills in
+    r["instruct:InstructData.examples"] = case(method(lambda: instruct.InstructData(
+        chat_tokenizer(), qa_pairs(), [], [], {}, {}), "examples"), {"split": "choice"}, split="train")
+    r["instruct:response_scores"] = case(instruct.response_scores, {
+        "model": "module", "tokenizer": "module", "examples": "examples", "batch_size": "size"},
+        model=chat_gpt, tokenizer=chat_tokenizer, examples=examples, batch_size=2)
+    r["instruct:choice_accuracy"] = case(instruct.choice_accuracy, {
+        "model": "module", "tokenizer": "module", "items": "choice_items"},
+        model=chat_gpt, tokenizer=chat_tokenizer, items=lambda: [("What?", ["It does.", "It reads."], 1)])
+    r["instruct:greedy_answers"] = case(instruct.greedy_answers, {
+        "model": "module", "tokenizer": "module", "questions": "texts", "max_new_tokens": "size"},
+        model=chat_gpt, tokenizer=chat_tokenizer, questions=lambda: ["What does it do?"], max_new_tokens=3)
+    r["instruct:chrf"] = case(instruct.chrf, {"hypotheses": "texts", "references": "texts"},
+                              hypotheses=lambda: ["It reads a file."], references=lambda: ["It writes a file."])
+    r["instruct:preference_metrics"] = case(instruct.preference_metrics, {
+        "policy": "module", "reference": "module", "tokenizer": "module", "triples": "triples",
+        "beta": "positive_real"},
+        policy=chat_gpt, reference=chat_gpt, tokenizer=chat_tokenizer, triples=triples, beta=0.1)
+    training_kinds = {"tokenizer": "module", "steps": "size", "batch_size": "size", "lr": "positive_real",
+                      "seed": "int", "warmup_steps": "count"}
+    r["instruct:train_sft"] = case(instruct.train_sft, {**training_kinds, "model": "module", "examples": "examples",
+                                                        "response_only": "bool"},
+                                   model=chat_gpt, tokenizer=chat_tokenizer, examples=examples, steps=2, batch_size=2,
+                                   lr=1e-3, seed=0, response_only=True, warmup_steps=1)
+    r["instruct:train_dpo"] = case(instruct.train_dpo, {**training_kinds, "policy": "module", "triples": "triples",
+                                                        "beta": "positive_real"},
+                                   policy=chat_gpt, tokenizer=chat_tokenizer, triples=triples, steps=2, batch_size=2,
+                                   lr=1e-4, beta=0.1, seed=0, warmup_steps=1)
     return r
 
 

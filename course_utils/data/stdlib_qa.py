@@ -31,8 +31,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CourseValueError
-from ..validation import check_int, check_positive_int, check_real
+from ..errors import CourseTypeError, CourseValueError
+from ..validation import check_choice, check_int, check_positive_int, check_real, describe
 from .pydoc_corpus import is_prose_sentence, prose_paragraphs, split_sentences, stdlib_source_files
 
 
@@ -59,7 +59,16 @@ class QASplit:
     test: tuple[QAPair, ...]
 
     def modules(self, split: str) -> set[str]:
-        return {pair.module for pair in getattr(self, split)}
+        return {pair.module for pair in getattr(self, check_choice("split", split, ("train", "validation", "test")))}
+
+
+def check_qa_pairs(pairs: object) -> list[QAPair]:
+    """``pairs`` as a list of :class:`QAPair` (a split's ``train``, ``validation`` or ``test``)."""
+    if isinstance(pairs, (str, bytes, dict)) or not isinstance(pairs, (list, tuple)) \
+            or not all(isinstance(pair, QAPair) for pair in pairs):
+        raise CourseTypeError(f"pairs must be a list of QAPair (load_stdlib_qa().train, for example), got "
+                              f"{describe(pairs)}")
+    return list(pairs)
 
 
 def summary_sentence(docstring: str) -> str | None:
@@ -73,6 +82,9 @@ def summary_sentence(docstring: str) -> str | None:
 
 def read_qa_pairs(path: Path, root: Path) -> list[QAPair]:
     """The pairs of one stdlib source file (``root``: the stdlib folder); ``[]`` for a private module."""
+    if not isinstance(path, Path) or not isinstance(root, Path) or not path.is_file() or not path.is_relative_to(root):
+        raise CourseValueError(f"read_qa_pairs needs path, an existing .py file, inside root, the stdlib folder (both "
+                               f"pathlib.Path), got path={describe(path)} and root={describe(root)}")
     parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts = parts[:-1]
@@ -114,6 +126,8 @@ def load_stdlib_qa(fractions: tuple[float, float] = (0.6, 0.15), seed: int = 0) 
     """All pairs split by top-level module: modules shuffled with ``random.Random(seed)`` and dealt to train until
     it holds ``fractions[0]`` of the pairs, then to validation until ``fractions[1]``; the rest is test."""
     check_int("seed", seed)
+    if not isinstance(fractions, (tuple, list)) or len(fractions) != 2:
+        raise CourseTypeError(f"fractions must be two numbers (train, validation), got {describe(fractions)}")
     train_fraction = check_real("fractions[0]", fractions[0], 0.0, 1.0, low_inclusive=False, high_inclusive=False)
     val_fraction = check_real("fractions[1]", fractions[1], 0.0, 1.0, low_inclusive=False, high_inclusive=False)
     if train_fraction + val_fraction >= 1.0:
@@ -138,7 +152,7 @@ def sibling_pool(pairs) -> dict[str, list[str]]:
     """``{module: the answers of its pairs}``: distractors that are right answers to *other* questions of the same
     module (telling them apart takes knowing what each function does)."""
     pool: dict[str, list[str]] = {}
-    for pair in pairs:
+    for pair in check_qa_pairs(pairs):
         pool.setdefault(pair.module, []).append(pair.answer)
     return pool
 
@@ -159,9 +173,10 @@ def prose_pool() -> dict[str, list[str]]:
 
 
 def check_pool(pool: object) -> dict:
-    if not isinstance(pool, dict):
-        raise CourseValueError(f"pool must be a dict {{module: [sentences]}} (sibling_pool or prose_pool), got "
-                               f"{type(pool).__name__}")
+    if not isinstance(pool, dict) or not all(isinstance(v, list) and all(isinstance(s, str) for s in v)
+                                             for v in pool.values()):
+        raise CourseTypeError(f"pool must be a dict {{module: [sentences]}} (sibling_pool or prose_pool), got "
+                              f"{describe(pool)}")
     return pool
 
 
@@ -175,7 +190,7 @@ def choice_items(pairs, pool: dict[str, list[str]], k: int = 3, seed: int = 0) -
     pool = check_pool(pool)
     rng = random.Random(seed)
     items = []
-    for pair in pairs:
+    for pair in check_qa_pairs(pairs):
         candidates = [s for s in pool.get(pair.module, []) if s != pair.answer]
         if len(candidates) < k:
             continue
