@@ -408,7 +408,8 @@ def draw_modern_block():
                     bbox=dict(boxstyle="circle,pad=0.1", facecolor="white", edgecolor="#1f5fa8"))
         ax.text(-2.05, 1.7, "residual", rotation=90, color="#1f5fa8", fontsize=8, va="center")
         ax.text(0, 5.7, "× n_layers, then a final norm and the output layer", ha="center", fontsize=8)
-    fig.text(0.5, 0.01, "red: the parts lesson 09 changes, one at a time", ha="center", fontsize=8, color="#a33")
+    fig.text(0.5, 0.01, "red: every part lesson 09 replaces, one at a time in section 6; blue: the residual stream "
+             "and the Pre-LN order, which stay", ha="center", fontsize=8, color="#a33")
     fig.tight_layout()
     return fig
 
