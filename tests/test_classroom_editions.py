@@ -113,7 +113,7 @@ def test_student_package_withholds_solutions_but_hints_and_checks_work(student_e
     assert printed.splitlines() == [f"📖 Solution ({q2.name}):", WITHHELD,
                                     f"💡 Hint 1 ({q2.name}): {q2.hints[0]}  (More: .hint(2).)",
                                     f"✍️ {q2.name}: {q2.evaluate({}).message}",
-                                    f"✅ {q2.name}: Correct!"]
+                                    *f"✅ {q2.name}: {q2.success}".splitlines()]
 
 
 def test_student_edition_runs_its_own_tests(student_edition):
