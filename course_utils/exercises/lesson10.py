@@ -1,10 +1,9 @@
 """Exercises of notebook 10 (scaling out): the loss each rank backpropagates under DDP from a per-rank mean,
-what each rank sends in a ring all-reduce of any size, the training state one rank holds at each ZeRO stage, and
-the capstone: gradients all-reduced in buckets from backward hooks, overlapping the rest of backward, compared
-with DistributedDataParallel on two processes.
+what each rank sends in a ring all-reduce of any size, and the capstone: gradients all-reduced in buckets from
+backward hooks, overlapping the rest of backward, compared with DistributedDataParallel on two processes.
 
 Each check draws fresh inputs (:class:`~.asserts.Draw`) and compares the learner's answer with the package's rule:
-the loss scaling of ``course_utils.train``, the ring's chunk sizes, bytes per parameter by stage, and
+the loss scaling of ``course_utils.train``, the ring's chunk sizes, and
 :class:`course_utils.distributed.BucketedAllReduce`; each exercise declares its typical mistakes once
 (see :mod:`.core`).
 """
@@ -158,72 +157,7 @@ RING_MISTAKES = (
 )
 
 
-# ---------------------------------------------------------------------------- q3: training-state memory, ZeRO stages
-PARTS = {"weights": 4, "gradients": 4, "adam": 8}
-"""Bytes per parameter of float32 AdamW training: the weight, its gradient, Adam's two moments."""
-SHARDED_FROM = {"adam": 1, "gradients": 2, "weights": 3}
-"""The ZeRO stage from which each part is split across the ranks (stage 0 is plain DDP, stage 3 is FSDP)."""
-
-
-def state_reference(n_parameters: int, world_size: int, stage: int) -> int:
-    """Bytes of training state one rank holds; a sharded part is split in equal shards (parameters padded)."""
-    return sum(size * n_parameters // (world_size if stage >= SHARDED_FROM[part] else 1)
-               for part, size in PARTS.items())
-
-
-def check_training_state_bytes(ns) -> None:
-    draw, cases = Draw(), []
-    for world_size, scale, what in ((1, 10 ** 6, "one GPU"), (draw.integer(2, 6), 10 ** 8, "a few GPUs"),
-                                    (draw.choice((8, 16, 64)), 10 ** 10, "many GPUs, a large model")):
-        n_parameters = world_size * draw.integer(scale // 20, scale)  # a multiple of world_size: equal shards
-        cases += [Case(f"{what}: {n_parameters:,} parameters, world_size={world_size}, stage={stage}",
-                       (n_parameters, world_size, stage)) for stage in range(4)]
-    check_function(learner_function(ns, "training_state_bytes"), state_reference, cases, "training_state_bytes",
-                   probes=cases)
-    # the transfer: per stage, the fewest ranks (up to 1024) holding a 13 B model's state in 80 GiB each, or None
-    expected = {stage: next((n for n in range(1, 1025) if state_reference(13 * 10**9, n, stage) <= 80 * 2**30), None)
-                for stage in range(4)}
-    answer = ns.get("my_world_sizes")
-    if not isinstance(answer, dict) or set(answer) != {0, 1, 2, 3}:
-        raise ExerciseFailure("your `training_state_bytes` is right; now record `my_world_sizes`: a dict {stage: the "
-                              "smallest world size at which a 13 B model's state fits in 80 GiB per GPU, or None "
-                              f"if no world size does}} for stages 0-3, got {answer!r}")
-    wrong = {stage: answer[stage] for stage in expected if answer[stage] != expected[stage]}
-    if wrong:
-        raise ExerciseFailure(f"`my_world_sizes` is off at stage(s) {sorted(wrong)}: ask your function, for N = 1, "
-                              "2, 3, …, whether training_state_bytes(13_000_000_000, N, stage) <= 80 * 2**30. A "
-                              "stage that keeps some part whole never fits if that part alone passes 80 GiB")
-
-
-def staged(shift: int = 0, weights: int = 4, gradients: int = 4, adam: int = 8):
-    """The reference with each part sharded ``shift`` stages late (or early), or with other bytes per part."""
-    def variant(n, w, stage):
-        sizes = {"weights": weights, "gradients": gradients, "adam": adam}
-        return sum(size * n // (w if stage - shift >= SHARDED_FROM[part] else 1) for part, size in sizes.items())
-    return variant
-
-
-S = state_reference
-STATE_MISTAKES = (
-    Mistake("a float", "return an int (a number of bytes): divide with // (the shards are equal)",
-            variant=lambda n, w, stage: float(S(n, w, stage)),
-            shows=lambda case, got, _: isinstance(got, (float, np.floating)) and got == S(*case.args)),
-    Mistake("every stage shards everything", "only stage 3 shards all three parts: stage 1 splits Adam's moments "
-            "alone, stage 2 adds the gradients, the weights stay whole until stage 3",
-            variant=lambda n, w, stage: S(n, w, 3) if stage else S(n, w, 0)),
-    Mistake("stages one late", "each stage shards one part more than the one before it: stage 1 already splits "
-            "Adam's two moments (8 bytes), stage 2 the gradients too, stage 3 the weights", variant=staged(shift=1)),
-    Mistake("stages one early", "stage 1 splits only Adam's moments; the gradients wait for stage 2 and the "
-            "weights for stage 3", variant=staged(shift=-1)),
-    Mistake("Adam moments forgotten", "AdamW keeps two float32 moments per parameter (exp_avg and exp_avg_sq): "
-            "4 + 4 + 8 = 16 bytes in all", variant=staged(adam=0)),
-    Mistake("one Adam moment", "AdamW keeps *two* float32 moments per parameter: 8 bytes, not 4",
-            variant=staged(adam=4)),
-    Mistake("multiplied by world_size", "each rank holds 1/world_size of a sharded part: divide, not multiply",
-            variant=lambda n, w, stage: staged()(n * w * w, w, stage) // w),
-)
-
-# ---------------------------------------------------------------------------- q4 (capstone): bucketed all-reduce
+# ---------------------------------------------------------------------------- q3 (capstone): bucketed all-reduce
 WORLD_SIZE = 2
 TIMEOUT = 60.0   # seconds for both processes together (a few on a laptop)
 STEPS = 2
@@ -561,7 +495,7 @@ class NotReset(BucketedAllReduce):
 
 SYNC_MISTAKES = (
     Mistake("sent at its last-listed gradient", "a bucket was sent when the hook of its last-listed parameter "
-            "fired, but inside a block the gradients arrive in another order (section 5 printed it), so some were "
+            "fired, but inside a block the gradients arrive in another order (section 6 counted it), so some were "
             "not there yet. Count the gradients each bucket still misses and send it when the count reaches 0 "
             "(real DDP even rebuilds its buckets in the observed order after the first step)",
             variant=LastListedSends, shows=lambda case, got, _: got.get("none grad")),
@@ -621,24 +555,6 @@ q2 = Exercise(
 )
 
 q3 = Exercise(
-    name="Training state per rank, ZeRO stage by stage",
-    variables=("training_state_bytes",),
-    checker=check_training_state_bytes,
-    hints=("Your measurement gives the bytes per parameter of each part (weights, gradients, Adam's state). Ask, "
-           "stage by stage, which parts each rank keeps whole and which it keeps 1/world_size of; then try world "
-           "sizes 1, 2, 3, … with your function.",
-           "stage 0 keeps all whole; stage 1 divides Adam's bytes by world_size; stage 2 the gradients' too; stage "
-           "3 the weights' too; sum the parts with integer division. my_world_sizes[stage] = the first n in 1, 2, … "
-           "with training_state_bytes(13_000_000_000, n, stage) <= 80 * 2**30 (None if none up to 1024)."),
-    solution=solution_of("lesson10", "training_state_bytes", "my_world_sizes"),
-    mistakes=STATE_MISTAKES,
-    success="Correct! A 13 B model trains on 80 GiB GPUs only from stage 2 on; each stage trades memory for "
-            "communication (stage 3 all-gathers every layer's weights before it runs). If your measurement came "
-            "out a little over 16 bytes per parameter: AdamW also keeps a one-number `step` per tensor, negligible "
-            "at scale.",
-)
-
-q4 = Exercise(
     name="Capstone: a bucketed all-reduce that overlaps backward",
     variables=("BucketedAllReduce",),
     checker=check_bucketed_all_reduce,
@@ -655,18 +571,18 @@ q4 = Exercise(
     mistakes=SYNC_MISTAKES,
     success="Correct! Your buckets give DDP's gradients, and all but the last travel while backward still runs.",
     task=(
-        "### Exercise 4 · Capstone: overlap communication with backward\n\n"
+        "### Exercise 3 · Capstone: overlap communication with backward (about 40 minutes)\n\n"
         "**Capstone.** Write the class `BucketedAllReduce(model, "
         "bucket_elements)`, built once on every rank of a process group. After `loss.backward()` and then "
         "`.wait()`, every `.grad` must hold that gradient averaged over the ranks (what DDP leaves there), at "
         "every step.\n\n"
         "Group the parameters into buckets in the order of `model.parameters()` reversed, each of at most "
         "`bucket_elements` numbers (a larger parameter alone). A bucket is ready when *all* its gradients have "
-        "arrived (count them: section 5 showed their order differs); then flatten them into one buffer and start "
+        "arrived (count them: section 6 showed their order differs); then flatten them into one buffer and start "
         "its all-reduce with `async_op=True`. `.wait()` finishes each bucket and copies the averages back into "
         "`.grad`. Use `dist` alone (no DDP).\n\n"
-        "To debug, open section 5's group of one around a backward. Checked on two new processes against DDP. "
-        "Stuck? `q4.hint()`, then `q4.solution()`; to move on, `from course_utils.distributed import "
+        "To debug, open section 6's group of one around a backward. Checked on two new processes against DDP. "
+        "Stuck? `q3.hint()`, then `q3.solution()`; to move on, `from course_utils.distributed import "
         "BucketedAllReduce`."
     ),
     starter=(

@@ -15,11 +15,6 @@ def right(exercise: str, name: str, code: str) -> Alternative:
 
 LOSS = "def ddp_scaled_loss(loss_mean, local_tokens, global_tokens, world_size):\n"
 RING = "def ring_sent(n_elements, world_size):\n"
-STATE = "def training_state_bytes(n_parameters, world_size, stage):\n"
-SIZES = "\n\nmy_world_sizes = {0: None, 1: None, 2: 5, 3: 3}\n"
-STATE_RIGHT = ("def training_state_bytes(n_parameters, world_size, stage):\n"
-               "    sharded = (0, 8, 12, 16)[stage]   # bytes per parameter split across the ranks\n"
-               "    return (16 - sharded) * n_parameters + sharded * n_parameters // world_size\n")
 
 MISTAKES = [
     # q1: the loss each rank backpropagates
@@ -46,15 +41,6 @@ MISTAKES = [
     q("q2", "a tuple of the right counts for divisible sizes only",
       RING + "    return tuple(2 * (world_size - 1) * (n_elements // world_size) for _ in range(world_size))\n",
       "should"),
-    # q3: training state per ZeRO stage
-    q("q3", "hard-coded 8 GPUs", STATE + "    full = 16 * n_parameters\n    return full // 8 if stage == 3 else full\n",
-      "should be"),
-    q("q3", "stage read as a count of sharded bytes",
-      STATE + "    return 16 * n_parameters - 4 * stage * n_parameters\n", "should be"),
-    q("q3", "world sizes not recorded", STATE_RIGHT, "now record `my_world_sizes`"),
-    q("q3", "stage 1 read as fitting on 2 GPUs", STATE_RIGHT + "\nmy_world_sizes = {0: None, 1: 2, 2: 5, 3: 3}\n",
-      "off at stage(s) [1]"),
-    q("q3", "world sizes as a list", STATE_RIGHT + "\nmy_world_sizes = [None, None, 5, 3]\n", "a dict"),
 ]
 
 ALTERNATIVES = [
@@ -77,23 +63,9 @@ ALTERNATIVES = [
     right("q2", "a tensor", RING
           + "    sizes = n_elements // world_size + (torch.arange(world_size) < n_elements % world_size).long()\n"
           "    return 2 * n_elements - sizes.roll(-1) - sizes.roll(-2)\n"),
-    # q3
-    right("q3", "a table of stages", STATE + "    per_rank = {0: 16, 1: 8 + 8 / world_size, 2: 4 + 12 / world_size,\n"
-          "                3: 16 / world_size}[stage]\n"
-          "    return round(per_rank * n_parameters)\n" + SIZES),
-    right("q3", "a loop over the parts", STATE + "    total = 0\n"
-          "    for size, first_sharded in ((8, 1), (4, 2), (4, 3)):\n"
-          "        total += size * n_parameters // (world_size if stage >= first_sharded else 1)\n"
-          "    return total\n" + SIZES),
-    right("q3", "numpy integers", STATE + "    n = np.int64(n_parameters)\n"
-          "    return int(8 * n // (world_size if stage else 1) + 4 * n // (world_size if stage > 1 else 1)\n"
-          "               + 4 * n // (world_size if stage > 2 else 1))\n" + SIZES),
-    right("q3", "the stage-2 formula in the answer", STATE_RIGHT
-          + "\nmy_world_sizes = {s: next((n for n in range(1, 100) if training_state_bytes(13 * 10**9, n, s)\n"
-          "                           <= 80 * 1024**3), None) for s in range(4)}\n"),
 ]
 
-# ---------------------------------------------------------------------------- q4 (capstone): bucketed all-reduce
+# ---------------------------------------------------------------------------- q3 (capstone): bucketed all-reduce
 SYNC_PRELUDE = PRELUDE + "import torch.distributed as dist\n"
 SOLUTION = """class BucketedAllReduce:
     def __init__(self, model, bucket_elements):
@@ -131,11 +103,11 @@ SOLUTION = """class BucketedAllReduce:
 
 
 def sync(name: str, code: str, message: str) -> Mistake:
-    return Mistake("lesson10", "q4", name, code, message, SYNC_PRELUDE)
+    return Mistake("lesson10", "q3", name, code, message, SYNC_PRELUDE)
 
 
 def sync_right(name: str, code: str) -> Alternative:
-    return Alternative("lesson10", "q4", name, code, SYNC_PRELUDE)
+    return Alternative("lesson10", "q3", name, code, SYNC_PRELUDE)
 
 
 def planted(old: str, new: str) -> str:

@@ -16,18 +16,6 @@ def ring_sent(n_elements, world_size):
     return [2 * n_elements - sizes[(r + 1) % world_size] - sizes[(r + 2) % world_size] for r in range(world_size)]
 
 
-def training_state_bytes(n_parameters, world_size, stage):
-    adam = 8 * n_parameters // (world_size if stage >= 1 else 1)          # two float32 moments
-    gradients = 4 * n_parameters // (world_size if stage >= 2 else 1)
-    weights = 4 * n_parameters // (world_size if stage >= 3 else 1)
-    return adam + gradients + weights
-
-
-my_world_sizes = {stage: next((n for n in range(1, 1025)   # 13 B parameters on GPUs of 80 GiB
-                               if training_state_bytes(13_000_000_000, n, stage) <= 80 * 2**30), None)
-                  for stage in range(4)}
-
-
 class BucketedAllReduce:
     def __init__(self, model, bucket_elements):
         self.buckets, size = [], 0
