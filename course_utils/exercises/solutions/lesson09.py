@@ -9,6 +9,7 @@ from course_utils.config import count_parameters
 from course_utils.language_model import DecoderOnlyLM
 from course_utils.modern import apply_rotary, modern_config
 
+predicted_cache_fraction = 1 - 1 / 8                         # the cache is keys and values only: h_kv 8 -> 1
 predicted_parameter_fraction = (2 * 2 * 64 * (8 - 1) * 8     # 2 layers · (W_K, W_V) · d_model · heads saved · d_head
                                 / (100 * 64                   # of all: the embedding (shared with the output),
                                    + 2 * (4 * 64 * 64 + 3 * 64 * 512 + 2 * 64)   # 2 blocks: attention, SwiGLU, norms
@@ -25,7 +26,6 @@ def measure_gqa(n_kv_heads):
     return cache.nbytes, count_parameters(model)
 
 
-measured_parameter_fraction = 1 - measure_gqa(1)[1] / measure_gqa(8)[1]   # 0.061
 large_parameters_saved = 32 * 2 * 4096 * (32 - 8) * 128   # layers · (W_K, W_V) · d_model · heads saved · d_head
 
 
