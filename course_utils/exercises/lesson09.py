@@ -26,12 +26,12 @@ from .asserts import (
     Raised,
     attempt,
     check_function,
-    close,
+    difference,
     instantiate,
     learner_function,
     load_weights_by_name,
-    max_difference,
     own_module_class,
+    same_output,
 )
 from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 
@@ -56,6 +56,12 @@ def measured(n_kv_heads: int, prompts: int = 4, heads_used: int | None = None, c
     return result[::-1] if swapped else result
 
 
+def number(value: Any) -> float | None:
+    """``value`` (a Python or one-element tensor number) as a float, or None if it is not a number."""
+    value = value.item() if isinstance(value, torch.Tensor) and value.numel() == 1 else value
+    return float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else None
+
+
 def check_measure(ns) -> None:
     cases = [Case(f"measure_gqa({kv})", (kv,)) for kv in Draw().rng.sample([1, 2, 4, 8], 4)]
     check_function(learner_function(ns, "measure_gqa"), measured, cases, "measure_gqa", scales=())
@@ -65,8 +71,8 @@ def check_measure(ns) -> None:
                              "(236,096 parameters in all at 8 heads) stay"}
     for what, other in (("cache", "parameters"), ("parameters", "cache")):
         name = f"predicted_{'parameter' if what == 'parameters' else what}_fraction"
-        value, truth = as_fraction(ns.get(name)), saved[what]
-        if value is None:
+        value, truth = number(ns.get(name)), saved[what]
+        if value is None or not 0 <= value <= 1:
             raise ExerciseFailure(f"your measure_gqa is right; now `{name}` should hold a fraction between 0 and 1: "
                                   f"what you predicted, before measuring, that 1 K/V head instead of 8 saves of the "
                                   f"{what}.")
@@ -76,40 +82,21 @@ def check_measure(ns) -> None:
                     else f"that is the saving of the {other}" if swapped else recount[what])
             raise ExerciseFailure(f"`{name}` = {value:.3f}, but measure_gqa(8) and measure_gqa(1) say 1 K/V head "
                                   f"saves {truth:.3f} of the {what}: {slip}. Recount, then correct the prediction.")
-    check_large_saving(ns.get("large_parameters_saved", ...))
-
-
-LARGE = dict(d_model=4096, n_heads=32, d_head=128, n_layers=32, n_kv_heads=8)     # q1's transfer: too large to build
-
-
-def check_large_saving(value: Any) -> None:
-    """The transfer of q1: the parameters that 8 K/V heads instead of 32 save in a model of LARGE's sizes."""
-    per_matrix = LARGE["d_model"] * (LARGE["n_heads"] - LARGE["n_kv_heads"]) * LARGE["d_head"]
-    truth = 2 * LARGE["n_layers"] * per_matrix
-    if isinstance(value, torch.Tensor) and value.numel() == 1:
-        value = value.item()
+    # the transfer: d_model 4096, 32 query heads of 128, 32 layers; W_K and W_V with 8 K/V heads instead of 32
+    value, truth, kept = ns.get("large_parameters_saved", ...), 2 * 32 * 4096 * (32 - 8) * 128, 2 * 32 * 4096 * 8 * 128
     if value is ... or value is None:
         raise ExerciseFailure("your measurements are right; now set `large_parameters_saved`: the parameters that 8 "
                               "K/V heads instead of 32 save in the large model, counted by hand.")
-    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+    if number(value) is None:
         raise ExerciseFailure(f"`large_parameters_saved` should be a whole number of parameters, got {value!r}.")
-    kept = 2 * LARGE["n_layers"] * LARGE["d_model"] * LARGE["n_kv_heads"] * LARGE["d_head"]
     slips = {truth // 2: "that is one of W_K and W_V; both shrink with the K/V heads",
-             truth // LARGE["n_layers"]: "that is one layer; the model has 32",
+             truth // 32: "that is one layer; the model has 32",
              kept: "that is what W_K and W_V keep with 8 K/V heads; the task asks what they save against 32"}
-    if value != truth:
-        raise ExerciseFailure(f"`large_parameters_saved` = {value:,}: " + slips.get(
-            value, "not the saving: in each layer, W_K and W_V map d_model to (K/V heads × d_head); compare 32 "
-                   "K/V heads with 8"))
+    if number(value) != truth:
+        raise ExerciseFailure(f"`large_parameters_saved` = {number(value):,.0f}: " + slips.get(
+            number(value), "not the saving: in each layer, W_K and W_V map d_model to (K/V heads × d_head); compare "
+                           "32 K/V heads with 8"))
 
-
-def as_fraction(value: Any) -> float | None:
-    """``value`` as a float in [0, 1], or None if it is not one."""
-    if isinstance(value, torch.Tensor) and value.numel() == 1:
-        value = value.item()
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 <= value <= 1:
-        return None
-    return float(value)
 
 Q1_MISTAKES = (
     Mistake("n_kv_heads ignored", "the model is built with 8 K/V heads whatever n_kv_heads says: pass "
@@ -188,30 +175,29 @@ def check_rotate_new(ns) -> None:
     cases = rotate_cases(draw)
     check_function(learner_function(ns, "rotate_new"), rotated_at(), cases, "rotate_new",
                    twins=rotate_cases(draw.twin()), probes=cases)
-    for name, truth in (("prompt_positions", list(range(-12, 0))), ("first_token_position", [11])):
-        value = ns.get(name)                  # the diagnosis: the colleague's positions at step 0 and at step 1
+    for name, truth in (("prompt_positions", list(range(-12, 0))), ("first_token_position", [11]),
+                        ("prompt_offsets", list(range(12)))):   # the diagnosis: positions at steps 0, 1; offsets
+        value = ns.get(name)
         value = value.tolist() if isinstance(value, torch.Tensor) else value
-        value = list(value) if isinstance(value, (list, tuple, range)) else [value]
-        if value != truth:
+        value = list(value) if isinstance(value, (list, tuple, range, set)) else [value]
+        if name == "prompt_offsets":
+            slips = {tuple(range(-11, 1)): "holds n − m (key minus query); the offset is the query's position m "
+                                           "minus the key's n",
+                     tuple(range(-12, 0)): "holds the prompt's positions; the offsets are the last query's position "
+                                           "m minus each visible key's n"}
+            if ns.get(name, ...) is ... or ns.get(name) is None:
+                raise ExerciseFailure("your positions are right; now set `prompt_offsets` to a list: the offsets "
+                                      "m − n the prompt's last token sees in the colleague's code.")
+            value = sorted(value) if all(isinstance(v, numbers.Real) for v in value) else value
+            if value != truth:
+                raise ExerciseFailure(f"your positions are right, but `prompt_offsets` = {ns.get(name)!r} " + slips.get(
+                    tuple(value), "is not what the prompt's last token sees: its position m minus the position n of "
+                                  "each key it attends to (itself included)") + ".")
+        elif value != truth:
             raise ExerciseFailure(f"your rotate_new is right; now `{name}` = {ns.get(name)!r} is not what the "
                                   "colleague's code gives: print its positions, torch.arange(cache_length - new, "
                                   "cache_length), for the prompt (cache_length 0, 12 new tokens) and for the first "
                                   "generated token (cache_length 12, 1 new token).")
-    offsets = ns.get("prompt_offsets")         # why step 0 is exact: the offsets m − n its last query sees
-    offsets = offsets.tolist() if isinstance(offsets, torch.Tensor) else offsets
-    if not isinstance(offsets, (list, tuple, range, set)) or offsets == ...:
-        raise ExerciseFailure("your positions are right; now set `prompt_offsets` to a list: the offsets m − n the "
-                              "prompt's last token sees in the colleague's code, from its position m to each key's n.")
-    offsets = sorted(offsets)
-    if offsets == list(range(-11, 1)):
-        raise ExerciseFailure("`prompt_offsets` holds n − m (key minus query); the offset is the query's position "
-                              "m minus the key's n.")
-    if offsets == list(range(-12, 0)):
-        raise ExerciseFailure("`prompt_offsets` holds the prompt's positions; the offsets are the last query's "
-                              "position m minus each visible key's n.")
-    if offsets != list(range(12)):
-        raise ExerciseFailure(f"`prompt_offsets` = {ns.get('prompt_offsets')!r} is not what the prompt's last token "
-                              "sees: its position m minus the position n of each key it attends to (itself included).")
 
 
 Q2_MISTAKES = (
@@ -335,31 +321,14 @@ def steps_of(answer: Any, case: Case) -> Any:
     return (*got, cache.keys, cache.values)
 
 
-def same_steps(a: Any, b: Any) -> bool:
-    if isinstance(a, Raised) or isinstance(b, Raised):
-        return a == b
-    return len(a) == len(b) and all(x is y is None or isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)
-                                    and x.shape == y.shape and close(x, y) for x, y in zip(a, b))
-
-
 def what_differs(got: Any, expected: tuple) -> str:
     if isinstance(got, Raised):
         return f"your `{NAME}` raised {got.kind}: {got.message}"
-    for step, (mine, theirs) in enumerate(zip(got, expected[:-2]), 1):
-        if not isinstance(mine, torch.Tensor):
-            return f"at step {step} `forward` should return a tensor, got {type(mine).__name__}"
-        if mine.shape != theirs.shape:
-            return f"at step {step} your output should have shape {tuple(theirs.shape)}, got {tuple(mine.shape)}"
-        if not close(mine, theirs):
-            return f"at step {step} your output differs from the package's by up to {max_difference(mine, theirs):.3g}"
-    for name, mine, theirs in zip(("keys", "values"), got[-2:], expected[-2:]):
-        if not isinstance(mine, torch.Tensor) or mine.shape != theirs.shape:
-            shape = tuple(mine.shape) if isinstance(mine, torch.Tensor) else None
-            return (f"your outputs are right, but after the last step the cache holds {name} of shape {shape}; "
-                    f"it should hold {tuple(theirs.shape)}: (batch, n_kv_heads, every position so far, d_head)")
-        if not close(mine, theirs):
-            return f"your outputs are right, but the cached {name} differ from the package's"
-    return "your answer differs from the package's"
+    whats = [f"at step {step} your output" for step in range(1, len(expected) - 1)] + [
+        "after the last step, the cached keys (batch, n_kv_heads, every position so far, d_head)",
+        "after the last step, the cached values"]
+    return next((gap for what, mine, theirs in zip(whats, got, expected) if (gap := difference(mine, theirs, what))),
+                "your answer differs from the package's")
 
 
 def check_cached_attention(ns) -> None:
@@ -369,9 +338,9 @@ def check_cached_attention(ns) -> None:
     cases = step_cases(Draw())
     for case in cases:
         expected, got = steps_of(None, case), steps_of(answer, case)
-        if not same_steps(got, expected):
+        if not same_output(got, expected):
             raise Mismatch(f"on {case.description}: {what_differs(got, expected)}.", case, got, answer, steps_of,
-                           same_steps, tuple(c for c in cases if c is not case), expected)
+                           same_output, tuple(c for c in cases if c is not case), expected)
 
 
 Q3_MISTAKES = (
