@@ -1,8 +1,9 @@
-"""Exercises of lesson 07 (translation): the size of a decoder layer (q1), a colleague's Pre-LN decoder layer that
-lets the future in (q2, find the bug), and the capstone, a batched greedy decoder that uses the KV cache (q3).
+"""Exercises of lesson 07 (translation): the size of a decoder layer (q1), search errors by beam search's own
+ranking, predicted for beam 4 and 8 and then measured (q2), and the capstone, a batched greedy decoder that uses the
+KV cache (q3).
 
 Each check draws fresh inputs and compares the learner's answer with the package (a ``DecoderLayer``'s
-``count_parameters``, ``DecoderLayer(norm="pre")`` with the target mask,
+``count_parameters``, :func:`course_utils.decoding.length_penalty` over the teacher-forced log P,
 :func:`course_utils.decoding.greedy_decode`); each exercise declares its typical mistakes once, in its table
 (see :mod:`.core`).
 """
@@ -105,85 +106,108 @@ Q1_MISTAKES = (
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# q2 (find the bug): a colleague's Pre-LN decoder layer — the package's DecoderLayer(norm="pre") is the reference
+# q2 (transfer, then predict and measure): search errors by beam's own ranking — decoding.length_penalty is the rule
 # ---------------------------------------------------------------------------------------------------------------
 
-class LayerParts(nn.Module):
-    """The parts of a package ``DecoderLayer(norm="pre")`` under section 2's names (``self_attn``, ``cross_attn``,
-    ``feed_forward``, ``norms``), shared with it; ``reference`` is the layer itself (no forward of its own)."""
+def beam_score(model, src_ids, ids, alpha, length_extra=0, per_piece=False):
+    """log P(ids | src) under ``model`` (teacher forcing, [BOS]/[PAD] never generated, [PAD] pieces not scored)
+    over the length penalty of ``|y| + length_extra`` pieces ([EOS] counted, [BOS] not); ``per_piece``: over
+    ``|y|`` itself."""
+    from ..decoding import length_penalty
+    from ..tokenization import BOS_ID, PAD_ID
 
-    def __init__(self, layer: nn.Module) -> None:
-        super().__init__()
-        self.self_attn, self.cross_attn, self.feed_forward = layer.self_attn, layer.cross_attn, layer.feed_forward
-        self.norms = nn.ModuleList(block.norm for block in (layer.self_attn_block, layer.cross_attn_block,
-                                                            layer.ff_block))
-        object.__setattr__(self, "reference", layer)
+    tgt_in = torch.cat([torch.full_like(ids[:, :1], BOS_ID), ids[:, :-1]], dim=1)
+    with torch.no_grad():
+        logits = model(src_ids, tgt_in).clone()
+    logits[..., [BOS_ID, PAD_ID]] = -math.inf
+    log_p = logits.log_softmax(-1).gather(-1, ids[..., None])[..., 0].masked_fill(ids == PAD_ID, 0.0).sum(1)
+    length = (ids != PAD_ID).sum(1) + length_extra
+    return log_p / (length if per_piece else length_penalty(length, alpha))
 
 
-def layer_cases(draw: Draw) -> list[Case]:
-    """Random Pre-LN layers (LayerNorm gains and biases drawn too) on a batch whose target and source are padded."""
-    from ..layers import DecoderLayer
-    from ..masks import padding_mask
+def planted_errors(rule: str = "beam", compare: str = "search", typed_alpha: bool = False):
+    """Search errors by a ranking rule (the defaults give the package's): ``rule`` "beam" (log P / lp(|y|)), "raw"
+    (summed log P), "per piece" (log P / |y|), "bos" (lp of |y| + 1); ``compare`` "search" (the reference ranks
+    strictly above a different output), "ties" (at or above, right answers included), "model" (below)."""
+    def beam_search_errors(model, src_ids, output_ids, reference_ids, alpha=0.6):
+        a = 0.6 if typed_alpha else alpha
+        scores = [beam_score(model, src_ids, ids, 0.0 if rule == "raw" else a, int(rule == "bos"),
+                             rule == "per piece") for ids in (reference_ids, output_ids)]
+        if compare == "ties":
+            return scores[0] >= scores[1]
+        wrong = (output_ids != reference_ids).any(1)
+        return wrong & (scores[0] > scores[1] if compare == "search" else scores[0] < scores[1])
+    return beam_search_errors
+
+
+def error_cases(draw: Draw) -> list[Case]:
+    """A small random translator with sharp scores; 48 outputs and references of 1 to 6 pieces then [EOS] and
+    [PAD], a quarter of the outputs right; alpha 0.6 (the default, not passed), then two others."""
+    from ..config import TransformerConfig
+    from ..models import Seq2SeqTransformer
+    from ..tokenization import EOS_ID, PAD_ID
+
+    def pieces(rows, width, vocab):
+        ids = draw.randint(7, vocab, (rows, width))
+        lengths = draw.randint(1, width - 1, (rows,))
+        ids[torch.arange(rows), lengths] = EOS_ID
+        return ids.masked_fill(torch.arange(width)[None] > lengths[:, None], PAD_ID)
 
     cases = []
-    for _ in range(3):
-        n_heads, d_head = draw.distinct(2, 1, 4)
-        d_model, tgt_len, src_len = n_heads * d_head, draw.integer(3, 6), draw.integer(2, 6)
+    for alpha in (None, 0.0, 1.5):
+        vocab, rows, width = draw.integer(10, 14), 48, 7
         torch.manual_seed(draw.integer(0, 2 ** 31 - 1))
-        layer = DecoderLayer(d_model, n_heads, draw.integer(5, 20), dropout=0.0, norm="pre").eval()
-        parts = LayerParts(layer)
+        model = Seq2SeqTransformer(TransformerConfig(vocab_size=vocab, tgt_vocab_size=vocab, d_model=8, n_heads=2,
+                                                     d_ff=16, n_layers=1, max_len=16, dropout=0.0)).eval()
         with torch.no_grad():
-            for norm in parts.norms:
-                norm.weight.copy_(1 + 0.3 * draw.randn(d_model))
-                norm.bias.copy_(0.3 * draw.randn(d_model))
-        tgt = torch.ones(2, tgt_len, dtype=torch.long)
-        tgt[1, draw.integer(2, tgt_len - 1):] = 0
-        src = torch.ones(2, src_len, dtype=torch.long)
-        src[0, draw.integer(1, src_len - 1):] = 0
-        y, memory = draw.randn(2, tgt_len, d_model), draw.randn(2, src_len, d_model)
-        cases.append(Case(f"a Pre-LN layer (d_model {d_model}, {n_heads} heads), target length {tgt_len} (row 1 "
-                          f"padded), source length {src_len} (row 0 padded)",
-                          (parts, y, memory, padding_mask(tgt), padding_mask(src))))
+            model.generator.weight.mul_(4.0)   # sharp next-piece probabilities: rankings that differ by rule
+        src = draw.randint(7, vocab, (rows, 5))
+        src[::3, 3:] = PAD_ID
+        output, reference = pieces(rows, width, vocab), pieces(rows, width, vocab)
+        output[::4] = reference[::4]
+        cases.append(Case(f"{rows} outputs of 1 to {width - 2} pieces, alpha "
+                          + ("0.6 (the default)" if alpha is None else str(alpha)),
+                          (model, src, output, reference) + (() if alpha is None else (alpha,))))
     return cases
 
 
-def planted_pre_ln(diagonal: int | None = 0, post: bool = False, from_norm: bool = False,
-                   norm_memory: bool = False):
-    """The Pre-LN decoder layer with one thing changed (the defaults give the package's output); query t may read
-    keys up to t + ``diagonal`` (None: no causal part at all)."""
-    def pre_ln_decoder_layer(layer, y, memory, tgt_padding, memory_mask):
-        def sublayer(i, x, run):
-            if post:
-                return layer.norms[i](x + run(x))
-            h = layer.norms[i](x)
-            return (h if from_norm else x) + run(h)
-        causal = torch.ones(y.size(1), y.size(1), dtype=torch.bool).tril(diagonal or 0)
-        self_mask = tgt_padding if diagonal is None else tgt_padding & causal
-        keys = layer.norms[1](memory) if norm_memory else memory
-        y = sublayer(0, y, lambda h: layer.self_attn(h, h, h, self_mask)[0])
-        y = sublayer(1, y, lambda h: layer.cross_attn(h, keys, keys, memory_mask)[0])
-        return sublayer(2, y, layer.feed_forward)
-    return pre_ln_decoder_layer
+def check_search_errors(ns) -> None:
+    """The prediction recorded (two counts, not graded), then the rule against the package's on random outputs."""
+    guess, errors = ns.get("my_prediction"), ns["beam_search_errors"]
+    record = ("record your prediction in its cell first: `my_prediction = (search errors at beam 4, search errors "
+              "at beam 8)`, two counts out of the 500 numbers; then the function.")
+    cases = error_cases(Draw())
+    if guess is Ellipsis:
+        try:
+            errors(*cases[0].args)
+        except NotImplementedError:   # the untouched stub: "not attempted", not a missing prediction
+            raise
+        except Exception:  # noqa: BLE001 — the function is checked below, once the prediction is recorded
+            pass
+        raise ExerciseFailure(record)
+    if guess is not None and not (isinstance(guess, (tuple, list)) and len(guess) == 2
+                                  and all(isinstance(g, (int, float)) and 0 <= g <= 500 for g in guess)):
+        raise ExerciseFailure(f"`my_prediction` should be two counts between 0 and 500, e.g. (12, 6), got {guess!r}.")
+    check_function(errors, planted_errors(), cases, "beam_search_errors", probes=error_cases(Draw()), scales=())
+    if guess is None:
+        raise ExerciseFailure(record)
 
 
 Q2_MISTAKES = (
-    Mistake("the layer as given", "this still behaves like your colleague's layer: run `leak` on it and note which "
-            "position moves besides the last. Which line decides the keys each query may read?",
-            planted_pre_ln(diagonal=1)),
-    Mistake("no causal part", "only the padding is masked: every position reads the pieces after it (run `leak`); "
-            "AND the padding mask with a causal (tgt_len, tgt_len) lower triangle", planted_pre_ln(diagonal=None)),
-    Mistake("a position cannot read itself", "query t must read keys 0..t, *including* itself: the diagonal belongs "
-            "to the allowed part", planted_pre_ln(diagonal=-1)),
-    Mistake("Post-LN", "that is section 2's Post-LN placement (LN after the residual sum); Pre-LN normalises each "
-            "sublayer's *input* and adds the sublayer's output to the raw stream: y + sublayer(LN(y))",
-            planted_pre_ln(post=True)),
-    Mistake("residual from the normalised stream", "the residual must carry the raw stream: y + sublayer(LN(y)), "
-            "not LN(y) + sublayer(LN(y))", planted_pre_ln(from_norm=True)),
-    Mistake("memory normalised again", "the memory is the encoder's output, already normalised by the encoder: "
-            "cross-attention reads it as it is; only the query LN(y) is normalised here",
-            planted_pre_ln(norm_memory=True)),
+    Mistake("section 6's rule (summed log P)", "that is the rule section 6 used for greedy decoding; beam search "
+            "ranks finished hypotheses by log P / ((5 + |y|) / 6) ** alpha, so compare those",
+            planted_errors(rule="raw")),
+    Mistake("alpha typed in", "use the `alpha` the call passes, not 0.6: the check tries other values",
+            planted_errors(typed_alpha=True)),
+    Mistake("log P per piece", "beam does not divide by the length |y| itself but by the length penalty "
+            "((5 + |y|) / 6) ** alpha", planted_errors(rule="per piece")),
+    Mistake("[BOS] counted in the length", "|y| counts the generated pieces up to and including [EOS]; [BOS] is "
+            "given, not generated", planted_errors(rule="bos")),
+    Mistake("right answers counted", "an output equal to its reference is right, whatever the scores: a search "
+            "error needs a reference ranked *strictly* above a different output", planted_errors(compare="ties")),
+    Mistake("model errors returned", "those are the model errors (the output ranked above the reference); a search "
+            "error is the reverse: the reference ranks above the output", planted_errors(compare="model")),
 )
-
 
 # ---------------------------------------------------------------------------------------------------------------
 # q3 (capstone): batched greedy decoding with the KV cache — the package's greedy_decode is the reference
@@ -593,24 +617,20 @@ q1 = Exercise(
             "projections and a LayerNorm) adds a third of an encoder layer at the base size.",
 )
 
-def reference_pre_ln(layer, y, memory, tgt_padding, memory_mask):
-    from ..masks import causal_mask, combine_masks
-
-    return layer.reference(y, memory, combine_masks(tgt_padding, causal_mask(y.size(1))), memory_mask).detach()
-
-
 q2 = Exercise(
-    name="Find the bug: a Pre-LN decoder layer",
-    variables=("pre_ln_decoder_layer",),
-    checker=lambda ns: check_function(ns["pre_ln_decoder_layer"], reference_pre_ln, layer_cases(Draw()),
-                                      "pre_ln_decoder_layer", probes=layer_cases(Draw()), scales=()),
-    hints=("`leak` changed only the last piece, yet the position just before it moved too. Which query read which "
-           "key it should not, and which line decides what a query may read?",
-           "keep the colleague's Pre-LN placement (y + sublayer(LN(y))); print their causal mask for tgt_len 4 and "
-           "compare it with section 2's picture: query t may read keys 0..t."),
-    solution=solution_of("lesson07", "pre_ln_decoder_layer"),
+    name="Search errors by beam's own ranking",
+    variables=("beam_search_errors",),
+    checker=check_search_errors,
+    hints=("Section 6 compared summed log P, the score greedy decoding follows. Which score does beam search use to "
+           "pick its answer (section 5), and which length goes into it?",
+           "score(ids) = sequence_log_prob(model, src_ids, ids) / ((5 + n) / 6) ** alpha, n = the non-[PAD] pieces of "
+           "each row ([EOS] included); a search error: the row differs from its reference and score(reference) > "
+           "score(output)."),
+    solution=solution_of("lesson07", "my_prediction", "beam_search_errors"),
     mistakes=Q2_MISTAKES,
-    success="Correct! Run `leak(pre_ln_decoder_layer)`: every position before the last now moves by 0.",
+    success="Correct! Run the next cell: it measures beam 4 and beam 8 on seed 0's short run beside your prediction. "
+            "A search error by beam's ranking is one a wider beam could fix; every other wrong answer is a model "
+            "error, which no beam fixes.",
 )
 
 q3 = Exercise(

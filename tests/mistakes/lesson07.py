@@ -17,7 +17,7 @@ def right(exercise: str, name: str, code: str) -> Alternative:
 
 
 COUNT = lesson07.q1.solution
-LAYER = lesson07.q2.solution
+ERRORS = lesson07.q2.solution
 DECODE = lesson07.q3.solution
 
 MISTAKES = [
@@ -39,8 +39,14 @@ MISTAKES = [
       "torch.nn.Linear (a built layer"),
     q("q1", "a float count", plant(COUNT, "return 2 * attention + feed_forward + layer_norms",
                                    "return float(2 * attention + feed_forward + layer_norms)"), "int"),
-    q("q2", "the stream updated in place", plant(LAYER, "y = y + layer.self_attn(h, h, h, self_mask)[0]",
-                                                 "y += layer.self_attn(h, h, h, self_mask)[0]"), "changed its input"),
+    q("q2", "prediction not recorded", plant(ERRORS, "my_prediction = (10, 5)", "my_prediction = ..."),
+      "record your prediction"),
+    q("q2", "a prediction that is not two counts", plant(ERRORS, "my_prediction = (10, 5)", "my_prediction = 0.4"),
+      "two counts"),
+    q("q2", "a list of bools returned", plant(ERRORS, "    return wrong & (beam_score(reference_ids) > "
+                                              "beam_score(output_ids))",
+                                              "    return [bool(w) for w in wrong & (beam_score(reference_ids) > "
+                                              "beam_score(output_ids))]"), "list"),
     q("q3", "eval mode forgotten", plant(DECODE, "    model.eval()\n", ""), "training mode"),
     q("q3", "no_grad forgotten", plant(plant(DECODE, "    with torch.no_grad():\n", "    if True:\n"),
                                        "logits = logits.clone()", "logits = logits.detach().clone()"),
@@ -70,14 +76,20 @@ ALTERNATIVES = [
           "    encoder_layer = 4 * d_model * d_model + 4 * d_model\n"
           "    encoder_layer += 2 * d_model * d_ff + d_ff + d_model + 4 * d_model\n"
           "    return encoder_layer + 4 * d_model * d_model + 6 * d_model\n"),
-    right("q2", "one sublayer helper, the package's causal_mask",
-          "from course_utils.masks import causal_mask\n\n\n"
-          "def pre_ln_decoder_layer(layer, y, memory, tgt_pad, memory_mask):\n"
-          "    tgt_mask = tgt_pad & causal_mask(y.size(1))\n"
-          "    def residual(i, x, sublayer):\n        return x + sublayer(layer.norms[i](x))\n"
-          "    y = residual(0, y, lambda h: layer.self_attn(h, h, h, tgt_mask)[0])\n"
-          "    y = residual(1, y, lambda h: layer.cross_attn(h, memory, memory, memory_mask)[0])\n"
-          "    return residual(2, y, layer.feed_forward)\n"),
+    right("q2", "the package's length_penalty, equal rows by torch.equal",
+          "from course_utils.decoding import length_penalty\nfrom course_utils.tokenization import BOS_ID, PAD_ID\n\n"
+          "my_prediction = [0, 0]\n\n\n"
+          "def beam_search_errors(model, src_ids, output_ids, reference_ids, alpha=0.6):\n"
+          "    def score(ids):\n"
+          "        bos = torch.full((ids.size(0), 1), BOS_ID, dtype=torch.long)\n"
+          "        with torch.no_grad():\n"
+          "            logits = model(src_ids, torch.cat([bos, ids[:, :-1]], 1)).clone()\n"
+          "        logits[:, :, BOS_ID] = logits[:, :, PAD_ID] = -math.inf\n"
+          "        picked = F.log_softmax(logits, dim=-1).gather(2, ids.unsqueeze(2)).squeeze(2)\n"
+          "        real = ids != PAD_ID\n"
+          "        return torch.where(real, picked, 0.0).sum(1) / length_penalty(real.sum(1), alpha)\n"
+          "    same = torch.tensor([torch.equal(o, r) for o, r in zip(output_ids, reference_ids)])\n"
+          "    return ~same & (score(reference_ids) > score(output_ids))\n"),
     right("q3", "a Python list of finished rows", plant(plant(DECODE, "finished = finished | (next_token == eos_id)",
                                                               "finished = torch.tensor([bool(f) or int(t) == eos_id "
                                                               "for f, t in zip(finished, next_token)])"),
