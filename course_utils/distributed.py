@@ -7,9 +7,8 @@ process, so the same training code runs both ways.
 """
 from __future__ import annotations
 
-import copy
 import os
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -177,113 +176,3 @@ class BucketedAllReduce:
         """Take the hooks off the parameters."""
         for hook in self.hooks:
             hook.remove()
-
-
-def _benchmark_model():
-    """A small GPT for the timings of :func:`measure_scaling` (no dropout, so every run computes the same)."""
-    from .config import TransformerConfig
-    from .language_model import DecoderOnlyLM
-
-    torch.manual_seed(0)
-    return DecoderOnlyLM(TransformerConfig(vocab_size=2048, d_model=128, n_heads=4, d_ff=512, n_layers=2,
-                                           max_len=64, dropout=0.0, norm="pre", positional="learned"))
-
-
-def measure_scaling(rows: int = 8, seq: int = 64, windows: int = 5, steps: int = 2, accumulate: int = 4) -> dict:
-    """Timings of data-parallel training on this machine, taken on every rank of a ``torchrun`` job (lesson 10).
-
-    Each rank trains a small GPT on ``rows × seq`` random tokens per step. Measured, ``windows`` times each and
-    interleaved, so the spread shows and a busy moment of the machine hits every measurement alike: rank 0 training
-    alone while the others wait (one process, ``single_s``), the whole DDP step (``step_s``), the same step inside
-    ``no_sync()`` (computation alone), one all-reduce of a buffer as large as all the gradients (communication
-    alone), and a step of ``accumulate`` micro-batches with and without ``no_sync`` on all but the last, with DDP's
-    all-reduces counted. Returns rank 0's numbers (seconds per step).
-    """
-    import time
-
-    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-    from torch.nn.parallel import DistributedDataParallel
-
-    from .losses import lm_loss
-
-    torch.set_num_threads(1)
-    with distributed_session("cpu") as context:
-        model = _benchmark_model()
-        solo = copy.deepcopy(model)   # a plain copy, no DDP: what one process alone would train
-        solo_optimizer = torch.optim.SGD(solo.parameters(), lr=1e-3)
-        net = DistributedDataParallel(model) if context.is_distributed else model
-        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-        generator = torch.Generator().manual_seed(1 + context.rank)
-        batch = torch.randint(1, 2048, (rows, seq), generator=generator)
-        reduces = [0]
-        if context.is_distributed:
-            def counted(state, bucket):
-                reduces[0] += 1
-                return default_hooks.allreduce_hook(state, bucket)
-            net.register_comm_hook(None, counted)
-
-        def step(micro_batches, skip_sync: bool, sync_every: bool = False) -> None:
-            for k, micro in enumerate(micro_batches):
-                last = k == len(micro_batches) - 1
-                quiet = context.is_distributed and (skip_sync or not (last or sync_every))
-                with net.no_sync() if quiet else nullcontext():
-                    (lm_loss(net, micro) / len(micro_batches)).backward()
-            optimizer.step()
-            optimizer.zero_grad()
-
-        def solo_step() -> None:
-            lm_loss(solo, batch).backward()
-            solo_optimizer.step()
-            solo_optimizer.zero_grad()
-
-        def timed(function, repeat: int, only_rank_0: bool = False) -> float:
-            context.barrier()
-            start = time.perf_counter()
-            for _ in range(repeat if context.is_main or not only_rank_0 else 0):
-                function()
-            context.barrier()
-            return (time.perf_counter() - start) / repeat
-
-        step([batch], False)                                           # warm-up
-        solo_step()
-        micro = list(batch.chunk(accumulate))
-
-        def accumulated_gradient(sync_every: bool) -> torch.Tensor:
-            for k, part in enumerate(micro):
-                quiet = context.is_distributed and not (sync_every or k == len(micro) - 1)
-                with net.no_sync() if quiet else nullcontext():
-                    (lm_loss(net, part) / len(micro)).backward()
-            gradient = torch.cat([p.grad.flatten() for p in model.parameters()])
-            optimizer.zero_grad()
-            return gradient
-        no_sync_difference = (accumulated_gradient(False) - accumulated_gradient(True)).abs().max().item()
-        single, whole, alone, communication = [], [], [], []
-        accumulated = {"no_sync": [], "all-reduce every micro-batch": []}
-        buffer = torch.cat([p.detach().flatten() for p in model.parameters()])
-        counts = {}
-        for _ in range(windows):   # interleaved, so a busy moment of the machine hits every measurement alike
-            single.append(timed(solo_step, steps, only_rank_0=True))
-            whole.append(timed(lambda: step([batch], False), steps))
-            alone.append(timed(lambda: step([batch], True), steps))
-            if context.is_distributed:
-                communication.append(timed(lambda: dist.all_reduce(buffer.clone()), steps))
-                for name, sync_all in (("no_sync", False), ("all-reduce every micro-batch", True)):
-                    reduces[0] = 0
-                    accumulated[name].append(timed(lambda every=sync_all: step(micro, False, every), 1))
-                    counts[name] = reduces[0]
-
-        result = {"world_size": context.world_size, "cpus": len(os.sched_getaffinity(0)) if hasattr(
-                  os, "sched_getaffinity") else os.cpu_count(), "tokens_per_step": context.world_size * rows * seq,
-                  "single_s": single, "step_s": whole, "compute_s": alone, "all_reduce_s": communication,
-                  "gradient_MB": buffer.numel() * 4 / 2**20, "accumulate": accumulate,
-                  "accumulated_step_s": accumulated, "all_reduces_per_step": counts,
-                  "no_sync_difference": no_sync_difference}
-    return result
-
-
-if __name__ == "__main__":   # torchrun --standalone --nproc_per_node=2 -m course_utils.distributed
-    import json
-
-    measured = measure_scaling()
-    if int(os.environ.get("RANK", 0)) == 0:
-        print(json.dumps(measured))

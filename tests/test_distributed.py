@@ -91,12 +91,3 @@ def test_capstone_check_runs_where_fork_is_missing(tmp_path, monkeypatch):
     assert lesson10.class_source(answer).startswith("class BucketedAllReduce:")
     result = lesson10.q3.evaluate({"BucketedAllReduce": answer})
     assert result.status == "correct", result.message
-
-
-def test_measure_scaling_in_one_process_times_the_computation():
-    from course_utils.distributed import measure_scaling
-
-    measured = measure_scaling(rows=2, seq=8, windows=2, steps=1)
-    assert measured["world_size"] == 1 and len(measured["step_s"]) == len(measured["compute_s"]) == 2
-    assert measured["all_reduce_s"] == [] and measured["tokens_per_step"] == 16
-    assert all(t > 0 for t in measured["step_s"])

@@ -165,12 +165,12 @@ DISCUSSION = {
             "faster early can lose later), different parameter counts, one evaluation split, one data order."),
            ],
     "10": [("Each process averages the loss over its own tokens, then the gradients are averaged. When does that "
-            "differ from one process averaging over all tokens, and how does §2 fix it?",
+            "differ from one process averaging over all tokens, and how does §3 fix it?",
             "Whenever the ranks hold different numbers of target tokens (padding, sentences of different length): "
-            "the mean of per-rank means weighs a token on a rank with few tokens more. §2 all-reduces the token "
+            "the mean of per-rank means weighs a token on a rank with few tokens more. §3 all-reduces the token "
             "count $T$ first, and each rank backpropagates $\\frac{N}{T}\\sum_{t\\in B_r}\\ell_t$, so DDP's "
             "average over ranks is the mean over all tokens."),
-           ("Gradient checkpointing trades compute for memory. Looking at what §5 measures, when is the trade "
+           ("Gradient checkpointing trades compute for memory. Looking at what §7 measures, when is the trade "
             "worth it?",
             "When activation memory is the limit — long sequences, large batches, deep models — and the "
             "alternative is a smaller batch or a model that does not fit. It costs roughly one more forward pass "
