@@ -26,8 +26,7 @@ def special_ids(draw: Draw, vocab: int) -> tuple[int, int, int]:
     for its role — so an answer with 5, 6 or 0 typed in shows."""
     while True:
         bos, eos, pad = draw.distinct(3, 0, vocab - 1)
-        if (bos, eos, pad) != (DEFAULT_BOS, DEFAULT_EOS, DEFAULT_PAD) and bos != DEFAULT_BOS \
-                and eos != DEFAULT_EOS and pad != DEFAULT_PAD:
+        if bos != DEFAULT_BOS and eos != DEFAULT_EOS and pad != DEFAULT_PAD:
             return bos, eos, pad
 
 
@@ -323,11 +322,7 @@ class DecodeCase:
         from ..decoding import greedy_decode
 
         pad_id = DEFAULT_PAD if pad is None else pad
-        model = make_model().eval()
-        self.expected = greedy_decode(model, src, bos, eos, max_new_tokens, pad_id=pad_id)
-        uncached = greedy_decode(make_model().eval(), src, bos, eos, max_new_tokens, pad_id=pad_id, use_cache=False)
-        if not torch.equal(self.expected, uncached):
-            raise RuntimeError("checker bug: the model's tokens change with the KV cache")
+        self.expected = greedy_decode(make_model().eval(), src, bos, eos, max_new_tokens, pad_id=pad_id)
 
     def args(self) -> tuple:
         """What the learner's function is called with (pad_id left out where the case tests its default)."""
