@@ -1,9 +1,8 @@
-"""Exercises of notebook 11 (from a text predictor to an assistant): the response mask of a multi-turn
-conversation, the weight of each pair in DPO's gradient, and the capstone: the divergence per token from the reference.
+"""Exercises of lesson 11 (from a text predictor to an assistant): the response mask of a multi-turn conversation
+(q1), each pair's weight in DPO's gradient (q2), and the capstone, the divergence per token from the reference (q3).
 
-Each check draws fresh inputs (:class:`~.asserts.Draw`) and compares the learner's answer with the package's:
-:func:`course_utils.instruct.assistant_mask`, :func:`course_utils.losses.dpo_gradient_weight` and
-:func:`course_utils.instruct.mean_token_kl`; each exercise declares its typical mistakes once (see :mod:`.core`).
+Each check compares the learner's answer with the package's on fresh inputs; each exercise declares its typical
+mistakes once (see :mod:`.core`).
 """
 from __future__ import annotations
 
@@ -16,14 +15,25 @@ from .asserts import Case, Draw, check_function, learner_function
 from .core import Exercise, Mistake, solution_of
 
 
+def checker(name, reference, make_cases, **forbidden):
+    """The contract check of ``name``: the package's ``reference`` on ``make_cases(draw)`` and on a twin draw,
+    the package's own functions (``forbidden``, by description) not to be called."""
+    def check(ns) -> None:
+        draw = Draw()
+        cases = make_cases(draw)
+        check_function(learner_function(ns, name), reference, cases, name, twins=make_cases(draw.twin()),
+                       probes=cases, forbidden={f"the package's {k}": v for k, v in forbidden.items()})
+    return check
+
+
 # ---------------------------------------------------------------------------- q1: the mask of a multi-turn chat
 def conversation_cases(draw: Draw) -> list[Case]:
-    """Batches of right-padded conversations ``[BOS] (<|user|> q… <|assistant|> a… [EOS])×turns``, 1 to 3 turns,
-    the chat tokens' ids drawn above the text ids; one answer left without [EOS] (cut at the context's end)."""
+    """Right-padded conversations ``[BOS] (<|user|> q… <|assistant|> a… [EOS])×turns``, 1 to 3 turns, the chat
+    tokens' ids drawn above the text ids; in the last case the first row's answer is cut before its [EOS]."""
     cases = []
     for what, turns, cut in (("one turn", (1, 1), False), ("two turns", (2, 2), False),
-                             ("one to three turns", (1, 3), False), ("the last answer cut before its [EOS]",
-                                                                     (1, 2), True)):
+                             ("one to three turns", (1, 3), False), ("the last answer cut before its [EOS]", (1, 2),
+                                                                     True)):
         user_id = draw.integer(300, 520)
         assistant_id = user_id + draw.integer(1, 3)
         rows = []
@@ -32,28 +42,12 @@ def conversation_cases(draw: Draw) -> list[Case]:
             for _ in range(draw.integer(*turns)):
                 row += [user_id] + draw.randint(7, 300, (draw.integer(1, 5),)).tolist() + [assistant_id]
                 row += draw.randint(7, 300, (draw.integer(1, 5),)).tolist() + [EOS_ID]
-            if cut and r == 0:
-                row = row[:-1]
-            rows.append(row)
+            rows.append(row[:-1] if cut and r == 0 else row)
         longest = max(map(len, rows)) + draw.integer(0, 2)
         ids = torch.tensor([row + [PAD_ID] * (longest - len(row)) for row in rows])
         cases.append(Case(f"{what}: ids {tuple(ids.shape)}, user_id={user_id}, assistant_id={assistant_id}",
                           (ids, user_id, assistant_id)))
     return cases
-
-
-def check_assistant_mask(ns) -> None:
-    draw = Draw()
-    cases = conversation_cases(draw)
-    check_function(learner_function(ns, "assistant_mask"), assistant_mask, cases, "assistant_mask",
-                   twins=conversation_cases(draw.twin()), probes=cases, forbidden={
-                       "the package's course_utils.instruct.assistant_mask": assistant_mask})
-
-
-def first_turn_only(ids, user_id, assistant_id):
-    mask = assistant_mask(ids, user_id, assistant_id)
-    ends = ((ids == EOS_ID) & mask).long().cumsum(1)          # answers finished so far, the current [EOS] included
-    return mask & ((ends == 0) | ((ends == 1) & (ids == EOS_ID)))
 
 
 Q1_MISTAKES = (
@@ -64,14 +58,13 @@ Q1_MISTAKES = (
             "(without it, generation runs on into another turn)",
             variant=lambda ids, u, a: assistant_mask(ids, u, a) & (ids != EOS_ID)),
     Mistake("first answer only", "a conversation has an answer after *every* <|assistant|>: the mask must cover "
-            "the later turns too", variant=first_turn_only),
+            "the later turns too", variant=lambda ids, u, a: assistant_mask(ids, u, a) & ((ids == a).cumsum(1) == 1)),
     Mistake("user turns scored", "after the first answer you kept scoring everything — the second <|user|> turn "
             "is the user's text, not the model's. Stop at each answer's [EOS], start again after the next "
             "<|assistant|>",
             variant=lambda ids, u, a: ((ids == a).long().cumsum(1) > 0) & (ids != a) & (ids != PAD_ID)),
     Mistake("padding scored", "padding after a cut answer is no response token: leave [PAD] out",
-            variant=lambda ids, u, a: assistant_mask(ids, u, a) | ((ids == PAD_ID) & (
-                (ids == a).long().cumsum(1) > 0))),
+            variant=lambda ids, u, a: assistant_mask(ids, u, a) | ((ids == PAD_ID) & ((ids == a).cumsum(1) > 0))),
 )
 
 
@@ -82,17 +75,8 @@ def logprob_cases(draw: Draw) -> list[Case]:
     cases = []
     for beta in (0.1, draw.choice((0.05, 0.3)), 1.0):
         n = draw.integer(3, 8)
-        logps = [-(draw.randn(n).abs() * 10 + 5) for _ in range(4)]
-        cases.append(Case(f"{n} pairs, beta={beta}", (*logps, beta)))
+        cases.append(Case(f"{n} pairs, beta={beta}", (*[-(draw.randn(n).abs() * 10 + 5) for _ in range(4)], beta)))
     return cases
-
-
-def check_dpo_weight(ns) -> None:
-    draw = Draw()
-    cases = logprob_cases(draw)
-    check_function(learner_function(ns, "dpo_weight"), dpo_gradient_weight, cases, "dpo_weight",
-                   twins=logprob_cases(draw.twin()), probes=cases,
-                   forbidden={"the package's course_utils.losses.dpo_gradient_weight": dpo_gradient_weight})
 
 
 W = dpo_gradient_weight
@@ -110,21 +94,10 @@ Q2_MISTAKES = (
 
 
 # ---------------------------------------------------------------------------- q3 (capstone): the KL per token
-class TableLM(torch.nn.Module):
-    """A language model reduced to a table: the logits at each position are a row chosen by the current token,
-    ``(batch, seq) -> (batch, seq, vocab)``; different tables give different next-token distributions."""
-
-    def __init__(self, table: torch.Tensor) -> None:
-        super().__init__()
-        self.table = torch.nn.Parameter(table)
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.table[ids]
-
-
 def kl_cases(draw: Draw) -> list[Case]:
-    """``(policy, reference, ids, mask)``: two table models over one vocabulary, a right-padded batch whose response
-    starts at a drawn position per row; the last case has logits large enough to overflow a naive softmax."""
+    """``(policy, reference, ids, mask)``: two models reduced to tables (the logits at a position are the row of the
+    current token: an ``nn.Embedding`` of width vocab), a right-padded batch whose response starts at a drawn
+    position per row; the last case has logits large enough to overflow a naive softmax."""
     cases = []
     for what, scale in (("small logits", 1.0), ("ordinary logits", 3.0), ("logits in the hundreds", 300.0)):
         vocab, rows, seq = draw.integer(8, 20), draw.integer(2, 4), draw.integer(6, 10)
@@ -134,30 +107,21 @@ def kl_cases(draw: Draw) -> list[Case]:
             start, end = draw.integer(2, seq - 3), draw.integer(seq - 2, seq)
             mask[r, start:end] = True
             ids[r, end:] = PAD_ID
-        policy, reference = TableLM(draw.randn(vocab, vocab, scale=scale)), TableLM(draw.randn(vocab, vocab,
-                                                                                              scale=scale))
+        policy, reference = (torch.nn.Embedding.from_pretrained(draw.randn(vocab, vocab, scale=scale))
+                             for _ in range(2))
         cases.append(Case(f"{what}: ids {tuple(ids.shape)}, vocabulary {vocab}, {int(mask[:, 1:].sum())} response "
                           "positions", (policy, reference, ids, mask)))
     return cases
 
 
-def check_mean_token_kl(ns) -> None:
-    draw = Draw()
-    cases = kl_cases(draw)
-    check_function(learner_function(ns, "mean_token_kl"), mean_token_kl, cases, "mean_token_kl",
-                   twins=kl_cases(draw.twin()), probes=cases, forbidden={
-                       "the package's course_utils.instruct.mean_token_kl": mean_token_kl,
-                       "the package's course_utils.instruct.preference_metrics": preference_metrics})
-
-
 Q3_MISTAKES = (
-    Mistake("KL the wrong way round", "you computed KL(reference ‖ policy): the table reports KL(policy ‖ "
+    Mistake("KL the wrong way round", "you computed KL(reference ‖ policy): the task asks for KL(policy ‖ "
             "reference), the expectation under the *policy's* distribution (weights p_policy, not p_reference)",
             variant=lambda p, r, ids, mask: mean_token_kl(r, p, ids, mask)),
     Mistake("mask not shifted", "the logits at position t predict token t + 1: the positions to average are those "
             "whose *next* token is a response token, mask[:, 1:] against logits of ids[:, :-1]",
-            variant=lambda p, r, ids, mask: mean_token_kl(p, r, ids, torch.cat([mask[:, :1] & False, mask[:, :-1]],
-                                                                                1))),
+            variant=lambda p, r, ids, mask: mean_token_kl(
+                p, r, ids, torch.cat([mask[:, :1] & False, mask[:, :-1]], 1))),
     Mistake("prompt positions averaged too", "average over the response positions only (the mask), not over every "
             "real token: the prompt is the same for both models and dilutes the divergence",
             variant=lambda p, r, ids, mask: mean_token_kl(p, r, ids, ids != PAD_ID)),
@@ -170,7 +134,8 @@ Q3_MISTAKES = (
 q1 = Exercise(
     name="The response mask of a conversation",
     variables=("assistant_mask",),
-    checker=check_assistant_mask,
+    checker=checker("assistant_mask", assistant_mask, conversation_cases, **{
+        "course_utils.instruct.assistant_mask": assistant_mask}),
     hints=("Walk along each row: which token switches scoring on, which switches it off, and is the [EOS] in?",
            "for each row, keep a flag: set it on at <|assistant|> (that token not scored), off at <|user|>; while it "
            "is on, score every token that is not [PAD], and switch it off after scoring an [EOS]."),
@@ -183,7 +148,8 @@ q1 = Exercise(
 q2 = Exercise(
     name="How hard DPO pushes each pair",
     variables=("dpo_weight",),
-    checker=check_dpo_weight,
+    checker=checker("dpo_weight", dpo_gradient_weight, logprob_cases, **{
+        "course_utils.losses.dpo_gradient_weight": dpo_gradient_weight}),
     hints=("Differentiate −log σ(z) with respect to z first; then z = β·m and m = (pc − rc) − (pr − rr).",
            "d/dz [−log σ(z)] = −σ(−z) (because σ'(z) = σ(z)σ(−z)); the chain rule gives d loss / d pc = −β·σ(−β·m), "
            "so w is σ(−β·m), computed elementwise on the (n_pairs,) tensors."),
@@ -196,7 +162,9 @@ q2 = Exercise(
 q3 = Exercise(
     name="Capstone: how far the policy moved",
     variables=("mean_token_kl",),
-    checker=check_mean_token_kl,
+    checker=checker("mean_token_kl", mean_token_kl, kl_cases, **{
+        "course_utils.instruct.mean_token_kl": mean_token_kl,
+        "course_utils.instruct.preference_metrics": preference_metrics}),
     hints=("Both models read ids[:, :-1]; at each position turn each model's logits into log-probabilities over the "
            "vocabulary, then compare the two distributions, weighting by the policy's.",
            "log_p = log_softmax(policy(ids[:, :-1]), -1), log_q the same for the reference; per position "
@@ -207,15 +175,17 @@ q3 = Exercise(
     success="Correct! Equal to the package's course_utils.instruct.mean_token_kl, also where the logits are in the "
             "hundreds. Swap the two models to measure the other direction: KL is not symmetric.",
     task=(
-        "### Capstone — how far did DPO move the model?\n\nThe tables above report a *KL per token*; write it. "
-        "`mean_token_kl(policy, reference, ids, mask)`: `policy` and `reference` are language models (a LongTensor "
-        "`(batch, seq)` → logits `(batch, seq, vocab)`), `ids` a right-padded `(batch, seq)` chat batch and `mask` "
-        "its bool response mask, as `chat_batch` returns them. Return a Python float in nats: the divergence "
-        "KL(policy ‖ reference) of the two models' next-token distributions, exact over the whole vocabulary, "
-        "averaged over the positions whose next token is a response token; both models read the given ids (teacher "
-        "forcing). It must stay finite for logits in the hundreds.\n\n"
-        "Predict first, then measure with your function on the DPO model of section 6: is KL(reference ‖ policy) "
-        "on the held-out right answers larger or smaller than the table's KL(policy ‖ reference)?\n\n"
+        "### Capstone — how far did DPO move the model? (about 30 minutes)\n\nSection 6 said a smaller β lets the "
+        "policy move further from its reference; measure how far. Write `mean_token_kl(policy, reference, ids, "
+        "mask)`: two language models (a LongTensor `(batch, seq)` → logits `(batch, seq, vocab)`), a right-padded "
+        "chat batch and its bool response mask, as `chat_batch` returns them. Return a Python float in nats: "
+        "KL(policy ‖ reference) of the two models' next-token distributions, exact over the vocabulary, averaged "
+        "over the positions whose next token is a response token, both models reading the given ids. It must stay "
+        "finite for logits in the hundreds.\n\n"
+        "Then measure `dpo` against `frozen` on the held-out right answers, "
+        "`chat_batch(tokenizer, [(q, w) for q, w, _ in held_out_pairs])`: 0.098 nats per token. Predict first: is "
+        "KL(frozen ‖ dpo) larger or smaller? At β = 0.03, and at β = 1, is KL(dpo ‖ frozen) larger or smaller than "
+        "at 0.1? The cells after the check show both.\n\n"
         "Stuck? `q3.hint()`; once you have tried, `q3.solution()` shows it, as does "
         "`from course_utils.instruct import mean_token_kl`."),
     starter=("def mean_token_kl(policy, reference, ids, mask):\n"
