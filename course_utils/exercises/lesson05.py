@@ -66,10 +66,6 @@ P = presence_probability
 PRESENCE_PROBES = [Case(f"vocab_size {v}, seq_len {n}", (v, n)) for v, n in ((10, 3), (7, 20), (1000, 32), (3, 1))]
 
 
-def binary_entropy(p: float) -> float:
-    return -(p * math.log(p) + (1 - p) * math.log(1 - p))
-
-
 def prediction(ns, name: str, kind: type, what: str):
     """The learner's prediction ``ns[name]``, refused (with what to write) unless it is a ``kind``."""
     value = ns.get(name)
@@ -87,16 +83,25 @@ def check_p_token_present(ns) -> None:
     check_function(ns["p_token_present"], presence_probability, presence_cases(Draw()), "p_token_present",
                    probes=PRESENCE_PROBES, atol=1e-12, rtol=1e-6)
     share = prediction(ns, "predicted_share_128", float, "a probability between 0 and 1")
-    loss = prediction(ns, "predicted_H_128", float, "the constant loss in nats, between 0 and ln 2")
+    hides = prediction(ns, "shortcut_still_hides", bool, "True or False")
     draws = torch.randint(7, 1000, (20_000, 128), generator=torch.Generator().manual_seed(4))
     counted = (draws == 99).any(1).float().mean().item()
     exact = presence_probability(993, 128)
-    print(f"128 tokens from 993 ids      {'predicted':>10} {'exact':>8} {'counted on 20,000':>18}\n"
-          f"share with token 99          {share:10.2%} {exact:8.2%} {counted:18.2%}\n"
-          f"constant loss H (nats)       {loss:10.3f} {binary_entropy(exact):8.3f} {binary_entropy(counted):18.3f}")
-    if abs(share - exact) > 0.005 or abs(loss - binary_entropy(exact)) > 0.01:
-        raise ExerciseFailure("your function is right, but a prediction is off (table above): the share is your "
-                              "function at 128 tokens, H the cross-entropy of always predicting that share. Redo it.")
+    entropy = -(exact * math.log(exact) + (1 - exact) * math.log(1 - exact))
+    print(f"128 tokens from 993 ids     {'predicted':>10} {'exact':>8} {'counted on 20,000':>18}\n"
+          f"share with token 99         {share:10.2%} {exact:8.2%} {counted:18.2%}\n"
+          f"always-0 accuracy           {1 - share:10.2%} {1 - exact:8.2%} {1 - counted:18.2%}")
+    if not exact / 1.5 <= share <= 1.5 * exact:
+        raise ExerciseFailure("your function is right, but your predicted share is far off (table above). Four "
+                              "times the draws give token 99 about four times the chances (a little fewer: it can "
+                              "occur twice). Think it through again before you write the new guess.")
+    if not hides:
+        raise ExerciseFailure(f"your function is right, but always 0 is still right on {1 - exact:.1%} of the "
+                              "128-token sequences (table above): accuracy alone still hides a model that learns "
+                              "nothing. Set `shortcut_still_hides = True` once you see why.")
+    print(f"The constant loss is now H = {entropy:.3f} nats, about half of ln 2, and always 0 still scores "
+          f"{1 - exact:.1%}: a loss falling to H and that accuracy are reached without learning the rule; read the "
+          "recall of class 1.")
 
 
 PRESENCE_MISTAKES = (
@@ -248,7 +253,7 @@ q1 = Exercise(
            "none of the seq_len independent positions does?",
            "miss = 1 minus the chance of the token at one position; absent = miss to the power seq_len; the answer "
            "is 1 minus absent — returned as a Python float (checked on huge vocabularies too, so no float32)."),
-    solution=solution_of("lesson05", "p_token_present", "predicted_share_128", "predicted_H_128"),
+    solution=solution_of("lesson05", "predicted_share_128", "shortcut_still_hides", "p_token_present"),
     mistakes=PRESENCE_MISTAKES,
 )
 
@@ -313,18 +318,6 @@ def training_case(draw: Draw, n_batches: int, clip: tuple, note: str, accumulate
                         total_steps=3 * n_batches + 2, clip=clip, accumulate=accumulate)
 
 
-def training_cases(draw: Draw) -> list[TrainingCase]:
-    """accumulate=1 on one batch, then groups that divide the batches, a shorter last group without clipping, a
-    drawn clip_norm, and the default clip_norm on 6 or 7 batches."""
-    return [
-        training_case(draw, 1, (None,), "a single step", accumulate=1),
-        training_case(draw, 4, (None,), "no clipping, two full groups", accumulate=2),
-        training_case(draw, draw.choice([5, 7]), (None,), "no clipping, a shorter last group", accumulate=3),
-        training_case(draw, draw.integer(3, 4), (round(draw.integer(5, 50) / 100, 2),), "", accumulate=2),
-        training_case(draw, draw.integer(6, 7), (), "", accumulate=draw.choice([2, 4])),
-    ]
-
-
 class _BackwardProbe(torch.autograd.Function):
     """Identity on the loss; its backward runs first and records whether old gradients are still there."""
 
@@ -386,24 +379,21 @@ class TrainingRecorder:
         self.snapshots.append([p.detach().clone() for p in self.parameters])
 
 
-def forbidden_loops() -> dict[str, object]:
-    from ..training import fit, train_one_epoch
-
-    return {"the package's course_utils.training.train_one_epoch": train_one_epoch,
-            "the package's course_utils.training.fit": fit}
-
-
 def train(loop, case: TrainingCase, forbidden: bool = True) -> TrainingRecorder:
     """Train a copy of ``case.model`` (handed over in eval mode, as after an evaluation) with ``loop``; the recorder
     holds what happened, ``returned`` what the loop returned (or :class:`Raised`)."""
+    from ..training import fit, train_one_epoch
+
     recorder = TrainingRecorder(copy.deepcopy(case.model).eval(), case)
+    forbidden = {"the package's course_utils.training.train_one_epoch": train_one_epoch,
+                 "the package's course_utils.training.fit": fit} if forbidden else None
     batches = list(case.batches)
     before = snapshot(batches)
     with warnings.catch_warnings():  # PyTorch's own warnings about step order: the feedback names them
         warnings.simplefilter("ignore")
         recorder.returned = attempt(loop, "train_accumulated", (recorder.model, batches, recorder.loss_fn,
                                     recorder.optimizer, recorder.scheduler, case.accumulate, *case.clip), {},
-                                    forbidden_loops() if forbidden else None)
+                                    forbidden)
     check_inputs_kept({"batches": before}, {"batches": batches}, "train_accumulated", case.description)
     return recorder
 
@@ -491,7 +481,13 @@ def accumulation_against_one_batch(loop, sizes: tuple[int, ...]) -> float:
 
 def check_train_accumulated(ns) -> None:
     learner_loop = own_function(ns["train_accumulated"], "train_accumulated", "course_utils.training.train_one_epoch")
-    for case in training_cases(Draw()):
+    draw = Draw()   # accumulate=1 on one batch, groups that divide the batches, a shorter last group without
+    for case in (   # clipping, a drawn clip_norm, the default clip_norm on 6 or 7 batches
+            training_case(draw, 1, (None,), "a single step", accumulate=1),
+            training_case(draw, 4, (None,), "no clipping, two full groups", accumulate=2),
+            training_case(draw, draw.choice([5, 7]), (None,), "no clipping, a shorter last group", accumulate=3),
+            training_case(draw, draw.integer(3, 4), (round(draw.integer(5, 50) / 100, 2),), "", accumulate=2),
+            training_case(draw, draw.integer(6, 7), (), "", accumulate=draw.choice([2, 4]))):
         check_training_case(learner_loop, case)
     said = [prediction(ns, name, bool, "True or False") for name in ("same_update_4x16", "same_update_8_8_16_32")]
     print("One batch of 64 strings against your loop over the same strings (plain SGD, one group):")
@@ -518,24 +514,13 @@ def planted_loop(optimizer=None, clip=lambda clip_norm: clip_norm, loss=None,
     return loop
 
 
-def zero_grad_each_batch(loss_fn, accumulate):
-    def planted(model, batch):
-        model.zero_grad(set_to_none=True)
-        return loss_fn(model, batch)
-    return planted
-
-
-def full_groups_only(batch_list, accumulate):
-    return batch_list[:len(batch_list) - len(batch_list) % accumulate] or batch_list[:0]
-
-
 LOOP_MISTAKES = (
     Mistake("a step per batch", "optimizer.step() ran after every batch: with accumulation the gradients of "
             "`accumulate` batches add up first, then one step (and one scheduler step) per group",
             variant=planted_loop(groups=lambda k: 1)),
     Mistake("zero_grad per batch", "the gradients were cleared before every batch, so each step saw only the last "
             "batch of its group: call optimizer.zero_grad() once per group, before its first backward",
-            variant=planted_loop(loss=zero_grad_each_batch)),
+            variant=planted_loop(loss=lambda fn, k: lambda m, b: (m.zero_grad(set_to_none=True), fn(m, b))[1])),
     Mistake("zero_grad forgotten", "optimizer.zero_grad() is never called: each group's gradients are added to "
             "all the previous ones. Clear them once per group",
             variant=planted_loop(optimizer={"zero_grad": lambda original, *args, **kwargs: None})),
@@ -545,7 +530,7 @@ LOOP_MISTAKES = (
             variant=planted_loop(loss=lambda loss_fn, k: lambda m, b: loss_fn(m, b) * k)),
     Mistake("last group dropped", "the batches of the shorter last group were never used: when the number of "
             "batches is not a multiple of accumulate, the last group still makes one step",
-            variant=planted_loop(batches=full_groups_only)),
+            variant=planted_loop(batches=lambda batches, k: batches[:len(batches) - len(batches) % k])),
     Mistake("divided losses returned", "the returned losses are the divided ones: return each batch's loss as "
             "loss_fn computed it (the list should read like the training loss)",
             variant=planted_loop(returned=lambda losses, k: [loss / k for loss in losses])),

@@ -9,7 +9,7 @@ from . import Alternative, Mistake, plant
 PRELUDE = 'import torch\n'
 LOOP = lesson05.q3.solution
 PRESENCE = lesson05.q1.solution
-SHARE = "predicted_share_128 = 1 - (992 / 993) ** 128\npredicted_H_128 = 0.369\n"   # the predictions, written by hand
+SHARE = "predicted_share_128 = 0.127\nshortcut_still_hides = True\n"   # the predictions, written by hand
 SIZES = "same_update_4x16 = True\nsame_update_8_8_16_32 = False\n"
 
 
@@ -43,13 +43,14 @@ MISTAKES = [
       'def masked_max_pool(hidden, ids, pad_id=0):\n'
       "    return hidden.masked_fill((ids <= 0)[..., None], float('-inf')).amax(1)\n",
       'pad_id'),
-    q('q1', 'no prediction', plant(PRESENCE, "predicted_H_128 = -(", "predicted_H_128 = None and -("),
-      'now write your prediction in `predicted_H_128`'),
+    q('q1', 'no prediction', plant(PRESENCE, "shortcut_still_hides = True", "shortcut_still_hides = ..."),
+      'now write your prediction in `shortcut_still_hides`'),
     q('q1', 'the share predicted in percent',
-      plant(plant(PRESENCE, "predicted_share_128 = p_token_present(993, 128)", "predicted_share_128 = 12.1"),
-            "predicted_H_128 = -(", "predicted_H_128 = 0.369 or -("), '`predicted_share_128`'),
-    q('q1', 'H predicted as ln 2', plant(PRESENCE, "predicted_H_128 = -(", "predicted_H_128 = 0.693 or -("),
-      'a prediction is off'),
+      plant(PRESENCE, "predicted_share_128 = 0.12 ", "predicted_share_128 = 12.1 "), '`predicted_share_128`'),
+    q('q1', 'the share predicted unchanged from 32 tokens',
+      plant(PRESENCE, "predicted_share_128 = 0.12 ", "predicted_share_128 = 0.033 "), 'predicted share is far off'),
+    q('q1', 'the shortcut said to stop hiding',
+      plant(PRESENCE, "shortcut_still_hides = True", "shortcut_still_hides = False"), 'still hides a model'),
     q('q3', "the package's loop imported",
       SIZES + 'from course_utils.training import train_one_epoch as train_accumulated\n',
       'use your own function'),

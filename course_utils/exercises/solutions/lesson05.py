@@ -1,17 +1,13 @@
 """Reference solutions of lesson 05's exercises: what `qN.solution()` shows (see core.solution_of)."""
 
-import math
-
 import torch
+
+predicted_share_128 = 0.12    # 4 times the draws: about 4 x 3.17 %, a little less (token 99 can occur twice)
+shortcut_still_hides = True   # always 0 is then still right on about 88 % of the sequences
 
 
 def p_token_present(vocab_size, seq_len):
     return 1 - (1 - 1 / vocab_size) ** seq_len
-
-
-predicted_share_128 = p_token_present(993, 128)                  # 12.1 %
-predicted_H_128 = -(predicted_share_128 * math.log(predicted_share_128)
-                    + (1 - predicted_share_128) * math.log(1 - predicted_share_128))   # 0.369 nats
 
 
 def masked_max_pool(hidden, ids, pad_id=0):
