@@ -15,14 +15,14 @@ from .asserts import Case, Draw, check_function, learner_function
 from .core import Exercise, Mistake, solution_of
 
 
-def checker(name, reference, make_cases, **forbidden):
-    """The contract check of ``name``: the package's ``reference`` on ``make_cases(draw)`` and on a twin draw,
-    the package's own functions (``forbidden``, by description) not to be called."""
+def checker(name, reference, make_cases, *also):
+    """The contract check of ``name`` against the package's ``reference`` on ``make_cases(draw)`` and a twin draw;
+    the learner may call neither the reference nor ``also``."""
     def check(ns) -> None:
         draw = Draw()
         cases = make_cases(draw)
-        check_function(learner_function(ns, name), reference, cases, name, twins=make_cases(draw.twin()),
-                       probes=cases, forbidden={f"the package's {k}": v for k, v in forbidden.items()})
+        check_function(learner_function(ns, name), reference, cases, name, twins=make_cases(draw.twin()), probes=cases,
+                       forbidden={f"the package's {f.__module__}.{f.__name__}": f for f in (reference, *also)})
     return check
 
 
@@ -31,9 +31,8 @@ def conversation_cases(draw: Draw) -> list[Case]:
     """Right-padded conversations ``[BOS] (<|user|> q… <|assistant|> a… [EOS])×turns``, 1 to 3 turns, the chat
     tokens' ids drawn above the text ids; in the last case the first row's answer is cut before its [EOS]."""
     cases = []
-    for what, turns, cut in (("one turn", (1, 1), False), ("two turns", (2, 2), False),
-                             ("one to three turns", (1, 3), False), ("the last answer cut before its [EOS]", (1, 2),
-                                                                     True)):
+    for what, turns, cut in (("one turn", (1, 1), 0), ("two turns", (2, 2), 0), ("one to three turns", (1, 3), 0),
+                             ("the last answer cut before its [EOS]", (1, 2), 1)):
         user_id = draw.integer(300, 520)
         assistant_id = user_id + draw.integer(1, 3)
         rows = []
@@ -70,8 +69,7 @@ Q1_MISTAKES = (
 
 # ---------------------------------------------------------------------------- q2: each pair's weight in the gradient
 def logprob_cases(draw: Draw) -> list[Case]:
-    """``(policy_chosen, policy_rejected, reference_chosen, reference_rejected, beta)``: sequence log-probabilities
-    (negative, tens of nats) for a few pairs, some ranked right and some wrong, at several betas."""
+    """Four ``(n,)`` sequence log-probabilities (negative, tens of nats; pairs ranked right and wrong) and a beta."""
     cases = []
     for beta in (0.1, draw.choice((0.05, 0.3)), 1.0):
         n = draw.integer(3, 8)
@@ -95,9 +93,8 @@ Q2_MISTAKES = (
 
 # ---------------------------------------------------------------------------- q3 (capstone): the KL per token
 def kl_cases(draw: Draw) -> list[Case]:
-    """``(policy, reference, ids, mask)``: two models reduced to tables (the logits at a position are the row of the
-    current token: an ``nn.Embedding`` of width vocab), a right-padded batch whose response starts at a drawn
-    position per row; the last case has logits large enough to overflow a naive softmax."""
+    """Two models reduced to tables (``nn.Embedding`` of width vocab: logits = the current token's row), a padded
+    batch and its response mask; the last case has logits large enough to overflow a naive softmax."""
     cases = []
     for what, scale in (("small logits", 1.0), ("ordinary logits", 3.0), ("logits in the hundreds", 300.0)):
         vocab, rows, seq = draw.integer(8, 20), draw.integer(2, 4), draw.integer(6, 10)
@@ -134,8 +131,7 @@ Q3_MISTAKES = (
 q1 = Exercise(
     name="The response mask of a conversation",
     variables=("assistant_mask",),
-    checker=checker("assistant_mask", assistant_mask, conversation_cases, **{
-        "course_utils.instruct.assistant_mask": assistant_mask}),
+    checker=checker("assistant_mask", assistant_mask, conversation_cases),
     hints=("Walk along each row: which token switches scoring on, which switches it off, and is the [EOS] in?",
            "for each row, keep a flag: set it on at <|assistant|> (that token not scored), off at <|user|>; while it "
            "is on, score every token that is not [PAD], and switch it off after scoring an [EOS]."),
@@ -148,8 +144,7 @@ q1 = Exercise(
 q2 = Exercise(
     name="How hard DPO pushes each pair",
     variables=("dpo_weight",),
-    checker=checker("dpo_weight", dpo_gradient_weight, logprob_cases, **{
-        "course_utils.losses.dpo_gradient_weight": dpo_gradient_weight}),
+    checker=checker("dpo_weight", dpo_gradient_weight, logprob_cases),
     hints=("Differentiate −log σ(z) with respect to z first; then z = β·m and m = (pc − rc) − (pr − rr).",
            "d/dz [−log σ(z)] = −σ(−z) (because σ'(z) = σ(z)σ(−z)); the chain rule gives d loss / d pc = −β·σ(−β·m), "
            "so w is σ(−β·m), computed elementwise on the (n_pairs,) tensors."),
@@ -162,9 +157,7 @@ q2 = Exercise(
 q3 = Exercise(
     name="Capstone: how far the policy moved",
     variables=("mean_token_kl",),
-    checker=checker("mean_token_kl", mean_token_kl, kl_cases, **{
-        "course_utils.instruct.mean_token_kl": mean_token_kl,
-        "course_utils.instruct.preference_metrics": preference_metrics}),
+    checker=checker("mean_token_kl", mean_token_kl, kl_cases, preference_metrics),
     hints=("Both models read ids[:, :-1]; at each position turn each model's logits into log-probabilities over the "
            "vocabulary, then compare the two distributions, weighting by the policy's.",
            "log_p = log_softmax(policy(ids[:, :-1]), -1), log_q the same for the reference; per position "
@@ -173,7 +166,7 @@ q3 = Exercise(
     solution=solution_of("lesson11", "mean_token_kl"),
     mistakes=Q3_MISTAKES,
     success="Correct! Equal to the package's course_utils.instruct.mean_token_kl, also where the logits are in the "
-            "hundreds. Swap the two models to measure the other direction: KL is not symmetric.",
+            "hundreds. Swap the two models to measure the other direction (KL is not symmetric in general).",
     task=(
         "### Capstone — how far did DPO move the model? (about 30 minutes)\n\nSection 6 said a smaller β lets the "
         "policy move further from its reference; measure how far. Write `mean_token_kl(policy, reference, ids, "
