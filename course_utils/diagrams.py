@@ -187,7 +187,8 @@ VARIANT_LAYOUTS = {
     ),
     "encoder": (
         (3.0, input_parts("input tokens"), ENCODER_LAYER,
-         (("task head", "task head\n(classifier or MLM head)"),), "left"),
+         (("norm", "final norm (LayerNorm)"),
+          ("task head", "task head: pooling\n+ linear (or MLM head)")), "left"),
     ),
     "decoder-only": (
         (3.0, input_parts("input tokens"), GPT_LAYER,
@@ -285,9 +286,10 @@ def draw_architecture(highlight: str | Iterable[str] = (), variant: str = "encod
     Args:
         highlight: part names (one string or several) to colour strongly; every other box is greyed out.
             With nothing highlighted, every part has its own colour.
-        variant: ``"encoder-decoder"`` (the original paper's figure), ``"encoder"`` (encoder stack + task head,
-            lessons 04–06), ``"decoder-only"`` (GPT, Post-LN as in the paper) or ``"decoder-only pre-LN"`` (Pre-LN
-            blocks with RoPE and SwiGLU, a final norm, a tied output layer: lesson 09's parts) or
+        variant: ``"encoder-decoder"`` (the original paper's figure), ``"encoder"`` (encoder stack, its final norm
+            and the task head, lessons 04–06), ``"decoder-only"`` (GPT, Post-LN as in the paper) or
+            ``"decoder-only pre-LN"`` (Pre-LN blocks with RoPE and SwiGLU, a final norm, a tied output layer: lesson
+            09's parts) or
             ``"decoder-only pre-LN, learned positions"`` (lesson 08's GPT: the same layout with a learned position
             table, plain multi-head attention and a GELU feed-forward).
         ax: draw into this axes instead of a new figure.

@@ -108,7 +108,7 @@ EXPECTED_PARTS = {
     "encoder-decoder": {"tokens", "embedding", "positional encoding", "self-attention", "masked self-attention",
                         "cross-attention", "add & norm", "feed-forward", "output projection", "softmax"},
     "encoder": {"tokens", "embedding", "positional encoding", "self-attention", "add & norm", "feed-forward",
-                "task head"},
+                "norm", "task head"},
     "decoder-only": {"tokens", "embedding", "positional encoding", "masked self-attention", "add & norm",
                      "feed-forward", "output projection", "softmax"},
     "decoder-only pre-LN": {"tokens", "embedding", "masked self-attention", "norm", "add", "feed-forward",
