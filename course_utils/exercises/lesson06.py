@@ -406,7 +406,8 @@ q2 = Exercise(
            "of predictions equal to the labels at those positions, all rows together, as a Python float."),
     solution=solution_of("lesson06", "accuracy_at_mask"),
     mistakes=Q2_MISTAKES,
-    success="Correct! Only positions whose answer is hidden count.",
+    success=("Correct! The draft counted hits at kept and random tokens too (the answer in plain sight), and "
+             "divided by every position, unlabelled ones and padding included, where −100 can never be hit."),
 )
 
 q3 = Exercise(
@@ -435,7 +436,7 @@ q3 = Exercise(
         "* Returns `(inputs, labels)` as `my_mask_tokens` does: every chosen piece 80 % `[MASK]`, 10 % a "
         "random real id, 10 % unchanged; labels the original id where chosen, −100 elsewhere.\n"
         "* Every random number comes from `generator`; `ids` stays unchanged.\n\n"
-        "Checked on random batches for these properties and the rates. Stuck? `q3.solution()`, or move on with "
+        "A Python loop over rows is fine. Checked on random batches. Stuck? `q3.solution()`, or move on with "
         "`from course_utils.mlm import whole_word_mask`."
     ),
     starter=(
