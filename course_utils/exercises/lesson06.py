@@ -319,34 +319,30 @@ def check_whole_word_mask(ns) -> None:
                            operator.eq, tuple(c for c in cases if c is not case))
 
 
-def reference(ids, starts, vocab_size, generator, select_prob=0.15, **changes):
-    return whole_word_mask(ids, starts, vocab_size, generator, select_prob, **changes)
-
-
 def pieces_alone(ids, starts, vocab_size, generator, select_prob=0.15):
     return mask_tokens(ids, vocab_size, generator, select_prob)
 
 
 def starts_only(ids, starts, vocab_size, generator, select_prob=0.15):
-    inputs, labels = reference(ids, starts, vocab_size, generator, select_prob)
+    inputs, labels = whole_word_mask(ids, starts, vocab_size, generator, select_prob)
     return torch.where(starts, inputs, ids), labels.masked_fill(~starts, IGNORE_INDEX)
 
 
 def no_forced_word(ids, starts, vocab_size, generator, select_prob=0.15):
     first = torch.Generator().set_state(generator.get_state())
     drew = (starts & (ids >= N_SPECIAL_TOKENS) & (torch.rand(ids.shape, generator=first) < select_prob)).any(1)
-    inputs, labels = reference(ids, starts, vocab_size, generator, select_prob)
+    inputs, labels = whole_word_mask(ids, starts, vocab_size, generator, select_prob)
     return torch.where(drew[:, None], inputs, ids), labels.masked_fill(~drew[:, None], IGNORE_INDEX)
 
 
 def whole_vocabulary(ids, starts, vocab_size, generator, select_prob=0.15):
-    inputs, labels = reference(ids, starts, vocab_size, generator, select_prob)
+    inputs, labels = whole_word_mask(ids, starts, vocab_size, generator, select_prob)
     swapped = (inputs != ids) & (inputs != MASK_ID)
     return torch.where(swapped, torch.randint(0, vocab_size, ids.shape, generator=generator), inputs), labels
 
 
 def in_place(ids, starts, vocab_size, generator, select_prob=0.15):
-    inputs, labels = reference(ids, starts, vocab_size, generator, select_prob)
+    inputs, labels = whole_word_mask(ids, starts, vocab_size, generator, select_prob)
     ids.copy_(inputs)
     return ids, labels
 
@@ -357,24 +353,24 @@ Q3_MISTAKES = (
     Mistake("first piece only", "only the first piece of each chosen word is chosen: spread the choice to every "
             "piece up to the next start", starts_only),
     Mistake("specials chosen", "a special token got chosen: words are made of real pieces (ids ≥ 7) only",
-            lambda ids, starts, vocab_size, generator, select_prob=0.15: reference(
+            lambda ids, starts, vocab_size, generator, select_prob=0.15: whole_word_mask(
                 ids, starts, vocab_size, generator, select_prob, first_real_id=1)),
     Mistake("no word forced", "a row with words ended with none chosen: give such a row one word, chosen at random",
             no_forced_word),
     Mistake("select_prob hard-coded", "the share of words chosen ignores `select_prob`: use the argument, not 0.15",
-            lambda ids, starts, vocab_size, generator, select_prob=0.15: reference(ids, starts, vocab_size,
+            lambda ids, starts, vocab_size, generator, select_prob=0.15: whole_word_mask(ids, starts, vocab_size,
                                                                                     generator, 0.15)),
     Mistake("every chosen piece [MASK]", "every chosen piece shows [MASK]: BERT keeps 10 % and swaps 10 % for a "
-            "random real id", lambda ids, starts, vocab_size, generator, select_prob=0.15: reference(
+            "random real id", lambda ids, starts, vocab_size, generator, select_prob=0.15: whole_word_mask(
                 ids, starts, vocab_size, generator, select_prob, mask_prob=1.0, random_prob=0.0)),
     Mistake("random ids from the whole vocabulary", "a random replacement was a special id: draw from "
             "[7, vocab_size), torch.randint(7, vocab_size, ...)", whole_vocabulary),
     Mistake("generator ignored", "the masks do not follow the generator: pass generator=generator to every "
-            "random draw", lambda ids, starts, vocab_size, generator, select_prob=0.15: reference(
+            "random draw", lambda ids, starts, vocab_size, generator, select_prob=0.15: whole_word_mask(
                 ids, starts, vocab_size, None, select_prob)),
     Mistake("labels everywhere", "every real piece got a label: -100 wherever the piece was not chosen",
             lambda ids, starts, vocab_size, generator, select_prob=0.15: (
-                reference(ids, starts, vocab_size, generator, select_prob)[0],
+                whole_word_mask(ids, starts, vocab_size, generator, select_prob)[0],
                 ids.masked_fill(ids < N_SPECIAL_TOKENS, IGNORE_INDEX))),
     Mistake("ids changed in place", "`ids` changed: build the outputs out of place", in_place),
 )
