@@ -192,17 +192,6 @@ q2 = Exercise(
 
 
 # ---------------------------------------------------------------------------- q3: the residual stream
-def reference_stream_norms(encoder: Encoder, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """After each layer of ``encoder`` (before its final norm): the mean ‖x_t‖ over the real tokens, ``(n_layers,)``."""
-    real = mask[:, 0, 0, :]
-    norms = []
-    with torch.no_grad():
-        for layer in encoder.layers:
-            x = layer(x, mask)
-            norms.append(x[real].norm(dim=-1).mean())
-    return torch.stack(norms)
-
-
 def stream_cases(draw: Draw) -> list[Case]:
     cases = []
     for placement in ("pre", "post"):
@@ -223,6 +212,8 @@ def stream_cases(draw: Draw) -> list[Case]:
 
 
 def stream_variant(measure=lambda x, real, encoder: x[real].norm(dim=-1).mean(), with_mask=True, with_input=False):
+    """The reference (after each layer, before the final norm: the mean ‖x_t‖ over the real tokens, ``(n_layers,)``)
+    or, through the keywords, a variant of it with one typical mistake."""
     def variant(encoder, x, mask):
         real = mask[:, 0, 0, :]
         norms = [measure(x, real, encoder)] if with_input else []
@@ -237,7 +228,7 @@ def stream_variant(measure=lambda x, real, encoder: x[real].norm(dim=-1).mean(),
 q3 = Exercise(
     name="The residual stream, measured",
     variables=("stream_norms",),
-    checker=lambda ns: check_function(learner_function(ns, "stream_norms"), reference_stream_norms,
+    checker=lambda ns: check_function(learner_function(ns, "stream_norms"), stream_variant(),
                                       stream_cases(Draw()), "stream_norms", atol=1e-4, rtol=1e-4),
     hints=("Run the layers yourself, as Encoder.forward does, and measure after each one — but stop before "
            "encoder.norm. Which tokens count?",
@@ -328,9 +319,7 @@ def check_parallel(ns) -> None:
     answer = own_module_class(ns["ParallelEncoderLayer"], "ParallelEncoderLayer", "course_utils.exercises")
     cases = parallel_cases(Draw())
 
-    def same(a, b):
-        return difference(a, b, "", 1e-5, 1e-4) is None
-
+    same = lambda a, b: difference(a, b, "", 1e-5, 1e-4) is None  # noqa: E731
     for case in cases:
         sizes, x, mask = case.args
         reference, block = parallel_pair(answer, sizes)
@@ -377,13 +366,13 @@ q4 = Exercise(
           "`norm` (one `nn.LayerNorm(d_model)`). Wire them yourself (no `EncoderLayer`, "
           "`Residual`).\n\n"
           "Then predict, and measure over seeds 0–2 with exercise 3's `stream_norms` (any module with a `layers` "
-          "list): at initialisation, does the stream of 8 stacked parallel layers (`d_model=32`, "
-          "`n_heads=4`, `d_ff=128`) grow from layer 1 to layer 8 faster than, as fast as, or slower than the 8-layer "
-          "Pre-LN `Encoder`'s? Why? (Build attention first, as `EncoderLayer` does; "
-          "then one seed gives both the same weights.)\n\n"
+          "list; both stacks in eval mode): at initialisation, does the stream of 8 stacked parallel layers "
+          "(`d_model=32`, `n_heads=4`, `d_ff=128`) grow from layer 1 to layer 8 faster than, as fast as, or slower "
+          "than the 8-layer Pre-LN `Encoder`'s? Why? (Build attention first, as `EncoderLayer` does: one seed, same "
+          "weights.)\n\n"
           "Checked against the formula on random sizes and masks. Stuck? `q4.solution()`. Allowed: "
           "`from course_utils.layers import PositionwiseFeedForward` (our `FeedForward`)."),
-    starter=("import torch.nn as nn\n\n\n"
+    starter=("import torch.nn as nn  # so that this cell also runs on its own\n\n\n"
              "class ParallelEncoderLayer(nn.Module):\n"
              "    def __init__(self, d_model, n_heads, d_ff, dropout=0.1):\n"
              "        super().__init__()\n"
