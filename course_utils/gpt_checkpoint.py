@@ -18,7 +18,15 @@ from .data.pydoc_corpus import load_pydoc_corpus
 from .instruct import BASE_DIR, SEED_RESULTS
 from .tasks import build_task
 
-__all__ = ["export_base"]
+__all__ = ["export_base", "stored_seed_runs"]
+
+RECIPE_RUNS = SEED_RESULTS.parent / "gpt_recipe.json"
+
+
+def stored_seed_runs(path: str | Path = RECIPE_RUNS) -> list[dict]:
+    """The shipped GPT's recipe trained for seeds 0-2 (``benchmarks/gpt_recipe.py``): per seed its parameters,
+    steps, CPU seconds and validation / test / out-of-corpus perplexity (seed 0 is the shipped model)."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))["recipe_runs"]
 
 
 def export_base(run_dir: Path, out_dir: Path, seconds: float | None, command: str) -> dict:
