@@ -92,17 +92,16 @@ DISCUSSION = {
             "layers grow only 10×), and 100× the memory for the weight matrix where it is stored (the training "
             "path keeps it for the backward pass). Fused kernels avoid storing it but still compute every score."),
            ],
-    "04": [("The lesson trains Post-LN and Pre-LN on six seeds from nn.Embedding's default start, and Post-LN once "
-            "more from lesson 01's start. What do the runs show, and what do they not show?",
-            "From the default start the tokens are 8 times the positions (RMS 5.76 against 0.71). There Post-LN was "
-            "still at chance at step 450 on 3 of 6 seeds (mean 64.2 %), Pre-LN on 0 of 6 (mean 96.1 %). From lesson "
-            "01's start (tokens RMS 1.01) Post-LN learned on all 6 (mean 99.3 %), every run off the plateau by step "
-            "140. So the placement alone did not decide: Post-LN failed only from the oversized start, where Pre-LN "
-            "trained; the input's scale and the placement interact. The failed runs stalled (last-100-step loss "
-            "0.683-0.696, training-set accuracy 50.0-51.2 %); what they would do later is not measured. 3 of 6 "
-            "against 0 of 6 is a hint, not a proof. Warmup and the papers' mechanisms (Xiong et al.: large gradients "
-            "near the output at initialisation, so warmup; Liu et al.: heavy dependence on the residual branch) are "
-            "cited, not tested."),
+    "04": [("Section 6 trains Post-LN and Pre-LN from two embedding starts, six seeds each. What does the 2×2 show, "
+            "and what does it not show?",
+            "From lesson 01's start (tokens RMS 1.01 against the positions' 0.71) every run of both placements left "
+            "the plateau (20-step loss below 0.6) by step 116. From nn.Embedding's start (tokens RMS 5.76, 8 times "
+            "the positions) Pre-LN still left it on all 6 seeds, later (steps 181-293), and Post-LN on 3 of 6; the "
+            "other 3 were stuck, not slow: trained on to step 1,000 they stayed at chance. So the oversized start "
+            "delays Pre-LN and stops half the Post-LN runs. At initialisation the per-layer gradients (Xiong et al.'s"
+            " measure) do not single out the stalled variant; its first attention does (a query's top weight 0.73 "
+            "against 0.10-0.11), because Post-LN feeds it the raw sum. Not shown: that this sharpness causes the "
+            "stall, Liu et al.'s mechanism, warmup. 3 of 6 against 0 of 6 is a hint, not a proof."),
            ],
     "05": [("A classifier reaches the majority-class accuracy. How do you tell whether it learned anything?",
             "Compare with baselines (the majority class, a simple count model), read per-class recall or balanced "
