@@ -1,11 +1,9 @@
-"""Exercises of notebook 10 (scaling out): the loss each rank backpropagates under DDP from a per-rank mean,
-what each rank sends in a ring all-reduce of any size, and the capstone: gradients all-reduced in buckets from
-backward hooks, overlapping the rest of backward, compared with DistributedDataParallel on two processes.
+"""The exercise of notebook 10 (scaling out), its capstone: gradients all-reduced in buckets from backward hooks,
+overlapping the rest of backward, compared with DistributedDataParallel on two processes.
 
-Each check draws fresh inputs (:class:`~.asserts.Draw`) and compares the learner's answer with the package's rule:
-the loss scaling of ``course_utils.train``, the ring's chunk sizes, and
-:class:`course_utils.distributed.BucketedAllReduce`; each exercise declares its typical mistakes once
-(see :mod:`.core`).
+The check draws a fresh setup (:class:`~.asserts.Draw`) and compares the learner's class with DDP's gradients; the
+package's :class:`course_utils.distributed.BucketedAllReduce` is the reference, and the typical mistakes are declared
+once, as variants of it (see :mod:`.core`).
 """
 from __future__ import annotations
 
@@ -27,7 +25,6 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn as nn
@@ -35,7 +32,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ..distributed import BucketedAllReduce
 from ..losses import lm_loss
-from .asserts import Case, Draw, check_function, check_input_gradients, learner_function
+from .asserts import Case, Draw
 from .core import (
     PLANTED,
     Exercise,
@@ -48,116 +45,7 @@ from .core import (
     solution_of,
 )
 
-
-# ---------------------------------------------------------------------------- q1: the loss each rank backpropagates
-def scaled_loss_reference(loss_mean: torch.Tensor, local_tokens: int, global_tokens: int,
-                          world_size: int) -> torch.Tensor:
-    """What a rank backpropagates under DDP when its loss comes as the mean over its own tokens (0 without tokens):
-    × local_tokens gives back its sum, ÷ the step's token count makes that the mean over all tokens, and
-    × world_size undoes DDP's average of the ranks' gradients (as ``course_utils.train`` does with its sum)."""
-    return loss_mean * (local_tokens * world_size / global_tokens)
-
-
-def loss_cases(draw: Draw) -> list[Case]:
-    """``Case(..., (loss_mean, local_tokens, global_tokens, world_size))``: one process, uneven token counts, a rank
-    without target tokens (its guarded mean is 0), many ranks."""
-    steps = [("one process", [draw.integer(5, 300)], 0)]
-    for what, world_size in (("uneven token counts", draw.integer(2, 4)),
-                             ("a rank with no target tokens (all padding)", draw.integer(2, 4)),
-                             ("uneven token counts, many ranks", draw.integer(5, 8))):
-        counts = draw.distinct(world_size, 1, 300)   # all different: they never divide evenly
-        rank = draw.integer(0, world_size - 1)
-        if "no target" in what:
-            counts[rank] = 0
-        steps.append((what, counts, rank))
-    cases = []
-    for what, counts, rank in steps:
-        local, total = counts[rank], sum(counts)
-        loss_mean = (draw.randn(local).abs() * 3).sum() / max(local, 1)  # this rank's mean token loss
-        cases.append(Case(f"{what}: rank {rank} of world_size {len(counts)}, {local} tokens on this rank, {total} "
-                          f"in the step ({' + '.join(map(str, counts))})", (loss_mean, local, total, len(counts))))
-    return cases
-
-
-def check_ddp_scaled_loss(ns) -> None:
-    function = learner_function(ns, "ddp_scaled_loss")
-    draw = Draw()
-    cases = loss_cases(draw)
-    check_function(function, scaled_loss_reference, cases, "ddp_scaled_loss", twins=loss_cases(draw.twin()),
-                   probes=cases)
-    for case in cases:  # the value is right: now the gradient that reaches the model through loss_mean
-        check_input_gradients(function, scaled_loss_reference, case, "ddp_scaled_loss", labels=("loss_mean",))
-
-
-R = scaled_loss_reference
-MEANS = ("backpropagating each rank's mean as it is makes DDP average the means, which weights a rank with few "
-         "tokens as much as one with many. Turn the mean back into this rank's sum (× local_tokens), then divide by "
-         "the token count of all ranks together")
-LOSS_MISTAKES = (
-    Mistake("returns a float", "return a tensor (backward() needs one): keep computing on loss_mean, no .item() or "
-            "float(...)", variant=lambda m, local, total, w: float(R(m, local, total, w)),
-            shows=lambda case, got, _: isinstance(got, (int, float, np.number))),
-    Mistake("mean of per-rank means", MEANS, variant=lambda m, local, total, w: m),
-    Mistake("mean of means times world_size", MEANS, variant=lambda m, local, total, w: m * w),
-    Mistake("the sum rule applied to the mean", "loss_mean is already divided by this rank's tokens: "
-            "× world_size / global_tokens alone divides twice. Multiply by local_tokens first to get the sum back",
-            variant=lambda m, local, total, w: m * w / total),
-    Mistake("forgot DDP divides by world_size", "DDP *averages* the gradients of the ranks: it divides by world_size "
-            "after summing. Multiply by world_size, so the average becomes the sum over all tokens / all tokens",
-            variant=lambda m, local, total, w: R(m, local, total, w) / w),
-    Mistake("no normalisation", "this rank's sum alone makes the gradient grow with the batch size; divide by the "
-            "global token count (and multiply by world_size)", variant=lambda m, local, total, w: m * local),
-    Mistake("divided by world_size", "you divided by world_size; DDP already does that when it averages the "
-            "gradients — multiply by world_size instead",
-            variant=lambda m, local, total, w: R(m, local, total, w) / w / w),
-)
-
-
-# ---------------------------------------------------------------------------- q2: what each rank sends in a ring
-def ring_sent_reference(n_elements: int, world_size: int) -> list[int]:
-    """Numbers each rank sends in a ring all-reduce of ``n_elements`` numbers cut by ``tensor_split(world_size)``
-    (the first ``n_elements % world_size`` chunks one larger): rank r sends every chunk but (r+1) mod N in the
-    reduce-scatter (the one it completes) and every chunk but (r+2) mod N in the all-gather."""
-    n, w = n_elements, world_size
-    sizes = [n // w + (c < n % w) for c in range(w)]
-    return [2 * n - sizes[(r + 1) % w] - sizes[(r + 2) % w] for r in range(w)]
-
-
-def check_ring_sent(ns) -> None:
-    draw = Draw()
-    w, many = draw.integer(3, 5), draw.integer(6, 9)
-    configs = [(draw.integer(5, 50), 1, "one rank"), (2 * draw.integer(5, 50) + 1, 2, "two ranks, an odd size"),
-               (w * draw.integer(5, 50), w, "a size N divides"),
-               (w * draw.integer(5, 50) + draw.integer(1, w - 1), w, "a size N does not divide"),
-               (many * draw.integer(50, 500) + draw.integer(1, many - 1), many, "many ranks, uneven chunks"),
-               (many - draw.integer(1, many - 2), many, "fewer numbers than ranks (empty chunks)"),
-               (10**12 + draw.integer(1, 1023), 1024, "a size no simulation reaches: count the chunks, don't run "
-                                                      "the ring"),
-               (7 * 10**11 + draw.integer(1, 6), 7, "7 × 10¹¹ numbers on 7 ranks (too large to simulate)")]
-    cases = [Case(f"{what}: n_elements={n}, world_size={size}", (n, size)) for n, size, what in configs]
-    check_function(learner_function(ns, "ring_sent"), ring_sent_reference, cases, "ring_sent", probes=cases)
-
-
-RS = ring_sent_reference
-RING_MISTAKES = (
-    Mistake("one number", "return one count per rank (a list of world_size ints): with uneven chunks the ranks "
-            "send different amounts", variant=lambda n, w: sum(RS(n, w)) // max(w, 1),
-            shows=lambda case, got, _: isinstance(got, (int, float, np.number))),
-    Mistake("the even formula", "2·(N−1)/N × n holds only when N divides n: tensor_split makes the first n % N "
-            "chunks one number larger, and each rank skips two particular chunks — count their sizes",
-            variant=lambda n, w: [2 * (w - 1) * n // w] * w),
-    Mistake("one phase only", "that is the reduce-scatter alone: the all-gather sends N − 1 more chunks per rank",
-            variant=lambda n, w: [n - (n // w + ((r + 1) % w < n % w)) for r in range(w)]),
-    Mistake("the whole gradient each step", "each of the 2(N−1) steps sends one chunk, not the whole gradient "
-            "(2(N−1)·n is what all ranks send together)", variant=lambda n, w: [2 * (w - 1) * n] * w),
-    Mistake("skipped chunks off by one", "rank r first sends chunk r and never sends chunk (r+1) mod N in the "
-            "reduce-scatter (it completes that one); in the all-gather it starts with that complete chunk and "
-            "never sends (r+2) mod N", variant=lambda n, w: [2 * n - (n // w + (r < n % w))
-                                                            - (n // w + ((r + 1) % w < n % w)) for r in range(w)]),
-)
-
-
-# ---------------------------------------------------------------------------- q3 (capstone): bucketed all-reduce
+# ---------------------------------------------------------------------------- q1 (capstone): bucketed all-reduce
 WORLD_SIZE = 2
 TIMEOUT = 60.0   # seconds for both processes together (a few on a laptop)
 STEPS = 2
@@ -523,38 +411,6 @@ SYNC_MISTAKES = (
 
 
 q1 = Exercise(
-    name="The loss each rank backpropagates",
-    variables=("ddp_scaled_loss",),
-    checker=check_ddp_scaled_loss,
-    hints=("DDP sums the ranks' gradients and then divides by world_size. You want the sum over all the tokens of "
-           "the step divided by all those tokens — whatever each rank holds, even none.",
-           "Start from loss_mean (keep it a tensor, so backward() reaches the model); × local_tokens gives this "
-           "rank's sum back; divide by global_tokens (the whole step's); multiply by world_size to undo DDP's "
-           "average."),
-    solution=solution_of("lesson10", "ddp_scaled_loss"),
-    mistakes=LOSS_MISTAKES,
-    success="Correct! The averaged gradient is now the gradient of the mean over every token of the step. The "
-            "colleague's rule backpropagates each rank's mean × world_size / T: the mean of means times 2/T, a "
-            "factor that changes from step to step only as the step's token count T does. AdamW divides every "
-            "step by √v, so a constant factor on the gradient would leave its steps unchanged, and one that "
-            "varies this little changes them only slightly: that is why it drifts about as far as the mean of "
-            "means.",
-)
-
-q2 = Exercise(
-    name="What each rank sends in a ring",
-    variables=("ring_sent",),
-    checker=check_ring_sent,
-    hints=("Follow one rank through section 2's steps: in the reduce-scatter it sends N − 1 of the N chunks, in "
-           "the all-gather N − 1 again. Which chunk does it never send in each phase, and how large is it?",
-           "sizes[c] = n // N + (1 if c < n % N else 0); rank r sends 2·n − sizes[(r+1) % N] − sizes[(r+2) % N]."),
-    solution=solution_of("lesson10", "ring_sent"),
-    mistakes=RING_MISTAKES,
-    success="Correct! The traffic stays under 2·n per rank for any N; what grows with N is the 2(N−1) steps, "
-            "each paying a message's latency.",
-)
-
-q3 = Exercise(
     name="Capstone: a bucketed all-reduce that overlaps backward",
     variables=("BucketedAllReduce",),
     checker=check_bucketed_all_reduce,
@@ -571,18 +427,19 @@ q3 = Exercise(
     mistakes=SYNC_MISTAKES,
     success="Correct! Your buckets give DDP's gradients, and all but the last travel while backward still runs.",
     task=(
-        "### Exercise 3 · Capstone: overlap communication with backward (about 40 minutes)\n\n"
+        "### Exercise 1 · Capstone: overlap communication with backward (about 60 minutes)\n\n"
         "**Capstone.** Write the class `BucketedAllReduce(model, "
         "bucket_elements)`, built once on every rank of a process group. After `loss.backward()` and then "
         "`.wait()`, every `.grad` must hold that gradient averaged over the ranks (what DDP leaves there), at "
         "every step.\n\n"
         "Group the parameters into buckets in the order of `model.parameters()` reversed, each of at most "
         "`bucket_elements` numbers (a larger parameter alone). A bucket is ready when *all* its gradients have "
-        "arrived (count them: section 6 showed their order differs); then flatten them into one buffer and start "
+        "arrived (count them: section 6 showed them out of order); then flatten them into one buffer and start "
         "its all-reduce with `async_op=True`. `.wait()` finishes each bucket and copies the averages back into "
         "`.grad`. Use `dist` alone (no DDP).\n\n"
-        "To debug, open section 6's group of one around a backward. Checked on two new processes against DDP. "
-        "Stuck? `q3.hint()`, then `q3.solution()`; to move on, `from course_utils.distributed import "
+        "To debug, run one backward in section 6's group of one, inside its `try`/`finally`. Checked on two new "
+        "processes against DDP. "
+        "Stuck? `q1.hint()`, then `q1.solution()`; to move on, `from course_utils.distributed import "
         "BucketedAllReduce`."
     ),
     starter=(

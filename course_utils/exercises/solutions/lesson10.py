@@ -1,19 +1,7 @@
-"""Reference solutions of lesson 10's exercises: what `qN.solution()` shows (see core.solution_of)."""
+"""Reference solution of lesson 10's capstone: what `qN.solution()` shows (see core.solution_of)."""
 
 import torch
 import torch.distributed as dist
-
-
-def ddp_scaled_loss(loss_mean, local_tokens, global_tokens, world_size):
-    # x local_tokens: this rank's sum back; / global_tokens: the step's mean; x world_size: undoes DDP's average
-    return loss_mean * local_tokens * world_size / global_tokens
-
-
-def ring_sent(n_elements, world_size):
-    # tensor_split: the first n_elements % world_size chunks hold one number more
-    sizes = [n_elements // world_size + (c < n_elements % world_size) for c in range(world_size)]
-    # rank r never sends chunk r+1 in the reduce-scatter (it completes it), nor chunk r+2 in the all-gather
-    return [2 * n_elements - sizes[(r + 1) % world_size] - sizes[(r + 2) % world_size] for r in range(world_size)]
 
 
 class BucketedAllReduce:
