@@ -203,8 +203,8 @@ def time_sentence(parts: dict) -> str:
     count = ("two", "three", "four")[len(sittings_minutes) - 2] if len(sittings_minutes) > 1 else ""
     split = f", in {count} sittings of about {_number_words(sittings_minutes)} minutes" if count else ""
     running = _running(parts["running"])
-    exercises = f"{n} exercise{'s' if n != 1 else ''}"
-    if capstones:
+    exercises = f"{n} exercises" if n != 1 else "capstone" if capstones else "exercise"
+    if capstones and n > 1:
         exercises += (f" (about {capstones * MINUTES_PER_CAPSTONE} of them for the capstone" if capstones == 1 else
                       f" (about {capstones * MINUTES_PER_CAPSTONE} of them for the {capstones} capstones") + ")"
     reading = max(parts["minutes"] - round(parts["code"]) - parts["exercise minutes"], 0)  # the parts add up
