@@ -56,46 +56,37 @@ def measured(n_kv_heads: int, prompts: int = 4, heads_used: int | None = None, c
     return result[::-1] if swapped else result
 
 
-def number(value: Any) -> float | None:
-    """``value`` (a Python or one-element tensor number) as a float, or None if it is not a number."""
-    value = value.item() if isinstance(value, torch.Tensor) and value.numel() == 1 else value
-    return float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else None
+WEIGHT_BYTES, TOKEN_BYTES = 6.7e9 * 2, 2 * 32 * 8 * 128 * 2  # the 7B-size model in bfloat16; K and V, 32 layers
 
 
 def check_measure(ns) -> None:
     cases = [Case(f"measure_gqa({kv})", (kv,)) for kv in Draw().rng.sample([1, 2, 4, 8], 4)]
     check_function(learner_function(ns, "measure_gqa"), measured, cases, "measure_gqa", scales=())
     saved = {what: 1 - measured(1)[index] / measured(8)[index] for index, what in enumerate(("cache", "parameters"))}
-    recount = {"cache": "the cache holds keys and values only, one set per K/V head (section 4's formula)",
-               "parameters": "only W_K and W_V depend on the K/V heads; every other matrix and the embedding "
-                             "(236,096 parameters in all at 8 heads) stay"}
-    for what, other in (("cache", "parameters"), ("parameters", "cache")):
-        name = f"predicted_{'parameter' if what == 'parameters' else what}_fraction"
-        value, truth = number(ns.get(name)), saved[what]
-        if value is None or not 0 <= value <= 1:
-            raise ExerciseFailure(f"your measure_gqa is right; now `{name}` should hold a fraction between 0 and 1: "
-                                  f"what you predicted, before measuring, that 1 K/V head instead of 8 saves of the "
-                                  f"{what}.")
-        if abs(value - truth) > 0.01:
-            kept, swapped = abs(value - (1 - truth)) < 0.01, abs(value - saved[other]) < 0.01
-            slip = ("that is the fraction kept; the task asks what is saved: 1 − kept" if kept
-                    else f"that is the saving of the {other}" if swapped else recount[what])
+    for name, truth, unit in (("predicted_parameter_fraction", saved["parameters"], None),
+                              ("cache_equals_weights_tokens", WEIGHT_BYTES / TOKEN_BYTES, "tokens")):
+        value = ns.get(name)
+        value = value.item() if isinstance(value, torch.Tensor) and value.numel() == 1 else value
+        if not isinstance(value, numbers.Real) or isinstance(value, bool) or not (unit or 0 <= value <= 1):
+            raise ExerciseFailure(f"your measure_gqa is right; now `{name}` should hold " + (
+                "a fraction between 0 and 1: what you predicted, before measuring, that 1 K/V head instead of 8 "
+                "saves of the parameters." if unit is None else "a number of tokens (batch × context), counted by "
+                "hand: where the 7B-size model's cache with 8 K/V heads weighs as much as its weights."))
+        if unit is None and abs(value - truth) > 0.01:
+            slip = ("that is the fraction kept; the task asks what is saved: 1 − kept"
+                    if abs(value - (1 - truth)) < 0.01 else "that is the saving of the cache"
+                    if abs(value - saved["cache"]) < 0.01 else "only W_K and W_V depend on the K/V heads; every "
+                    "other matrix and the embedding (236,096 parameters in all at 8 heads) stay")
             raise ExerciseFailure(f"`{name}` = {value:.3f}, but measure_gqa(8) and measure_gqa(1) say 1 K/V head "
-                                  f"saves {truth:.3f} of the {what}: {slip}. Recount, then correct the prediction.")
-    # the transfer: d_model 4096, 32 query heads of 128, 32 layers; W_K and W_V with 8 K/V heads instead of 32
-    value, truth, kept = ns.get("large_parameters_saved", ...), 2 * 32 * 4096 * (32 - 8) * 128, 2 * 32 * 4096 * 8 * 128
-    if value is ... or value is None:
-        raise ExerciseFailure("your measurements are right; now set `large_parameters_saved`: the parameters that 8 "
-                              "K/V heads instead of 32 save in the large model, counted by hand.")
-    if number(value) is None:
-        raise ExerciseFailure(f"`large_parameters_saved` should be a whole number of parameters, got {value!r}.")
-    slips = {truth // 2: "that is one of W_K and W_V; both shrink with the K/V heads",
-             truth // 32: "that is one layer; the model has 32",
-             kept: "that is what W_K and W_V keep with 8 K/V heads; the task asks what they save against 32"}
-    if number(value) != truth:
-        raise ExerciseFailure(f"`large_parameters_saved` = {number(value):,.0f}: " + slips.get(
-            number(value), "not the saving: in each layer, W_K and W_V map d_model to (K/V heads × d_head); compare "
-                           "32 K/V heads with 8"))
+                                  f"saves {truth:.3f} of the parameters: {slip}. Recount, then correct the prediction.")
+        if unit and abs(value / truth - 1) > 0.01:
+            slips = ((truth / 4, "that is multi-head's 32 K/V heads; the question has 8"),
+                     (truth * 32, "that is one layer's cache; all 32 layers cache keys and values"),
+                     (truth * 2, "count both keys and values, and 2 bytes a number on both sides"))
+            slip = next((text for near, text in slips if abs(value / near - 1) < 0.01),
+                        "a token costs 2 (K and V) · layers · K/V heads · d_head · 2 bytes; the weights 6.7e9 · 2 "
+                        "bytes")
+            raise ExerciseFailure(f"`{name}` = {value:,.0f}: {slip}.")
 
 
 Q1_MISTAKES = (
@@ -321,16 +312,6 @@ def steps_of(answer: Any, case: Case) -> Any:
     return (*got, cache.keys, cache.values)
 
 
-def what_differs(got: Any, expected: tuple) -> str:
-    if isinstance(got, Raised):
-        return f"your `{NAME}` raised {got.kind}: {got.message}"
-    whats = [f"at step {step} your output" for step in range(1, len(expected) - 1)] + [
-        "after the last step, the cached keys (batch, n_kv_heads, every position so far, d_head)",
-        "after the last step, the cached values"]
-    return next((gap for what, mine, theirs in zip(whats, got, expected) if (gap := difference(mine, theirs, what))),
-                "your answer differs from the package's")
-
-
 def check_cached_attention(ns) -> None:
     answer = ns[NAME]
     if answer not in {mistake.variant for mistake in Q3_MISTAKES}:   # a declared variant stands in for a learner's
@@ -339,7 +320,13 @@ def check_cached_attention(ns) -> None:
     for case in cases:
         expected, got = steps_of(None, case), steps_of(answer, case)
         if not same_output(got, expected):
-            raise Mismatch(f"on {case.description}: {what_differs(got, expected)}.", case, got, answer, steps_of,
+            whats = [f"at step {step} your output" for step in range(1, len(expected) - 1)] + [
+                "after the last step, the cached keys (batch, n_kv_heads, every position so far, d_head)",
+                "after the last step, the cached values"]
+            differs = (f"your `{NAME}` raised {got.kind}: {got.message}" if isinstance(got, Raised) else next(
+                (gap for what, mine, theirs in zip(whats, got, expected) if (gap := difference(mine, theirs, what))),
+                "your answer differs from the package's"))
+            raise Mismatch(f"on {case.description}: {differs}.", case, got, answer, steps_of,
                            same_output, tuple(c for c in cases if c is not case), expected)
 
 
@@ -374,22 +361,23 @@ Q3_MISTAKES = (
 
 q1 = Exercise(
     name="What grouped-query attention saves",
-    variables=("measure_gqa",),     # then the two predictions and the transfer, read by the check
+    variables=("measure_gqa",),     # then the prediction and the transfer, read by the check
     checker=check_measure,
     hints=("For the prediction: which weight matrices have a shape that depends on n_kv_heads? Count every matrix "
            "of the model once. For the measurement: the cache is model.new_cache(), filled by one forward pass with "
            "it; its size is its nbytes.",
            "measure_gqa: 1. build the model with n_kv_heads; 2. a new cache; 3. the (4, 50) prompts through the "
            "model with that cache, under torch.no_grad(); 4. return the cache's nbytes and count_parameters of the "
-           "model. Each fraction saved: 1 − (value with 1 head) / (value with 8 heads); print both."),
-    solution=solution_of("lesson09", "predicted_cache_fraction", "predicted_parameter_fraction", "measure_gqa",
-                         "large_parameters_saved"),
+           "model. Each fraction saved: 1 − (value with 1 head) / (value with 8 heads); print both. The transfer: the "
+           "bytes one token adds to the cache (section 4's formula with batch = seq = 1), then weights' bytes / that."),
+    solution=solution_of("lesson09", "predicted_parameter_fraction", "measure_gqa", "cache_equals_weights_tokens"),
     mistakes=Q1_MISTAKES,
     success="Correct! One K/V head instead of eight cuts the cache by 7/8 (87.5 %) "
             "but the parameters by only 6 %. Only W_K and W_V depend on h_kv (64 × 64 each at 8 heads, 64 × 8 at 1, "
             "in each of the 2 layers), while the cache is made of keys and values alone; the rest of the model (the "
             "embedding shared with the output, W_Q, W_O, the SwiGLU's three 64 × 512 matrices, the norms) does not "
-            "change. GQA is a memory saving for generation, not a smaller model.",
+            "change. GQA is a memory saving for generation, not a smaller model; and at batch 1 the 7B-size model's "
+            "cache (8 K/V heads) weighs as much as its weights only past about 102,000 cached tokens.",
 )
 
 q2 = Exercise(
@@ -438,7 +426,7 @@ q3 = Exercise(
         "random sizes over three steps, outputs and cache. Stuck? `q3.hint()`, then `q3.solution()`."
     ),
     starter=(
-        "import torch.nn as nn  # so that this cell also runs on its own\n\n\n"
+        "import torch.nn as nn\n\n\n"
         "class CachedAttention(nn.Module):\n"
         "    def __init__(self, d_model, n_heads, n_kv_heads, rope_base=10000.0):\n"
         "        super().__init__()\n"

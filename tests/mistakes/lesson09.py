@@ -28,21 +28,18 @@ MISTAKES = [
       'between 0 and 1'),
     q('q1', 'the parameter fraction kept, not saved', plant(MEASURE, "predicted_parameter_fraction = (",
                                                             "predicted_parameter_fraction = 1 - ("), '1 − kept'),
-    q('q1', 'cache fraction kept, not saved', plant(MEASURE, "predicted_cache_fraction = 1 - 1 / 8",
-                                                    "predicted_cache_fraction = 1 / 8"), '1 − kept'),
-    q('q1', 'no cache prediction', plant(MEASURE, "predicted_cache_fraction = 1 - 1 / 8",
-                                         "predicted_cache_fraction = ..."), 'should hold a fraction'),
     q('q1', 'only W_K and W_V counted', plant(MEASURE, "2 * 2 * 64 * (8 - 1) * 8", "0.5 * 2 * 2 * 64 * (8 - 1) * 8"),
       'only W_K and W_V depend'),
-    q('q1', 'large model: one layer only', plant(MEASURE, "large_parameters_saved = 32 * 2",
-                                                 "large_parameters_saved = 2"), 'that is one layer'),
-    q('q1', 'large model: what is kept', plant(MEASURE, "(32 - 8) * 128", "8 * 128"), 'what W_K and W_V keep'),
-    q('q1', 'large saving not set', plant(
-        MEASURE, "large_parameters_saved = 32 * 2 * 4096 * (32 - 8) * 128",
-        "large_parameters_saved = ..."), 'now set'),
-    q('q1', 'cache and parameter fractions swapped', plant(MEASURE, "predicted_cache_fraction = 1 - 1 / 8",
-                                                           "predicted_cache_fraction = 0.0607"),
-      'that is the saving of the parameters'),
+    q('q1', 'transfer: one layer only', plant(MEASURE, "/ (2 * 32 * 8 * 128 * 2))", "/ (2 * 8 * 128 * 2))"),
+      'one layer'),
+    q('q1', 'transfer: multi-head heads', plant(MEASURE, "/ (2 * 32 * 8 * 128 * 2))", "/ (2 * 32 * 32 * 128 * 2))"),
+      "multi-head's 32"),
+    q('q1', 'transfer not set', plant(MEASURE, "cache_equals_weights_tokens = (",
+                                      "cache_equals_weights_tokens = ... or ("),
+      'number of tokens'),
+    q('q1', 'cache and parameter fractions swapped', plant(MEASURE, "predicted_parameter_fraction = (",
+                                                           "predicted_parameter_fraction = 0.875 + 0 * ("),
+      'that is the saving of the cache'),
     # q2: RoPE after a cache
     q('q2', 'offsets as key minus query', plant(ROTATE, 'prompt_offsets = list(range(12))',
                                                 'prompt_offsets = list(range(-11, 1))'), 'holds n − m'),
@@ -92,7 +89,6 @@ MISTAKES = [
 ALTERNATIVES = [
     right('q1', 'parameters and cache counted by hand', "from course_utils.language_model import DecoderOnlyLM\n"
           "from course_utils.modern import modern_config\n\n"
-          "predicted_cache_fraction = torch.tensor(7 / 8)\n"
           "predicted_parameter_fraction = 0.06   # counted by hand, rounded\n\n"
           "def measure_gqa(n_kv_heads):\n"
           "    model = DecoderOnlyLM(modern_config(100, d_model=64, n_heads=8, n_kv_heads=n_kv_heads, n_layers=2,\n"
@@ -106,7 +102,7 @@ ALTERNATIVES = [
           "    return size, sum(p.numel() for p in model.parameters())\n\n"
           "(cache8, params8), (cache1, params1) = measure_gqa(8), measure_gqa(1)\n"
           "print((cache8 - cache1) / cache8, (params8 - params1) / params8)\n"
-          "large_parameters_saved = torch.tensor(805_306_368)\n"),
+          "cache_equals_weights_tokens = torch.tensor(102_000)   # 13.4 GB / 128 KiB a token, rounded\n"),
     right('q2', "the page's rope written out", "prompt_positions = list(range(-12, 0))\nfirst_token_position = 11\n"
           "prompt_offsets = [11 - k for k in range(12)]\n\n"
           "def rotate_new(q, k, cache_length, base=10000.0):\n"

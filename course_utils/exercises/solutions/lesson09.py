@@ -9,7 +9,6 @@ from course_utils.config import count_parameters
 from course_utils.language_model import DecoderOnlyLM
 from course_utils.modern import apply_rotary, modern_config
 
-predicted_cache_fraction = 1 - 1 / 8                         # the cache is keys and values only: h_kv 8 -> 1
 predicted_parameter_fraction = (2 * 2 * 64 * (8 - 1) * 8     # 2 layers · (W_K, W_V) · d_model · heads saved · d_head
                                 / (100 * 64                   # of all: the embedding (shared with the output),
                                    + 2 * (4 * 64 * 64 + 3 * 64 * 512 + 2 * 64)   # 2 blocks: attention, SwiGLU, norms
@@ -26,7 +25,8 @@ def measure_gqa(n_kv_heads):
     return cache.nbytes, count_parameters(model)
 
 
-large_parameters_saved = 32 * 2 * 4096 * (32 - 8) * 128   # layers · (W_K, W_V) · d_model · heads saved · d_head
+cache_equals_weights_tokens = (6.7e9 * 2                    # the weights' bytes in bfloat16, over one token's cache:
+                               / (2 * 32 * 8 * 128 * 2))    # (K, V) · layers · K/V heads · d_head · bytes: 102,233
 
 
 prompt_positions = list(range(-12, 0))    # the colleague's: arange(0 - 12, 0); offsets inside the prompt are right
