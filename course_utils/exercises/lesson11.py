@@ -1,4 +1,4 @@
-"""Exercises of lesson 11 (from a text predictor to an assistant): the response mask of a multi-turn conversation
+"""Exercises of lesson 11 (the form of an answer: SFT and DPO): the response mask of a multi-turn conversation
 (q1), each pair's weight in DPO's gradient (q2), and the capstone, the divergence per token from the reference (q3).
 
 Each check compares the learner's answer with the package's on fresh inputs; each exercise declares its typical
@@ -160,25 +160,24 @@ q3 = Exercise(
     checker=checker("mean_token_kl", mean_token_kl, kl_cases, preference_metrics),
     hints=("Both models read ids[:, :-1]; at each position turn each model's logits into log-probabilities over the "
            "vocabulary, then compare the two distributions, weighting by the policy's.",
-           "log_p = log_softmax(policy(ids[:, :-1]), -1), log_q the same for the reference; per position "
-           "(log_p.exp() * (log_p - log_q)).sum(-1); keep the positions where mask[:, 1:] is True, average, float(); "
-           "all under torch.no_grad(), as a measurement needs no gradient."),
+           "KL(p ‖ q) = Σ_v p_v (log p_v − log q_v) at each position; which function gives log p without ever "
+           "forming a probability that rounds to 0? Which slice of the mask lines up with the positions you scored?"),
     solution=solution_of("lesson11", "mean_token_kl"),
     mistakes=Q3_MISTAKES,
     success="Correct! Equal to the package's course_utils.instruct.mean_token_kl, also where the logits are in the "
             "hundreds. Swap the two models to measure the other direction (KL is not symmetric in general).",
     task=(
-        "### Capstone — how far did DPO move the model? (about 30 minutes)\n\nSection 6 said a smaller β lets the "
-        "policy move further from its reference; measure how far. Write `mean_token_kl(policy, reference, ids, "
-        "mask)`: two language models (a LongTensor `(batch, seq)` → logits `(batch, seq, vocab)`), a right-padded "
-        "chat batch and its bool response mask, as `chat_batch` returns them. Return a Python float in nats: "
-        "KL(policy ‖ reference) of the two models' next-token distributions, exact over the vocabulary, averaged "
-        "over the positions whose next token is a response token, both models reading the given ids. It must stay "
-        "finite for logits in the hundreds.\n\n"
-        "Then measure `dpo` against `frozen` on the held-out right answers, "
-        "`chat_batch(tokenizer, [(q, w) for q, w, _ in held_out_pairs])`: 0.098 nats per token. Predict first: is "
-        "KL(frozen ‖ dpo) larger or smaller? At β = 0.03, and at β = 1, is KL(dpo ‖ frozen) larger or smaller than "
-        "at 0.1? The cells after the check show both.\n\n"
+        "### Capstone — how far did DPO move the model? (about 30 minutes)\n\nβ weighs the KL penalty of section "
+        "6's objective; measure the KL itself. Write `mean_token_kl(policy, reference, ids, mask)`: two language "
+        "models (a LongTensor `(batch, seq)` → logits `(batch, seq, vocab)`), a right-padded chat batch and its bool "
+        "response mask, as `chat_batch` returns them. Return a Python float in nats: KL(policy ‖ reference) of the "
+        "two models' next-token distributions, exact over the vocabulary, averaged over the positions whose next "
+        "token is a response token, both models reading the given ids. It must stay finite for logits in the "
+        "hundreds.\n\n"
+        "Then, with your function, on the held-out right answers "
+        "`chat_batch(tokenizer, [(q, w) for q, w, _ in held_out_pairs])`: measure `dpo` against `frozen` (0.098 nats "
+        "per token). Write two numbers down first: KL(frozen ‖ dpo), and the KL of a β = 1 model trained like `dpo`. "
+        "Measure both with the commented lines after the check; the recorded sweep there compares.\n\n"
         "Stuck? `q3.hint()`; once you have tried, `q3.solution()` shows it, as does "
         "`from course_utils.instruct import mean_token_kl`."),
     starter=("def mean_token_kl(policy, reference, ids, mask):\n"
