@@ -413,7 +413,6 @@ q3 = Exercise(
     success="Correct! Step by step, your cached attention gives what the package's gives on the whole text, and "
             "its cache holds n_kv_heads heads: the memory section 4 computed.",
     task=(
-        "**Capstone — grouped-query attention with a KV cache.** "
         "Write `CachedAttention(d_model, n_heads, n_kv_heads, rope_base=10000.0)` with the bias-free projections "
         "`w_q`, `w_k`, `w_v`, `w_o` of `ModernAttention`, and `forward(x, cache)`:\n\n"
         "* `x (batch, new, d_model)`: the tokens not yet seen; returns `(batch, new, d_model)`;\n"
