@@ -43,11 +43,6 @@ BLOCK_FORBIDDEN = {  # the wiring the learner writes; attention and the feed-for
 
 
 # ---------------------------------------------------------------------------- q1: an encoder's parameters
-def reference_count(n_layers: int, d_model: int, d_ff: int) -> int:
-    """Parameters of ``course_utils.models.Encoder``: ``n_layers`` layers and the final LayerNorm."""
-    return n_layers * encoder_layer_parameter_count(d_model, d_ff) + layer_norm_parameter_count(d_model)
-
-
 def count_cases(draw: Draw) -> list[Case]:
     """Small to huge; d_ff is never 4·d_model except in the paper's base model; the huge count is odd and above
     2^53, where a float cannot hold it."""
@@ -69,7 +64,9 @@ q1 = Exercise(
     name="An encoder's parameters, exactly",
     variables=("encoder_parameters",),
     checker=lambda ns: check_function(
-        learner_function(ns, "encoder_parameters"), reference_count, count_cases(Draw()), "encoder_parameters",
+        learner_function(ns, "encoder_parameters"),
+        lambda n, d, f: n * encoder_layer_parameter_count(d, f) + layer_norm_parameter_count(d),  # the package's count
+        count_cases(Draw()), "encoder_parameters",
         forbidden={"course_utils.config.count_parameters": count_parameters,
                    "course_utils.config.encoder_layer_parameter_count": encoder_layer_parameter_count,
                    "the package's course_utils.models.Encoder": Encoder,
@@ -81,8 +78,8 @@ q1 = Exercise(
            "d·d_ff + d_ff + d_ff·d + d; two LayerNorms of 2·d each. Times n_layers, plus the final LayerNorm's 2·d. "
            "Whole numbers only (+, *), so the result is an exact int at any size."),
     solution=solution_of("lesson04", "encoder_parameters"),
-    success="Correct! With d_ff = 4·d_model the FFN holds 8d² + 5d of a layer's 12d² + 13d parameters: about 2/3 "
-            "(the base model: 2,099,712 of 3,152,384, 66.6 %).",
+    success="Correct! Now compute, for the paper's base model, the fraction of one layer's parameters that sit in "
+            "the FFN, compare it with `my_ffn_fraction`, then open the note below.",
     mistakes=(
         Mistake("a float", "return an int: a float (a /, a float constant, float(...)) cannot hold a count this "
                 "large exactly. Use +, * and // only", variant=lambda n, d, f: float(count_without(n, d, f))),
@@ -357,7 +354,7 @@ q4 = Exercise(
            "norm(x); return x + dropout(self_attn(h, h, h, mask)[0]) + dropout(feed_forward(h))."),
     solution=solution_of("lesson04", "ParallelEncoderLayer"),
     task=("**Capstone — Exercise 4, the parallel block (about 25 minutes).** GPT-J and PaLM run attention and the "
-          "feed-forward network side by side on one normalised input and add both to the stream:\n\n"
+          "feed-forward network side by side on one normalised input:\n\n"
           "$$x \\leftarrow x + \\mathrm{dropout}\\big(\\mathrm{Attn}(h)\\big) + \\mathrm{dropout}\\big(\\mathrm{FFN}"
           "(h)\\big),\\qquad h = \\mathrm{LN}(x).$$\n\n"
           "Write `ParallelEncoderLayer(d_model, n_heads, d_ff, dropout=0.1)` with `forward(x, mask=None)`: "
@@ -368,11 +365,11 @@ q4 = Exercise(
           "Then predict, and measure over seeds 0–2 with exercise 3's `stream_norms` (any module with a `layers` "
           "list; both stacks in eval mode): at initialisation, does the stream of 8 stacked parallel layers "
           "(`d_model=32`, `n_heads=4`, `d_ff=128`) grow from layer 1 to layer 8 faster than, as fast as, or slower "
-          "than the 8-layer Pre-LN `Encoder`'s? Why? (Build attention first, as `EncoderLayer` does: one seed, same "
-          "weights.)\n\n"
-          "Checked against the formula on random sizes and masks. Stuck? `q4.solution()`. Allowed: "
+          "than the 8-layer Pre-LN `Encoder`'s? Why? Create `self_attn` before `feed_forward` in `__init__`, as "
+          "`EncoderLayer` does: then a seed gives both stacks the same weights, and the comparison is paired.\n\n"
+          "Checked against the formula. Stuck? `q4.solution()`. Allowed: "
           "`from course_utils.layers import PositionwiseFeedForward` (our `FeedForward`)."),
-    starter=("import torch.nn as nn  # so that this cell also runs on its own\n\n\n"
+    starter=("import torch.nn as nn\n\n\n"
              "class ParallelEncoderLayer(nn.Module):\n"
              "    def __init__(self, d_model, n_heads, d_ff, dropout=0.1):\n"
              "        super().__init__()\n"
