@@ -97,11 +97,12 @@ DISCUSSION = {
             "From lesson 01's start (tokens RMS 1.01 against the positions' 0.71) every run of both placements left "
             "the plateau (20-step loss below 0.6) by step 116. From nn.Embedding's start (tokens RMS 5.76, 8 times "
             "the positions) Pre-LN still left it on all 6 seeds, later (steps 181-293), and Post-LN on 3 of 6; the "
-            "other 3 were stuck, not slow: trained on to step 1,000 they stayed at chance. So the oversized start "
-            "delays Pre-LN and stops half the Post-LN runs. At initialisation the per-layer gradients (Xiong et al.'s"
-            " measure) do not single out the stalled variant; its first attention does (a query's top weight 0.73 "
-            "against 0.10-0.11), because Post-LN feeds it the raw sum. Not shown: that this sharpness causes the "
-            "stall, Liu et al.'s mechanism, warmup. 3 of 6 against 0 of 6 is a hint, not a proof."),
+            "other 3 were stuck, not slow: trained on to step 1,000 they stayed at chance. At initialisation the "
+            "per-layer W2 gradients (Xiong et al.'s measure) vary tenfold between seeds and do not single out the "
+            "stalled variant; its first attention does: Post-LN feeds it the raw sum (RMS 5.71, scores about 33 times"
+            " larger than from LN's RMS 1), and a query's top weight is 0.73 against 0.10-0.11. Not shown: that this "
+            "sharpness causes the stall, or what a warmup would change. 3 of 6 against 0 of 6 is a hint, not a proof "
+            "(all 3 failures landing on Post-LN by chance: 20/220 ≈ 0.09)."),
            ],
     "05": [("A classifier reaches the majority-class accuracy. How do you tell whether it learned anything?",
             "Compare with baselines (the majority class, a simple count model), read per-class recall or balanced "
