@@ -568,8 +568,8 @@ q3 = Exercise(
         "batches of 16 give the update of one batch of the same 64 strings? Batches of 8, 8, 16, 32? The check "
         "measures both.\n\n"
         "How it is checked: step for step against the course's own accumulation, on random batches.\n\n"
-        "Stuck? `q3.hint()`, then `q3.solution()`. No later cell uses `train_accumulated`; from lesson 06 on, "
-        "`from course_utils.training import fit` trains."
+        "Stuck? `q3.hint()`, then `q3.solution()`. Later lessons train with "
+        "`from course_utils.training import fit`."
     ),
     starter=(
         "same_update_4x16 = ...       # True or False: 4 batches of 16 accumulated = one batch of 64?\n"
