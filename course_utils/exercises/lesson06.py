@@ -173,13 +173,12 @@ def check_accuracy_at_mask(ns) -> None:
 
 
 Q2_MISTAKES = (
-    Mistake("the colleague's draft", "that is still the colleague's mean over every position of the batch: an "
-            "unlabelled position (-100) can never be hit, yet it is counted; keep only labelled positions whose "
-            "input shows [MASK]",
+    Mistake("the colleague's draft", "that is still the colleague's score over every selected position: at a "
+            "selected token left unchanged the answer is in plain sight; keep only those whose *input* shows [MASK] "
+            "(inputs == 4)", lambda logits, inputs, labels: masked_accuracy(logits, labels)),
+    Mistake("every position of the batch", "you averaged over every position: an unlabelled one (-100) can never "
+            "be hit, yet it is counted; keep only labelled positions whose input shows [MASK]",
             lambda logits, inputs, labels: (logits.argmax(dim=-1) == labels).float().mean().item()),
-    Mistake("every selected position", "you scored every selected position; keep only those whose *input* shows "
-            "[MASK] (inputs == 4): at a kept token the answer is in plain sight",
-            lambda logits, inputs, labels: masked_accuracy(logits, labels)),
     Mistake("every [MASK] in the labels", "[MASK] never appears in the labels (they hold the original ids): look "
             "for it in the inputs", lambda logits, inputs, labels: accuracy_at_mask(logits, labels, labels),
             shows=lambda case, got, _: isinstance(got, Raised) or (isinstance(got, float) and math.isnan(got))),
@@ -392,19 +391,19 @@ q1 = Exercise(
 )
 
 q2 = Exercise(
-    name="Accuracy where the input shows [MASK]",
+    name="Score the held-out masks",
     variables=("accuracy_at_mask",),
     checker=check_accuracy_at_mask,
-    hints=("The draft averages over every position of the batch. Which of them carry no label at all (-100), and "
-           "which show the answer in their input? Two conditions pick a position: it carries a label, and the "
-           "model's *input* there is [MASK] (id 4).",
+    hints=("The draft scores every position that carries a label. What does the model's *input* show at each of "
+           "them: [MASK], a random id, or the token itself? At which of them is the answer in plain sight?",
            "where = (inputs == 4) & (labels != -100); predictions = arg-max over the vocabulary axis; the share "
            "of predictions equal to the labels at those positions, all rows together, as a Python float."),
     solution=solution_of("lesson06", "accuracy_at_mask"),
     mistakes=Q2_MISTAKES,
-    success=("Correct! The draft counted hits at kept and random tokens too (the answer in plain sight), and "
-             "divided by every position, unlabelled ones and padding included, where −100 can never be hit."),
+    success=("Correct! The draft also scored the selected tokens left unchanged (the answer in plain sight, so "
+             "it read high) and those swapped for a random id; the curve scores only where the input shows [MASK]."),
 )
+
 
 q3 = Exercise(
     name="Capstone: whole-word masking",
