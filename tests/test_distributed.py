@@ -81,7 +81,7 @@ def test_capstone_check_runs_where_fork_is_missing(tmp_path, monkeypatch):
     from course_utils.exercises import lesson10
 
     path = tmp_path / "answer_cell.py"
-    path.write_text(lesson10.q1.solution)
+    path.write_text(lesson10.q2.solution)
     spec = importlib.util.spec_from_file_location("answer_cell", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -89,5 +89,5 @@ def test_capstone_check_runs_where_fork_is_missing(tmp_path, monkeypatch):
     answer.__module__ = "__main__"   # as a notebook cell defines it: not importable by the new processes
     monkeypatch.setattr(lesson10, "FORCE_SPAWN", True)
     assert lesson10.class_source(answer).startswith("class BucketedAllReduce:")
-    result = lesson10.q1.evaluate({"BucketedAllReduce": answer})
+    result = lesson10.q2.evaluate({"BucketedAllReduce": answer})
     assert result.status == "correct", result.message

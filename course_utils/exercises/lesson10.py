@@ -1,9 +1,10 @@
-"""The exercise of notebook 10 (scaling out), its capstone: gradients all-reduced in buckets from backward hooks,
-overlapping the rest of backward, compared with DistributedDataParallel on two processes.
+"""Exercises of notebook 10 (scaling out): what each rank sends in a ring all-reduce of any size, and the capstone:
+gradients all-reduced in buckets from backward hooks, overlapping the rest of backward, compared with
+DistributedDataParallel on two processes.
 
-The check draws a fresh setup (:class:`~.asserts.Draw`) and compares the learner's class with DDP's gradients; the
-package's :class:`course_utils.distributed.BucketedAllReduce` is the reference, and the typical mistakes are declared
-once, as variants of it (see :mod:`.core`).
+Each check draws fresh inputs (:class:`~.asserts.Draw`); the references are the ring's chunk sizes and the package's
+:class:`course_utils.distributed.BucketedAllReduce`, and each exercise declares its typical mistakes once, as
+variants of its reference (see :mod:`.core`).
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ..distributed import BucketedAllReduce
 from ..losses import lm_loss
-from .asserts import Case, Draw
+from .asserts import Case, Draw, check_function, learner_function
 from .core import (
     PLANTED,
     Exercise,
@@ -45,7 +46,52 @@ from .core import (
     solution_of,
 )
 
-# ---------------------------------------------------------------------------- q1 (capstone): bucketed all-reduce
+
+# ---------------------------------------------------------------------------- q1: what each rank sends in a ring
+def ring_sent_reference(n_elements: int, world_size: int) -> list[int]:
+    """Numbers each rank sends in a ring all-reduce of ``n_elements`` numbers cut by ``tensor_split(world_size)``
+    (the first ``n_elements % world_size`` chunks one larger): rank r sends every chunk but (r+1) mod N in the
+    reduce-scatter (the one it completes) and every chunk but (r+2) mod N in the all-gather."""
+    n, w = n_elements, world_size
+    sizes = [n // w + (c < n % w) for c in range(w)]
+    return [2 * n - sizes[(r + 1) % w] - sizes[(r + 2) % w] for r in range(w)]
+
+
+def check_ring_sent(ns) -> None:
+    draw = Draw()
+    w, many = draw.integer(3, 5), draw.integer(6, 9)
+    configs = [(draw.integer(5, 50), 1, "one rank"), (2 * draw.integer(5, 50) + 1, 2, "two ranks, an odd size"),
+               (w * draw.integer(5, 50), w, "a size N divides"),
+               (w * draw.integer(5, 50) + draw.integer(1, w - 1), w, "a size N does not divide"),
+               (many * draw.integer(50, 500) + draw.integer(1, many - 1), many, "many ranks, uneven chunks"),
+               (many - draw.integer(1, many - 2), many, "fewer numbers than ranks (empty chunks)"),
+               (10**12 + draw.integer(1, 1023), 1024, "a size no simulation reaches: count the chunks, don't run "
+                                                      "the ring"),
+               (7 * 10**11 + draw.integer(1, 6), 7, "7 × 10¹¹ numbers on 7 ranks (too large to simulate)")]
+    cases = [Case(f"{what}: n_elements={n}, world_size={size}", (n, size)) for n, size, what in configs]
+    check_function(learner_function(ns, "ring_sent"), ring_sent_reference, cases, "ring_sent", probes=cases)
+
+
+RS = ring_sent_reference
+RING_MISTAKES = (
+    Mistake("one number", "return one count per rank (a list of world_size ints): with uneven chunks the ranks "
+            "send different amounts", variant=lambda n, w: sum(RS(n, w)) // max(w, 1),
+            shows=lambda case, got, _: isinstance(got, (int, float)) or getattr(got, "ndim", None) == 0),
+    Mistake("the even formula", "2·(N−1)/N × n holds only when N divides n: tensor_split makes the first n % N "
+            "chunks one number larger, and in each phase each rank leaves out one particular chunk — count their "
+            "sizes", variant=lambda n, w: [2 * (w - 1) * n // w] * w),
+    Mistake("one phase only", "that is the reduce-scatter alone: the all-gather sends N − 1 more chunks per rank",
+            variant=lambda n, w: [n - (n // w + ((r + 1) % w < n % w)) for r in range(w)]),
+    Mistake("the whole gradient each step", "each of the 2(N−1) steps sends one chunk, not the whole gradient "
+            "(2(N−1)·n is what all ranks send together)", variant=lambda n, w: [2 * (w - 1) * n] * w),
+    Mistake("left-out chunks off by one", "in the reduce-scatter rank r first sends chunk r and leaves out chunk "
+            "(r+1) mod N (it completes that one); in the all-gather it starts with that complete chunk and leaves "
+            "out (r+2) mod N", variant=lambda n, w: [2 * n - (n // w + (r < n % w))
+                                                     - (n // w + ((r + 1) % w < n % w)) for r in range(w)]),
+)
+
+
+# ---------------------------------------------------------------------------- q2 (capstone): bucketed all-reduce
 WORLD_SIZE = 2
 TIMEOUT = 60.0   # seconds for both processes together (a few on a laptop)
 STEPS = 2
@@ -411,6 +457,20 @@ SYNC_MISTAKES = (
 
 
 q1 = Exercise(
+    name="What each rank sends in a ring",
+    variables=("ring_sent",),
+    checker=check_ring_sent,
+    hints=("Follow one rank through section 2's steps: in the reduce-scatter it sends N − 1 of the N chunks, in "
+           "the all-gather N − 1 again. Which chunk does it leave out in each phase, and how large is it?",
+           "sizes[c] = n // N, plus 1 if c < n % N; rank r sends 2·n minus the sizes of chunks (r+1) % N and "
+           "(r+2) % N."),
+    solution=solution_of("lesson10", "ring_sent"),
+    mistakes=RING_MISTAKES,
+    success="Correct! The traffic stays under 2·n per rank for any N; what grows with N is the 2(N−1) steps, "
+            "each paying a message's latency.",
+)
+
+q2 = Exercise(
     name="Capstone: a bucketed all-reduce that overlaps backward",
     variables=("BucketedAllReduce",),
     checker=check_bucketed_all_reduce,
@@ -427,20 +487,17 @@ q1 = Exercise(
     mistakes=SYNC_MISTAKES,
     success="Correct! Your buckets give DDP's gradients, and all but the last travel while backward still runs.",
     task=(
-        "### Exercise 1 · Capstone: overlap communication with backward (about 60 minutes)\n\n"
-        "**Capstone.** Write the class `BucketedAllReduce(model, "
-        "bucket_elements)`, built once on every rank of a process group. After `loss.backward()` and then "
-        "`.wait()`, every `.grad` must hold that gradient averaged over the ranks (what DDP leaves there), at "
-        "every step.\n\n"
-        "Group the parameters into buckets in the order of `model.parameters()` reversed, each of at most "
-        "`bucket_elements` numbers (a larger parameter alone). A bucket is ready when *all* its gradients have "
-        "arrived (count them: section 6 showed them out of order); then flatten them into one buffer and start "
-        "its all-reduce with `async_op=True`. `.wait()` finishes each bucket and copies the averages back into "
-        "`.grad`. Use `dist` alone (no DDP).\n\n"
-        "To debug, run one backward in section 6's group of one, inside its `try`/`finally`. Checked on two new "
-        "processes against DDP. "
-        "Stuck? `q1.hint()`, then `q1.solution()`; to move on, `from course_utils.distributed import "
-        "BucketedAllReduce`."
+        "### Exercise 2 · Capstone: overlap communication with backward (about 45 minutes)\n\n"
+        "**Capstone.** Write `BucketedAllReduce(model, bucket_elements)`, built once on every rank of a process "
+        "group. After `loss.backward()` and then `.wait()`, every `.grad` must hold that gradient averaged over the "
+        "ranks (what DDP leaves there), at every step.\n\n"
+        "Bucket the parameters in the order of `model.parameters()` reversed, each bucket at most `bucket_elements` "
+        "numbers (a larger parameter alone). A bucket is ready when *all* its gradients have arrived (section 6 "
+        "showed them out of order); then flatten it into one buffer and start its all-reduce with `async_op=True`. "
+        "`.wait()` finishes each and copies the averages back into `.grad`. Use `dist` alone (no DDP).\n\n"
+        "To debug, build it on `copy.deepcopy(model)` and run one backward in a group of one, opened and closed as "
+        "in section 6. Checked on two new processes against DDP. Stuck? `q2.hint()`, then `q2.solution()`; to move "
+        "on, `from course_utils.distributed import BucketedAllReduce`."
     ),
     starter=(
         "class BucketedAllReduce:\n"

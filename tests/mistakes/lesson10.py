@@ -1,11 +1,37 @@
-"""Typical wrong answers to the capstone of notebook 10 (scaling out), each with the phrase its feedback must
+"""Typical wrong answers to the exercises of notebook 10 (scaling out), each with the phrase its feedback must
 contain, and right answers written differently (which must be accepted)."""
 from . import Alternative, Mistake
 
 PRELUDE = "import math\nimport numpy as np\nimport torch\n"
+RING = "def ring_sent(n_elements, world_size):\n"
+RING_MISTAKES = [
+    Mistake("lesson10", "q1", "torch.chunk's sizes", RING + "    size = -(-n_elements // world_size)   # chunk()\n"
+            "    sizes = [max(0, min(size, n_elements - c * size)) for c in range(world_size)]\n"
+            "    return [2 * n_elements - sizes[(r + 1) % world_size] - sizes[(r + 2) % world_size]\n"
+            "            for r in range(world_size)]\n", "should", PRELUDE),
+    Mistake("lesson10", "q1", "floats from the fraction",
+            RING + "    return [2 * (world_size - 1) / world_size * n_elements] * world_size\n", "should be an int",
+            PRELUDE),
+    Mistake("lesson10", "q1", "a tuple of the right counts for divisible sizes only",
+            RING + "    return tuple(2 * (world_size - 1) * (n_elements // world_size) for _ in range(world_size))\n",
+            "should", PRELUDE),
+]
+RING_ALTERNATIVES = [
+    Alternative("lesson10", "q1", "simulated step by step", RING
+                + "    base, extra = divmod(n_elements, world_size)\n"
+                "    sizes = [base + 1] * extra + [base] * (world_size - extra)\n"
+                "    sent = [0] * world_size\n"
+                "    for step in range(world_size - 1):\n"
+                "        for r in range(world_size):\n"
+                "            sent[r] += sizes[(r - step) % world_size] + sizes[(r + 1 - step) % world_size]\n"
+                "    return sent\n", PRELUDE),
+    Alternative("lesson10", "q1", "a tensor", RING
+                + "    sizes = n_elements // world_size + (torch.arange(world_size) < n_elements % world_size).long()\n"
+                "    return 2 * n_elements - sizes.roll(-1) - sizes.roll(-2)\n", PRELUDE),
+]
 
 
-# ---------------------------------------------------------------------------- q1 (capstone): bucketed all-reduce
+# ---------------------------------------------------------------------------- q2 (capstone): bucketed all-reduce
 SYNC_PRELUDE = PRELUDE + "import torch.distributed as dist\n"
 SOLUTION = """class BucketedAllReduce:
     def __init__(self, model, bucket_elements):
@@ -43,11 +69,11 @@ SOLUTION = """class BucketedAllReduce:
 
 
 def sync(name: str, code: str, message: str) -> Mistake:
-    return Mistake("lesson10", "q1", name, code, message, SYNC_PRELUDE)
+    return Mistake("lesson10", "q2", name, code, message, SYNC_PRELUDE)
 
 
 def sync_right(name: str, code: str) -> Alternative:
-    return Alternative("lesson10", "q1", name, code, SYNC_PRELUDE)
+    return Alternative("lesson10", "q2", name, code, SYNC_PRELUDE)
 
 
 def planted(old: str, new: str) -> str:
@@ -56,13 +82,13 @@ def planted(old: str, new: str) -> str:
     return SOLUTION.replace(old, new)
 
 
-MISTAKES = [
+MISTAKES = RING_MISTAKES + [
     sync("DDP does the work", "from torch.nn.parallel import DistributedDataParallel\n\n" + planted(
         "        self.in_flight = []\n        for p", "        self.ddp = DistributedDataParallel(model)\n"
         "        self.in_flight = []\n        for p"), "DistributedDataParallel"),
 ]
 
-ALTERNATIVES = [
+ALTERNATIVES = RING_ALTERNATIVES + [
     sync_right("ReduceOp.AVG and a flat buffer per bucket kept between steps", planted(
         "            buffer = torch.cat([q.grad.flatten() for q in self.buckets[i]])\n"
         "            self.in_flight.append((i, buffer, dist.all_reduce(buffer, async_op=True)))\n",
