@@ -56,7 +56,7 @@ def measured(n_kv_heads: int, prompts: int = 4, heads_used: int | None = None, c
     return result[::-1] if swapped else result
 
 
-WEIGHT_BYTES, TOKEN_BYTES = 6.7e9 * 2, 2 * 32 * 8 * 128 * 2  # the 7B-size model in bfloat16; K and V, 32 layers
+WEIGHT_BYTES, TOKEN_BYTES = 14.7e9 * 2, 2 * 48 * 8 * 128 * 2  # the transfer's model in bfloat16; K and V, 48 layers
 
 
 def check_measure(ns) -> None:
@@ -71,7 +71,7 @@ def check_measure(ns) -> None:
             raise ExerciseFailure(f"your measure_gqa is right; now `{name}` should hold " + (
                 "a fraction between 0 and 1: what you predicted, before measuring, that 1 K/V head instead of 8 "
                 "saves of the parameters." if unit is None else "a number of tokens (batch × context), counted by "
-                "hand: where the 7B-size model's cache with 8 K/V heads weighs as much as its weights."))
+                "hand: where the 48-layer model's cache weighs as much as its weights."))
         if unit is None and abs(value - truth) > 0.01:
             slip = ("that is the fraction kept; the task asks what is saved: 1 − kept"
                     if abs(value - (1 - truth)) < 0.01 else "that is the saving of the cache"
@@ -80,11 +80,11 @@ def check_measure(ns) -> None:
             raise ExerciseFailure(f"`{name}` = {value:.3f}, but measure_gqa(8) and measure_gqa(1) say 1 K/V head "
                                   f"saves {truth:.3f} of the parameters: {slip}. Recount, then correct the prediction.")
         if unit and abs(value / truth - 1) > 0.01:
-            slips = ((truth / 4, "that is multi-head's 32 K/V heads; the question has 8"),
-                     (truth * 32, "that is one layer's cache; all 32 layers cache keys and values"),
+            slips = ((truth / 5, "that counts the 40 query heads; only the 8 K/V heads are cached"),
+                     (truth * 48, "that is one layer's cache; all 48 layers cache keys and values"),
                      (truth * 2, "count both keys and values, and 2 bytes a number on both sides"))
             slip = next((text for near, text in slips if abs(value / near - 1) < 0.01),
-                        "a token costs 2 (K and V) · layers · K/V heads · d_head · 2 bytes; the weights 6.7e9 · 2 "
+                        "recount one token's cache with section 4's formula (batch = seq = 1), and the weights' "
                         "bytes")
             raise ExerciseFailure(f"`{name}` = {value:,.0f}: {slip}.")
 
@@ -376,8 +376,8 @@ q1 = Exercise(
             "but the parameters by only 6 %. Only W_K and W_V depend on h_kv (64 × 64 each at 8 heads, 64 × 8 at 1, "
             "in each of the 2 layers), while the cache is made of keys and values alone; the rest of the model (the "
             "embedding shared with the output, W_Q, W_O, the SwiGLU's three 64 × 512 matrices, the norms) does not "
-            "change. GQA is a memory saving for generation, not a smaller model; and at batch 1 the 7B-size model's "
-            "cache (8 K/V heads) weighs as much as its weights only past about 102,000 cached tokens.",
+            "change. GQA is a memory saving for generation, not a smaller model; and the 48-layer model's cache "
+            "weighs as much as its weights only past about 150,000 cached tokens.",
 )
 
 q2 = Exercise(

@@ -30,10 +30,10 @@ MISTAKES = [
                                                             "predicted_parameter_fraction = 1 - ("), '1 − kept'),
     q('q1', 'only W_K and W_V counted', plant(MEASURE, "2 * 2 * 64 * (8 - 1) * 8", "0.5 * 2 * 2 * 64 * (8 - 1) * 8"),
       'only W_K and W_V depend'),
-    q('q1', 'transfer: one layer only', plant(MEASURE, "/ (2 * 32 * 8 * 128 * 2))", "/ (2 * 8 * 128 * 2))"),
+    q('q1', 'transfer: one layer only', plant(MEASURE, "/ (2 * 48 * 8 * 128 * 2))", "/ (2 * 8 * 128 * 2))"),
       'one layer'),
-    q('q1', 'transfer: multi-head heads', plant(MEASURE, "/ (2 * 32 * 8 * 128 * 2))", "/ (2 * 32 * 32 * 128 * 2))"),
-      "multi-head's 32"),
+    q('q1', 'transfer: query heads cached', plant(MEASURE, "/ (2 * 48 * 8 * 128 * 2))", "/ (2 * 48 * 40 * 128 * 2))"),
+      "40 query heads"),
     q('q1', 'transfer not set', plant(MEASURE, "cache_equals_weights_tokens = (",
                                       "cache_equals_weights_tokens = ... or ("),
       'number of tokens'),
@@ -102,7 +102,7 @@ ALTERNATIVES = [
           "    return size, sum(p.numel() for p in model.parameters())\n\n"
           "(cache8, params8), (cache1, params1) = measure_gqa(8), measure_gqa(1)\n"
           "print((cache8 - cache1) / cache8, (params8 - params1) / params8)\n"
-          "cache_equals_weights_tokens = torch.tensor(102_000)   # 13.4 GB / 128 KiB a token, rounded\n"),
+          "cache_equals_weights_tokens = torch.tensor(149_500)   # 29.4 GB / 192 KiB a token, rounded\n"),
     right('q2', "the page's rope written out", "prompt_positions = list(range(-12, 0))\nfirst_token_position = 11\n"
           "prompt_offsets = [11 - k for k in range(12)]\n\n"
           "def rotate_new(q, k, cache_length, base=10000.0):\n"

@@ -25,8 +25,8 @@ def measure_gqa(n_kv_heads):
     return cache.nbytes, count_parameters(model)
 
 
-cache_equals_weights_tokens = (6.7e9 * 2                    # the weights' bytes in bfloat16, over one token's cache:
-                               / (2 * 32 * 8 * 128 * 2))    # (K, V) · layers · K/V heads · d_head · bytes: 102,233
+cache_equals_weights_tokens = (14.7e9 * 2                   # the weights' bytes in bfloat16, over one token's cache:
+                               / (2 * 48 * 8 * 128 * 2))    # (K, V) · layers · K/V heads · d_head · bytes: 149,536
 
 
 prompt_positions = list(range(-12, 0))    # the colleague's: arange(0 - 12, 0); offsets inside the prompt are right
