@@ -616,7 +616,7 @@ q2 = Exercise(
     name="Search errors by beam's own ranking",
     variables=("beam_search_errors",),
     checker=check_search_errors,
-    hints=("Section 6 compared summed log P, the score greedy decoding follows. Which score does beam search use to "
+    hints=("Section 6 compared summed log P. Which score does beam search use to "
            "pick its answer (section 5), and which length goes into it?",
            "score(ids) = sequence_log_prob(model, src_ids, ids) / ((5 + n) / 6) ** alpha, n = the non-[PAD] pieces of "
            "each row ([EOS] included); a search error: the row differs from its reference and score(reference) > "
@@ -634,10 +634,8 @@ q3 = Exercise(
     checker=check_greedy_decode,
     hints=("Start from section 5's translate_one. What changes when rows finish at different steps, and what does "
            "the model need to see at each step once it keeps a cache?",
-           "eval mode, no gradients; encode the source once and make one cache (model.new_cache()); prefix = a "
-           "(batch, 1) column of bos_id; each step: logits of decode(prefix[:, -1:], memory, src, cache) at the last "
-           "position, bos_id and pad_id set to -inf, arg-max per row, pad_id where the row is finished, append, "
-           "update the finished flags, stop when all are finished; return the prefix without its first column."),
+           "Keep a (batch,) bool tensor of finished rows: it decides which rows get pad_id instead of their "
+           "arg-max, and when the loop may stop. The cache already holds every earlier position."),
     solution=solution_of("lesson07", NAME),
     mistakes=Q3_MISTAKES,
     success="Correct! The same tokens as course_utils.decoding.greedy_decode, one new position per step through the "
@@ -655,8 +653,8 @@ q3 = Exercise(
         "one new position `(batch, 1)`;\n"
         "* eval mode, no gradients, `src_ids` unchanged.\n\n"
         "It must give the same tokens as `course_utils.decoding.greedy_decode` for any special ids (not only "
-        "5/6/0). Stuck? `q3.solution()`. The rest of the course uses the package's decoder "
-        "(`from course_utils.decoding import greedy_decode`, imported at the top), so you may also skip ahead."
+        "5/6/0). Stuck? `q3.solution()`, or skip ahead: the rest of the course "
+        "uses `from course_utils.decoding import greedy_decode`."
     ),
     starter=(
         "def cached_greedy_decode(model, src_ids, bos_id, eos_id, max_new_tokens, pad_id=0):\n"
