@@ -95,14 +95,16 @@ DISCUSSION = {
     "04": [("Section 6 trains Post-LN and Pre-LN from two embedding starts, six seeds each. What does the 2×2 show, "
             "and what does it not show?",
             "From lesson 01's start (tokens RMS 1.01 against the positions' 0.71) every run of both placements left "
-            "the plateau (20-step loss below 0.6) by step 116. From nn.Embedding's start (tokens RMS 5.76, 8 times "
-            "the positions) Pre-LN still left it on all 6 seeds, later (steps 181-293), and Post-LN on 3 of 6; the "
-            "other 3 were stuck, not slow: trained on to step 1,000 they stayed at chance. At initialisation the "
-            "per-layer W2 gradients (Xiong et al.'s measure) vary tenfold between seeds and do not single out the "
-            "stalled variant; its first attention does: Post-LN feeds it the raw sum (RMS 5.71, scores about 33 times"
-            " larger than from LN's RMS 1), and a query's top weight is 0.73 against 0.10-0.11. Not shown: that this "
-            "sharpness causes the stall, or what a warmup would change. 3 of 6 against 0 of 6 is a hint, not a proof "
-            "(all 3 failures landing on Post-LN by chance: 20/220 ≈ 0.09)."),
+            "the plateau (20-step loss below 0.6) by step 116: there the placements train alike. From nn.Embedding's "
+            "start (tokens RMS 5.76, 8 times the positions) Pre-LN still left it on all 6 seeds, later (steps "
+            "181-293), and Post-LN on 3 of 6; the other 3 were stuck through step 1,000. At initialisation the "
+            "per-layer W2 gradients (Xiong et al.'s measure) are flat over the 4 layers, so the paper's near-output "
+            "growth does not show here; Pre-LN from the default start is 8-11 times below the other rows, the variant"
+            " that trained late without stalling. The stalled variant's first attention stands out: Post-LN feeds it "
+            "the raw sum (RMS 5.71, scores about 33 times larger than from LN's RMS 1), and a query's top weight is "
+            "0.73 against 0.10-0.11. Not shown: that this sharpness causes the stall, or what a warmup would change. "
+            "3 of 6 against 0 of 6 is a hint, not a proof (all 3 failures landing on Post-LN by chance: 20/220 ≈ "
+            "0.09)."),
            ],
     "05": [("A classifier reaches the majority-class accuracy. How do you tell whether it learned anything?",
             "Compare with baselines (the majority class, a simple count model), read per-class recall or balanced "
