@@ -494,7 +494,8 @@ def check_train_accumulated(ns) -> None:
     for sizes, guess in zip(((16,) * 4, (8, 8, 16, 32)), said):
         gap = accumulation_against_one_batch(learner_loop, sizes)
         print(f"  batches of {', '.join(map(str, sizes)):14} you predicted {'identical' if guess else 'different':9}  "
-              f"measured: largest weight difference {gap:.1e} ({'identical' if gap < 1e-5 else 'different'})")
+              f"measured: largest weight difference {gap:.1e} ({'identical' if gap < 1e-5 else 'different'})"
+              f"{'' if guess == (gap < 1e-5) else '  <- your prediction was wrong'}")
 
 
 def planted_loop(optimizer=None, clip=lambda clip_norm: clip_norm, loss=None,
@@ -552,7 +553,8 @@ q3 = Exercise(
     solution=solution_of("lesson05", "same_update_4x16", "same_update_8_8_16_32",
                          "train_accumulated"),
     mistakes=LOOP_MISTAKES,
-    success="Correct! Step for step, your gradients, learning rates and parameters match the package's loop. Equal "
+    success="Your loop is correct: step for step, its gradients, learning rates and parameters match the package's "
+            "loop (your predictions are scored in the lines above). Equal "
             "batches: the mean of the 4 batch means is the mean over the 64 strings, the same update up to float "
             "rounding. Unequal ones: the mean of means gives each batch the same weight, so each string of a batch of "
             "8 counts 4 times as much as one of a batch of 32 — another update.",
@@ -567,9 +569,8 @@ q3 = Exercise(
         "`same_update_8_8_16_32` (True or False): with dropout 0, plain SGD and no clipping, do 4 accumulated "
         "batches of 16 give the update of one batch of the same 64 strings? Batches of 8, 8, 16, 32? The check "
         "measures both.\n\n"
-        "How it is checked: step for step against the course's own accumulation, on random batches.\n\n"
-        "Stuck? `q3.hint()`, then `q3.solution()`. Later lessons train with "
-        "`from course_utils.training import fit`."
+        "How it is checked: step for step against the course's own accumulation, on random batches. Stuck? "
+        "`q3.solution()`, or move on with `from course_utils.training import train_one_epoch`."
     ),
     starter=(
         "same_update_4x16 = ...       # True or False: 4 batches of 16 accumulated = one batch of 64?\n"
