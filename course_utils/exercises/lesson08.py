@@ -738,7 +738,8 @@ q3 = Exercise(
         "that feeds each token once, through `cache = model.new_cache()` (section 3: `model(ids, cache)` reads only "
         "the new tokens). It returns what `generate_simple` returns without penalty or [EOS] stop: `(batch, "
         "prompt_len + max_new_tokens)` long ids, the same tokens for the same seeded `generator` — a cache changes "
-        "the work, never the result. Your `top_p_filter`, or `decoding.top_p_filter`, may do the filtering.\n\n"
+        "the work, never the result. The model arrives in training mode: call `model.eval()` and generate under "
+        "`torch.no_grad()`.\n\n"
         "Checked: your tokens equal `decoding.generate`'s, seeded alike, on small random GPTs, one model call per "
         "new token. Stuck? `q3.solution()`, or move on with `from course_utils.decoding import generate`."
     ),
