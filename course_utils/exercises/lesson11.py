@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from ..instruct import assistant_mask, mean_token_kl, preference_metrics
-from ..losses import dpo_gradient_weight
+from ..losses import dpo_gradient_weight, dpo_loss, dpo_loss_sum
 from ..tokenization import BOS_ID, EOS_ID, PAD_ID
 from .asserts import Case, Draw, check_function, learner_function
 from .core import Exercise, Mistake, solution_of
@@ -144,14 +144,16 @@ q1 = Exercise(
 q2 = Exercise(
     name="How hard DPO pushes each pair",
     variables=("dpo_weight",),
-    checker=checker("dpo_weight", dpo_gradient_weight, logprob_cases),
+    checker=checker("dpo_weight", dpo_gradient_weight, logprob_cases, dpo_loss, dpo_loss_sum),
     hints=("Differentiate −log σ(z) with respect to z first; then z = β·m and m = (pc − rc) − (pr − rr).",
            "d/dz [−log σ(z)] = −σ(−z) (because σ'(z) = σ(z)σ(−z)); the chain rule gives d loss / d pc = −β·σ(−β·m), "
            "so w is σ(−β·m), computed elementwise on the (n_pairs,) tensors."),
     solution=solution_of("lesson11", "dpo_weight"),
     mistakes=Q2_MISTAKES,
     success="Correct! A pair ranked right by a wide margin gets a weight near 0, one ranked wrong a weight near 1: "
-            "DPO spends its steps on the pairs it still gets wrong, while SFT's loss pushes every answer up forever.",
+            "DPO spends its steps on the pairs it still gets wrong, while SFT's loss pushes every answer up forever. "
+            "The same from autograd: grads = [t.clone().requires_grad_() for t in four_after]; "
+            "losses.dpo_loss_sum(*grads, dpo_recipe.beta).backward(); print(-grads[0].grad / dpo_recipe.beta)",
 )
 
 q3 = Exercise(
@@ -175,9 +177,9 @@ q3 = Exercise(
         "token is a response token, both models reading the given ids. It must stay finite for logits in the "
         "hundreds.\n\n"
         "Then, with your function, on the held-out right answers "
-        "`chat_batch(tokenizer, [(q, w) for q, w, _ in held_out_pairs])`: measure `dpo` against `frozen` (0.098 nats "
-        "per token). Write two numbers down first: KL(frozen ‖ dpo), and the KL of a β = 1 model trained like `dpo`. "
-        "Measure both with the commented lines after the check; the recorded sweep there compares.\n\n"
+        "`chat_batch(tokenizer, [(q, w) for q, w, _ in held_out_pairs])`: measure `dpo` against `frozen`. Write two "
+        "numbers down first: KL(frozen ‖ dpo), and the KL of a β = 1 model trained like `dpo`. Measure both after "
+        "the check.\n\n"
         "Stuck? `q3.hint()`; once you have tried, `q3.solution()` shows it, as does "
         "`from course_utils.instruct import mean_token_kl`."),
     starter=("def mean_token_kl(policy, reference, ids, mask):\n"
