@@ -727,7 +727,7 @@ q3 = Exercise(
            "top-k if it is given, then top-p if it is given, turn the scores into probabilities (softmax over the "
            "vocabulary) and draw one token per row with multinomial and the generator. Append the tokens as a new "
            "column of the ids; that column, (batch, 1), is the next input. Return all the ids, prompt included."),
-    solution=solution_of("lesson08", "top_k_filter", "top_p_filter", "generate"),
+    solution=solution_of("lesson08", "top_k_filter", "generate"),
     success="Correct! The same tokens as course_utils.decoding.generate for greedy decoding and for sampling with "
             "temperature, top-k and top-p, forbidden ids excluded — through the KV cache, one token per call, in "
             "eval mode without gradients, drawn from the generator you were given.",
@@ -738,8 +738,8 @@ q3 = Exercise(
         "that feeds each token once, through `cache = model.new_cache()` (section 3: `model(ids, cache)` reads only "
         "the new tokens). It returns what `generate_simple` returns without penalty or [EOS] stop: `(batch, "
         "prompt_len + max_new_tokens)` long ids, the same tokens for the same seeded `generator` — a cache changes "
-        "the work, never the result. The model arrives in training mode: call `model.eval()` and generate under "
-        "`torch.no_grad()`.\n\n"
+        "the work, never the result. Top-p: yours or `decoding.top_p_filter`. The model arrives in training mode: "
+        "call `model.eval()` and generate under `torch.no_grad()`.\n\n"
         "Checked: your tokens equal `decoding.generate`'s, seeded alike, on small random GPTs, one model call per "
         "new token. Stuck? `q3.solution()`, or move on with `from course_utils.decoding import generate`."
     ),

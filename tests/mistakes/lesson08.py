@@ -152,7 +152,7 @@ MISTAKES += [
                                "            from course_utils.decoding import next_token_logits\n"
                                "            logits = next_token_logits(logits, ids, temperature, top_k, top_p)\n"),
                          "logits = top_k_filter(logits, top_k)", "pass"),
-                   "logits = top_p_filter(logits, top_p)", "pass"),
+                   "logits = decoding.top_p_filter(logits, top_p)", "pass"),
              'use your own code'),
     capstone('q3', 'no KV cache',
              plant(plant(GENERATE, "model(step_input, cache)", "model(ids)"), "    cache = model.new_cache()\n", ""),

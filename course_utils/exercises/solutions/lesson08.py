@@ -2,6 +2,8 @@
 
 import torch
 
+from course_utils import decoding
+
 
 def shift_for_lm(ids):
     return ids[:, :-1], ids[:, 1:]
@@ -36,7 +38,7 @@ def generate(model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top
             if top_k is not None:
                 logits = top_k_filter(logits, top_k)                          # the page's top-k
             if top_p is not None:
-                logits = top_p_filter(logits, top_p)                          # yours from exercise 2
+                logits = decoding.top_p_filter(logits, top_p)                 # exercise 2, the package's copy
             probs = torch.softmax(logits, dim=-1)
             token = torch.multinomial(probs, 1, generator=generator).squeeze(1)
         ids = torch.cat([ids, token[:, None]], dim=1)
