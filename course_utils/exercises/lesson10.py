@@ -476,11 +476,13 @@ q2 = Exercise(
     checker=check_bucketed_all_reduce,
     hints=("A gradient is final when its parameter's post-accumulate-grad hook fires; a bucket can travel once all "
            "of its gradients are final, in whatever order they came. What must the hook remember, and what must "
-           "wait() undo for the next step?",
+           "wait() undo for the next step? To debug, build it on copy.deepcopy(model) and run one backward in a "
+           "group of one, as in section 6.",
            "In __init__: walk reversed(list(model.parameters())), start a new bucket when the next one would pass "
            "bucket_elements; map each parameter to its bucket; count the gradients each bucket still misses; "
-           "register self.ready as every parameter's post-accumulate-grad hook. In ready(p): count down; at zero, "
-           "torch.cat the bucket's grads and keep (bucket, buffer, dist.all_reduce(buffer, async_op=True)). In "
+           "register self.gradient_ready as every parameter's post-accumulate-grad hook. In gradient_ready(p): "
+           "count down; at zero, torch.cat the bucket's grads and keep (bucket, buffer, "
+           "dist.all_reduce(buffer, async_op=True)). In "
            "wait(): .wait() each, divide by dist.get_world_size(), copy the slices back into each .grad, reset "
            "the counts."),
     solution=solution_of("lesson10", "BucketedAllReduce"),
@@ -492,12 +494,10 @@ q2 = Exercise(
         "group. After `loss.backward()` and then `.wait()`, every `.grad` must hold that gradient averaged over the "
         "ranks (what DDP leaves there), at every step.\n\n"
         "Bucket the parameters in the order of `model.parameters()` reversed, each bucket at most `bucket_elements` "
-        "numbers (a larger parameter alone). A bucket is ready when *all* its gradients have arrived (section 6 "
-        "showed them out of order); then flatten it into one buffer and start its all-reduce with `async_op=True`. "
-        "`.wait()` finishes each and copies the averages back into `.grad`. Use `dist` alone (no DDP).\n\n"
-        "To debug, build it on `copy.deepcopy(model)` and run one backward in a group of one, opened and closed as "
-        "in section 6. Checked on two new processes against DDP. Stuck? `q2.hint()`, then `q2.solution()`; to move "
-        "on, `from course_utils.distributed import BucketedAllReduce`."
+        "numbers (a larger parameter alone). Start a bucket's all-reduce, without blocking, once *all* its "
+        "gradients have arrived, in whatever order they come. Use `dist` alone (no DDP).\n\n"
+        "Checked on two new processes against DDP. Stuck? `q2.hint()`, then `q2.solution()`; to move on, "
+        "`from course_utils.distributed import BucketedAllReduce`."
     ),
     starter=(
         "class BucketedAllReduce:\n"
