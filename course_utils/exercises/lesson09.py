@@ -425,7 +425,7 @@ q3 = Exercise(
         "random sizes over three steps, outputs and cache. Stuck? `q3.hint()`, then `q3.solution()`."
     ),
     starter=(
-        "import torch.nn as nn  # so that this cell also runs on its own\n\n\n"
+        "import torch.nn as nn  # used below\n\n\n"
         "class CachedAttention(nn.Module):\n"
         "    def __init__(self, d_model, n_heads, n_kv_heads, rope_base=10000.0):\n"
         "        super().__init__()\n"
