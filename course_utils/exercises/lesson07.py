@@ -604,8 +604,8 @@ q1 = Exercise(
     checker=check_decoder_layer_parameters,
     hints=("List the decoder layer's parts (section 2) and count each linear layer as weights plus bias, each "
            "LayerNorm as gain plus bias. Which parts does the encoder layer lack?",
-           "attention block: 4 projections of d_model x d_model, each with a bias; two of them; feed-forward: "
-           "d_model x d_ff + d_ff and d_ff x d_model + d_model; three LayerNorms of 2 x d_model."),
+           "Start from lesson 04's encoder-layer count: the decoder layer adds one attention block and one "
+           "LayerNorm. How many weights and biases does each hold?"),
     solution=solution_of("lesson07", "my_ratio", "decoder_layer_parameters"),
     mistakes=Q1_MISTAKES,
     success="Correct formula. Compare your prediction with the measured ratio above: cross-attention (four "
