@@ -354,7 +354,8 @@ q4 = Exercise(
            "norm(x); return x + dropout(self_attn(h, h, h, mask)[0]) + dropout(feed_forward(h))."),
     solution=solution_of("lesson04", "ParallelEncoderLayer"),
     task=("**Capstone — Exercise 4, the parallel block (about 25 minutes).** GPT-J and PaLM run attention and the "
-          "feed-forward network side by side on one normalised input:\n\n"
+          "feed-forward network side by side on one normalised input; their input matrix multiplications fuse, so it "
+          "trains faster (PaLM: about 15 %):\n\n"
           "$$x \\leftarrow x + \\mathrm{dropout}\\big(\\mathrm{Attn}(h)\\big) + \\mathrm{dropout}\\big(\\mathrm{FFN}"
           "(h)\\big),\\qquad h = \\mathrm{LN}(x).$$\n\n"
           "Write `ParallelEncoderLayer(d_model, n_heads, d_ff, dropout=0.1)` with `forward(x, mask=None)`: "
@@ -362,11 +363,11 @@ q4 = Exercise(
           "`MultiHeadAttention`), `feed_forward` (section 1's `FeedForward` layout: `linear1`, dropout, `linear2`), "
           "`norm` (one `nn.LayerNorm(d_model)`). Wire them yourself (no `EncoderLayer`, "
           "`Residual`).\n\n"
-          "Then predict, and measure over seeds 0–2 with exercise 3's `stream_norms` (any module with a `layers` "
-          "list; both stacks in eval mode): at initialisation, does the stream of 8 stacked parallel layers "
+          "Then predict, and measure over seeds 0–2 with exercise 3's `stream_norms` (both stacks in eval mode): "
+          "at initialisation, does the stream of 8 stacked parallel layers "
           "(`d_model=32`, `n_heads=4`, `d_ff=128`) grow from layer 1 to layer 8 faster than, as fast as, or slower "
-          "than the 8-layer Pre-LN `Encoder`'s? Why? Create `self_attn` before `feed_forward` in `__init__`, as "
-          "`EncoderLayer` does: then a seed gives both stacks the same weights, and the comparison is paired.\n\n"
+          "than the 8-layer Pre-LN `Encoder`'s? Why? Create `self_attn` before `feed_forward`, as `EncoderLayer` "
+          "does, so a seed gives both stacks the same weights.\n\n"
           "Checked against the formula. Stuck? `q4.solution()`. Allowed: "
           "`from course_utils.layers import PositionwiseFeedForward` (our `FeedForward`)."),
     starter=("import torch.nn as nn\n\n\n"
