@@ -97,14 +97,15 @@ DISCUSSION = {
             "From lesson 01's start (tokens RMS 1.01 against the positions' 0.71) every run of both placements left "
             "the plateau (20-step loss below 0.6) by step 116: there the placements train alike. From nn.Embedding's "
             "start (tokens RMS 5.76, 8 times the positions) Pre-LN still left it on all 6 seeds, later (steps "
-            "181-293), and Post-LN on 3 of 6; the other 3 were stuck through step 1,000. At initialisation the "
-            "per-layer W2 gradients (Xiong et al.'s measure) are flat over the 4 layers, so the paper's near-output "
-            "growth does not show here; Pre-LN from the default start is 8-11 times below the other rows, the variant"
-            " that trained late without stalling. The stalled variant's first attention stands out: Post-LN feeds it "
-            "the raw sum (RMS 5.71, scores about 33 times larger than from LN's RMS 1), and a query's top weight is "
-            "0.73 against 0.10-0.11. Not shown: that this sharpness causes the stall, or what a warmup would change. "
-            "3 of 6 against 0 of 6 is a hint, not a proof (all 3 failures landing on Post-LN by chance: 20/220 ≈ "
-            "0.09)."),
+            "181-293), and Post-LN on 3 of 6; the other 3 were stuck through step 1,000. The 8:1 ratio of tokens to "
+            "positions is the lesson's untested candidate for the late exit of both placements. Xiong et al.'s claim "
+            "is about depth (the last layer's gradient keeps its size in Post-LN, shrinks in Pre-LN as layers are "
+            "added), which the 4-layer stacks do not vary: at layer 4 Post-LN's W2 gradient is above Pre-LN's from "
+            "both starts (0.207 vs 0.025, 0.278 vs 0.222). The stalled variant's first attention stands out: Post-LN "
+            "feeds it the raw sum (RMS 5.71, scores about 33 times larger than from LN's RMS 1), and a query's top "
+            "weight is 0.73 against 0.10-0.11. Not shown: that this sharpness causes the stall, or what a warmup "
+            "would change. 3 of 6 against 0 of 6 is a hint, not a proof (all 3 failures landing on Post-LN by chance:"
+            " 20/220 ≈ 0.09)."),
            ],
     "05": [("A classifier reaches the majority-class accuracy. How do you tell whether it learned anything?",
             "Compare with baselines (the majority class, a simple count model), read per-class recall or balanced "
