@@ -24,9 +24,9 @@ class BucketedAllReduce:
         self.missing = [len(bucket) for bucket in self.buckets]
         self.in_flight = []
         for p in self.bucket_of:
-            p.register_post_accumulate_grad_hook(self.ready)
+            p.register_post_accumulate_grad_hook(self.gradient_ready)
 
-    def ready(self, p):                                        # p.grad is final
+    def gradient_ready(self, p):                               # p.grad is final
         i = self.bucket_of[p]
         self.missing[i] -= 1
         if self.missing[i] == 0:                               # the bucket is complete: send it now
