@@ -18,15 +18,22 @@ from .data.pydoc_corpus import load_pydoc_corpus
 from .instruct import BASE_DIR, SEED_RESULTS
 from .tasks import build_task
 
-__all__ = ["export_base", "stored_seed_runs"]
+__all__ = ["export_base", "stored_kneser_ney", "stored_seed_runs"]
 
 RECIPE_RUNS = SEED_RESULTS.parent / "gpt_recipe.json"
+BASELINES = SEED_RESULTS.parent / "lm_baselines.json"
 
 
 def stored_seed_runs(path: str | Path = RECIPE_RUNS) -> list[dict]:
     """The shipped GPT's recipe trained for seeds 0-2 (``benchmarks/gpt_recipe.py``): per seed its parameters,
     steps, CPU seconds and validation / test / out-of-corpus perplexity (seed 0 is the shipped model)."""
     return json.loads(Path(path).read_text(encoding="utf-8"))["recipe_runs"]
+
+
+def stored_kneser_ney(path: str | Path = BASELINES) -> dict:
+    """The tuned Kneser–Ney 5-gram's recorded perplexities on the same data (``benchmarks/lm_baselines.py``):
+    ``validation``, ``test`` and ``out of corpus`` (all the foreign sentences, as :func:`stored_seed_runs`)."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))["models"]["Kneser–Ney, order 5"]
 
 
 def export_base(run_dir: Path, out_dir: Path, seconds: float | None, command: str) -> dict:
@@ -40,8 +47,7 @@ def export_base(run_dir: Path, out_dir: Path, seconds: float | None, command: st
     model.eval()
     metrics = task.evaluate(model)
     corpus = load_pydoc_corpus()
-    baselines = json.loads((SEED_RESULTS.parent / "lm_baselines.json").read_text(encoding="utf-8"))
-    kneser_ney = baselines["models"]["Kneser–Ney, order 5"]
+    kneser_ney = stored_kneser_ney()
     meta = {"config": asdict(task.model_config), "command": command, "run": run, "recipe": checkpoint["recipe"],
             "train_seconds": seconds, "torch_threads": 1, "corpus_fingerprint": corpus.fingerprint,
             "python_version": corpus.python_version, "metrics": metrics,
