@@ -81,7 +81,10 @@ def check_existing(name: str, path: object, files: tuple[str, ...] = ()) -> Path
     if not isinstance(path, (str, Path)) or str(path) == "":
         raise CourseTypeError(f"{name} must be a str or pathlib.Path, got {describe(path)}")
     path = Path(path)
-    missing = [f for f in files if not (path / f).is_file()] if files else [] if path.is_file() else [path.name]
+    if files:
+        missing = [f for f in files if not (path / f).is_file()]
+    else:
+        missing = [] if path.is_file() else [path.name]
     if missing:
         raise CourseValueError(f"{name}={str(path)!r} lacks {missing}; pass the path the default points to, or "
                                "leave the argument out")
@@ -284,7 +287,7 @@ def check_choice_items(items: object) -> list:
     """``items`` as a non-empty list of ``(question, options, right)``: a str, a list of at least two str (as many
     in every item) and the index of the right one."""
     fix = "build them with course_utils.data.stdlib_qa.choice_items"
-    if isinstance(items, (str, bytes, dict, torch.Tensor)) or not isinstance(items, (list, tuple)) or not items:
+    if not isinstance(items, (list, tuple)) or not items:
         raise CourseTypeError(f"items must be a non-empty list of (question, options, right) tuples, got "
                               f"{describe(items)}; {fix}")
     for i, item in enumerate(items):
@@ -325,7 +328,7 @@ def chrf(hypotheses: list[str], references: list[str]) -> float:
     import sacrebleu
 
     hypotheses, references = check_str_list("hypotheses", hypotheses), check_str_list("references", references)
-    if len(hypotheses) != len(references) or not hypotheses:
+    if len(hypotheses) != len(references):
         raise CourseValueError(f"chrf needs one reference per hypothesis, got {len(hypotheses)} hypotheses and "
                                f"{len(references)} references")
     return float(sacrebleu.corpus_chrf(list(hypotheses), [list(references)]).score)
@@ -373,7 +376,7 @@ def preference_metrics(policy: nn.Module, reference: nn.Module, tokenizer: ChatT
 
 
 # ------------------------------------------------------------------------------------------- training
-def check_training(model: object, tokenizer: object, data: object, fields: tuple[str, ...], steps: object,
+def check_training(model: object, tokenizer: object, name: str, data: object, fields: tuple[str, ...], steps: object,
                    batch_size: object, lr: object, seed: object, warmup_steps: object) -> list:
     check_module("model", model)
     check_module("tokenizer", tokenizer, ChatTokenizer)
@@ -382,7 +385,7 @@ def check_training(model: object, tokenizer: object, data: object, fields: tuple
     check_real("lr", lr, low=0.0, low_inclusive=False)
     check_int("seed", seed)
     check_non_negative_int("warmup_steps", warmup_steps)
-    return check_str_tuples("examples" if len(fields) == 2 else "triples", data, fields)
+    return check_str_tuples(name, data, fields)
 
 
 def batch_draws(n: int, steps: int, batch_size: int, seed: int) -> list[list[int]]:
@@ -403,8 +406,8 @@ def train_sft(model: nn.Module, tokenizer: ChatTokenizer, examples, steps: int, 
     """Fine-tune ``model`` in place on ``(question, answer)`` examples for ``steps`` AdamW steps (warmup, cosine,
     clipping at 1); the loss is :func:`course_utils.losses.response_loss`. ``response_only=False`` scores every
     real token after [BOS] (prompt included) instead: the mistake the lesson measures. Returns the losses."""
-    examples = check_training(model, tokenizer, examples, ("question", "answer"), steps, batch_size, lr, seed,
-                              warmup_steps)
+    examples = check_training(model, tokenizer, "examples", examples, ("question", "answer"), steps, batch_size,
+                              lr, seed, warmup_steps)
     check_bool("response_only", response_only)
     optimizer = make_optimizer(model, lr=lr, weight_decay=0.0)
     scheduler = make_scheduler(optimizer, min(warmup_steps, steps - 1), steps, "cosine")
@@ -430,8 +433,8 @@ def train_dpo(policy: nn.Module, tokenizer: ChatTokenizer, triples, steps: int, 
     """DPO: train ``policy`` in place on ``(question, chosen, rejected)`` triples against a frozen copy of its
     starting weights; returns ``(reference, losses)``. Each step scores the batch's chosen and rejected answers
     with both models and takes an AdamW step on :func:`course_utils.losses.dpo_batch_loss_sum` / pairs."""
-    triples = check_training(policy, tokenizer, triples, ("question", "chosen", "rejected"), steps, batch_size, lr,
-                             seed, warmup_steps)
+    triples = check_training(policy, tokenizer, "triples", triples, ("question", "chosen", "rejected"), steps,
+                             batch_size, lr, seed, warmup_steps)
     check_real("beta", beta, low=0.0, low_inclusive=False)
     reference = frozen_copy(policy)
     optimizer = make_optimizer(policy, lr=lr, weight_decay=0.0)

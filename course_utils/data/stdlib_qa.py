@@ -64,8 +64,7 @@ class QASplit:
 
 def check_qa_pairs(pairs: object) -> list[QAPair]:
     """``pairs`` as a list of :class:`QAPair` (a split's ``train``, ``validation`` or ``test``)."""
-    if isinstance(pairs, (str, bytes, dict)) or not isinstance(pairs, (list, tuple)) \
-            or not all(isinstance(pair, QAPair) for pair in pairs):
+    if not isinstance(pairs, (list, tuple)) or not all(isinstance(pair, QAPair) for pair in pairs):
         raise CourseTypeError(f"pairs must be a list of QAPair (load_stdlib_qa().train, for example), got "
                               f"{describe(pairs)}")
     return list(pairs)
