@@ -17,7 +17,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from .core import PLANTED, ExerciseFailure, Mismatch, raised_by_the_learner
+from .core import PLANTED, ExerciseFailure, Mismatch, code_objects, raised_by_the_learner
 
 PACKAGE = "course_utils"
 
@@ -109,12 +109,13 @@ def copy_weights(package_block: nn.Module, learner_block: nn.Module, name: str, 
         raise ExerciseFailure(f"your `{name}` has no parameter {shapes}{more} (it has {found}). The checker copies "
                               f"the package's weights into yours by name, so use the package's attribute names: "
                               f"{layout}.")
-    shared = shared_parameters(learner_block)
-    if shared:
-        first, second = shared[0]
-        raise ExerciseFailure(f"in your `{name}`, `{first}` and `{second}` are one and the same parameter: a "
-                              "module was reused where a new one was meant (e.g. [layer] * n, or the same "
-                              "LayerNorm for two sublayers). Create a separate module for each place.")
+    seen: dict[int, str] = {}
+    for key, p in learner_block.named_parameters(remove_duplicate=False):
+        first, second = seen.setdefault(id(p), key), key
+        if first != second:
+            raise ExerciseFailure(f"in your `{name}`, `{first}` and `{second}` are one and the same parameter: a "
+                                  "module was reused where a new one was meant (e.g. [layer] * n, or the same "
+                                  "LayerNorm for two sublayers). Create a separate module for each place.")
     if extra:
         shapes = ", ".join(f"`{key}` {tuple(got[key].shape)}" for key in extra[:6])
         raise ExerciseFailure(f"your `{name}` has parameters the package's block does not: {shapes}. {extra_hint}"
@@ -160,19 +161,6 @@ def check_generator_use(draw: Callable[[torch.Generator], Any], name: str, case:
                               "once and reused). Draw with generator=generator on every call.")
 
 
-def first_output(result: Any, name: str, pair: bool) -> tuple[torch.Tensor, Any]:
-    """Split a forward result into ``(output, rest)``; ``pair=True`` requires ``(output, weights)``."""
-    if pair:
-        if not (isinstance(result, tuple) and len(result) == 2):
-            raise ExerciseFailure(f"`{name}.forward` should return a pair (output, weights) like the package's "
-                                  f"block, got {type(result).__name__}; blocks built on it take [0].")
-        return result[0], result[1]
-    if isinstance(result, tuple):
-        raise ExerciseFailure(f"`{name}.forward` should return one tensor, got a tuple of {len(result)}: "
-                              "self_attn(...) returns (output, weights) — keep only [0].")
-    return result, None
-
-
 def gradients(module: nn.Module, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor | None]:
     """Gradients of every parameter and input after ``backward()`` (``None`` where none arrived)."""
     grads = {f"parameter `{key}`": p.grad for key, p in module.named_parameters()}
@@ -196,18 +184,6 @@ def compare_gradients(expected: dict[str, torch.Tensor | None], got: dict[str, t
                                   f"{max_difference(grad, reference):.3g}): an in-place change or a detached "
                                   "intermediate in forward alters backpropagation. Write forward with "
                                   "out-of-place operations only.")
-
-
-def shared_parameters(module: nn.Module) -> list[tuple[str, str]]:
-    """Pairs of parameter names that are one and the same tensor (a module reused where a new one was meant)."""
-    seen: dict[int, str] = {}
-    pairs = []
-    for key, p in module.named_parameters(remove_duplicate=False):
-        if id(p) in seen:
-            pairs.append((seen[id(p)], key))
-        else:
-            seen[id(p)] = key
-    return pairs
 
 
 def backward(value: torch.Tensor, name: str, case: str) -> None:
@@ -306,29 +282,6 @@ class Case:
     description: str
     args: tuple = ()
     kwargs: dict = field(default_factory=dict)
-
-
-def code_objects(obj: Any) -> list[Any]:
-    """The code objects that run when ``obj`` (a function, or every method of a class) is called."""
-    if isinstance(obj, type):
-        members = [m for klass in obj.__mro__ if klass not in (object, nn.Module) for m in vars(klass).values()]
-        functions = []
-        for member in members:
-            if isinstance(member, (staticmethod, classmethod)):
-                member = member.__func__
-            elif isinstance(member, property):
-                member = member.fget
-            if inspect.isfunction(member):
-                functions.append(member)
-    else:
-        functions = [obj]
-    codes = []
-    for function in functions:
-        unwrapped = inspect.unwrap(function) if callable(function) else function
-        code = getattr(unwrapped, "__code__", None)
-        if code is not None:
-            codes.append(code)
-    return codes
 
 
 def planted(frame) -> bool:
@@ -561,7 +514,7 @@ def attempt(function: Callable, name: str, args: tuple, kwargs: dict, forbidden:
 
 
 def check_function(function: Callable, reference: Callable, cases: list[Case], name: str, *,
-                   forbidden: dict[str, Any] | None = None, diagnose: Callable[..., str | None] | None = None,
+                   forbidden: dict[str, Any] | None = None,
                    error_hint: Callable[[BaseException], str | None] | None = None, twins: list[Case] = (),
                    prepare: Callable[[Callable], Callable] = lambda answer: answer, probes: list[Case] = (),
                    scales: tuple[float, ...] = (1e3, 1e-3), atol: float = 1e-5, rtol: float = 1e-4) -> None:
@@ -572,8 +525,8 @@ def check_function(function: Callable, reference: Callable, cases: list[Case], n
     activations a clipped nonlinearity) wherever the reference stays finite. A difference or a crash raises
     :class:`~.core.Mismatch`, from which the exercise names a declared mistake (a variant must also agree with the
     learner's answer on ``probes``).
-    ``prepare(answer)`` adapts an answer (the learner's or a variant) before it runs; ``diagnose(case, got)`` and
-    ``error_hint(error)`` are the older, per-lesson way of naming a mistake."""
+    ``prepare(answer)`` adapts an answer (the learner's or a variant) before it runs; ``error_hint(error)`` explains a
+    crash typical for the task."""
     try:
         names = list(inspect.signature(reference).parameters)
     except (TypeError, ValueError):
@@ -606,9 +559,6 @@ def check_function(function: Callable, reference: Callable, cases: list[Case], n
                                   "input of the same shape: something is kept across calls (a cache, a mask or random "
                                   "numbers remembered per shape). Compute everything from this call's inputs.")
         if gap:
-            specific = diagnose(case, got) if diagnose else None
-            if specific:
-                raise ExerciseFailure(f"on {case.description}: {specific}.")
             raise Mismatch(f"on {case.description}: {gap}.", case, got, function, run, same, probes, expected)
         previous[shapes] = (expected, snapshot(got))
     for case in cases:

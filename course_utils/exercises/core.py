@@ -2,53 +2,36 @@
 
 An exercise is three things, declared once in ``course_utils/exercises/lessonNN.py``:
 
-1. **the contract check** on random inputs: the checker compares the learner's answer with the package's reference
-   (the package *is* the solution) through the shared helpers of :mod:`.asserts` (type, dtype, shape, values, inputs
-   left unchanged, gradients, state across calls, modes, stability on large inputs …). Where the answer breaks the
-   contract on an input, the helper raises :class:`Mismatch`, which carries that input and the learner's output;
+1. **the contract check** on random inputs: the learner's answer against the package's reference (the package *is*
+   the solution) through the shared helpers of :mod:`.asserts` (type, dtype, shape, values, inputs left unchanged,
+   gradients, state across calls, modes, stability on large inputs …). An answer that breaks the contract on an
+   input raises :class:`Mismatch`, carrying that input and the learner's output;
 2. **the reference**: a function or block of the package; ``solutions/lessonNN.py`` holds the code ``solution()``
-   prints (see :func:`solution_of`);
-3. **one table of typical mistakes** (:class:`Mistake`): a name, a *variant* — a callable or class with the
-   learner's signature, built from the package's reference with the bug planted (never a readable full solution) —
-   optionally a predicate ``shows(case, got, answer)`` that recognises the bug from the learner's output, and the
-   message that names the bug. On a :class:`Mismatch` the exercise consults its table: the first mistake whose
-   ``shows`` holds or whose variant gives the learner's output on the failing input and on the check's probe inputs
+   prints (:func:`solution_of`);
+3. **one table of typical mistakes** (:class:`Mistake`): a name, a *variant* (a callable or class with the learner's
+   signature, built from the package's reference with the bug planted), optionally a predicate
+   ``shows(case, got, answer)``, and the message that names the bug. On a :class:`Mismatch` the first mistake whose
+   ``shows`` holds, or whose variant gives the learner's output on the failing input and on the check's probes,
    names the bug; without one, the contract's own message (what differs, where) is reported.
 
-The tests read the same table: each variant, plugged in as the learner's answer, must be rejected with its own
-message — no bug is written twice. Right answers written differently (``Alternative``) and wrong answers that only
-exercise the generic contract stay in the course's mistake catalogue, beside its tests.
-A short example::
-
-    from .asserts import check_function, Draw, Case
-    from ..attention import softmax_weights                 # the package's reference
+The tests plug each variant in as the answer: it must be rejected with its own message — no bug is written twice.
+Right answers written differently (``Alternative``) and wrong answers only the generic contract catches stay in the
+course's mistake catalogue (``tests/mistakes/``). For example::
 
     def check_weights(ns):                                  # the contract: reference vs learner on random inputs
         check_function(ns["weights"], softmax_weights, [Case("scores (2, 5)", (Draw().randn(2, 5),))], "weights")
 
-    q1 = Exercise(
-        name="Attention weights",
-        variables=("weights",),                             # what the learner defines in the notebook
-        checker=check_weights,
-        hints=("Which axis must sum to one?",               # hint(): a nudge, no code
-               "exponentiate the scores; divide by their sum over the key axis"),   # hint(2): pseudo-code
-        solution=solution_of("lesson03", "weights"),
-        mistakes=(
-            Mistake("softmax over the wrong axis", "each *query's* weights sum to 1: softmax over the last axis",
-                    variant=lambda scores: softmax_weights(scores.transpose(-2, -1)).transpose(-2, -1)),
-            Mistake("scores returned", "these are the raw scores; the weights are their softmax",
-                    variant=lambda scores: scores, shows=lambda case, got, answer: not close(got.sum(-1), 1)),
-        ),
-    )
+    q1 = Exercise(name="Attention weights", variables=("weights",), checker=check_weights,
+                  hints=("Which axis must sum to one?", "exponentiate the scores; divide by their sum over the keys"),
+                  solution=solution_of("lesson03", "weights"),
+                  mistakes=(Mistake("scores returned", "these are the raw scores; the weights are their softmax",
+                                    variant=lambda scores: scores),))
 
-and the notebook binds it: ``q1 = lesson03.q1.bind(globals())``, then ``q1.check()``. A *capstone* (the learner
-writes a whole block) also has a ``task`` (markdown) and a ``starter`` skeleton for the notebook; its checker
-compares the learner's block with the package's, weights copied across, on random configurations. A variant may call
-the package's reference even where the learner may not (``forbidden`` in :mod:`.asserts`): calls made from a declared
-variant are not the learner's borrowing.
-
-Only a ``raise NotImplementedError`` in the learner's own code means "not attempted"; a NotImplementedError raised
-inside PyTorch (or the course) while the learner's code runs is an error in the answer.
+and the notebook binds it: ``q1 = lesson03.q1.bind(globals())``, then ``q1.check()``. A *capstone* (a whole block)
+also has a ``task`` (markdown) and a ``starter`` skeleton; its checker compares the learner's block with the
+package's, weights copied across, on random configurations. Calls made from a declared variant into the package's
+reference are not the learner's borrowing (``forbidden`` in :mod:`.asserts`). Only a ``raise NotImplementedError`` in
+the learner's own code means "not attempted"; one raised inside PyTorch or the course is an error in the answer.
 """
 from __future__ import annotations
 
@@ -61,6 +44,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
+
+import torch.nn as nn
 
 CORRECT, INCORRECT, NOT_ATTEMPTED = "correct", "incorrect", "not attempted"
 
@@ -106,7 +91,9 @@ class Mistake:
     shows: Callable[[Any, Any, Any], bool] | None = None
 
     def __post_init__(self) -> None:
-        PLANTED.update(_codes(self.variant))
+        here = str(Path(__file__).resolve().parent)   # declared in the exercise modules only
+        PLANTED.update(code for code in code_objects(self.variant, nested=True)
+                       if str(Path(code.co_filename).resolve()).startswith(here))
 
     def names(self, failure: Mismatch) -> bool:
         """Whether this mistake explains ``failure``: ``shows`` holds, or the variant gives the learner's output on
@@ -131,19 +118,20 @@ PLANTED: set = set()
 """Code objects of every declared variant: a call they make into the package's reference is not the learner's."""
 
 
-def _codes(obj: Any) -> list:
-    """The code objects of a function (its nested functions too) or of every method of a class."""
-    functions = ([m for klass in obj.__mro__ for m in vars(klass).values()] if isinstance(obj, type) else [obj])
-    here = str(Path(__file__).resolve().parent)
+def code_objects(obj: Any, nested: bool = False) -> list:
+    """The code objects that run when ``obj`` — a function, or every method of a class (nn.Module's and object's
+    aside) — is called; ``nested``: their nested functions' too."""
+    functions = ([m for klass in obj.__mro__ if klass not in (object, nn.Module) for m in vars(klass).values()]
+                 if isinstance(obj, type) else [obj])
     codes = []
     for function in functions:
+        function = function.fget if isinstance(function, property) else getattr(function, "__func__", function)
         code = getattr(inspect.unwrap(function) if callable(function) else function, "__code__", None)
         stack = [code] if code is not None else []
         while stack:
             code = stack.pop()
-            if str(Path(code.co_filename).resolve()).startswith(here):   # declared in the exercise modules only
-                codes.append(code)
-            stack.extend(c for c in code.co_consts if inspect.iscode(c))
+            codes.append(code)
+            stack.extend(c for c in code.co_consts if nested and inspect.iscode(c))
     return codes
 
 
@@ -175,8 +163,7 @@ def solution_of(lesson: str, *names: str) -> str:
     """Self-contained code of the named top-level definitions of ``solutions/<lesson>.py``: the imports they use,
     then each definition's source, in the order given. ``"lesson04.FeedForward"`` takes a definition from another
     lesson's solutions. Where the solutions are not shipped (the student edition), the text says it is withheld."""
-    parts: list[tuple[str, str]] = [(name.split(".")[0], name.split(".")[1]) if "." in name else (lesson, name)
-                                    for name in names]
+    parts = [tuple(name.split(".", 1)) if "." in name else (lesson, name) for name in names]
     imports: list[str] = []
     bodies: list[str] = []
     for module_name, name in parts:
@@ -192,8 +179,7 @@ def solution_of(lesson: str, *names: str) -> str:
         node = found[0]
         start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
         bodies.append("\n".join(lines[start - 1:node.end_lineno]))
-        used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
-            n.value.id for n in ast.walk(node) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+        used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}   # `torch` of torch.x included
         for statement in tree.body:
             if isinstance(statement, (ast.Import, ast.ImportFrom)) and getattr(statement, "level", 0) == 0:
                 bound = {(alias.asname or alias.name).split(".")[0] for alias in statement.names}
@@ -256,16 +242,12 @@ class Exercise:
     starter: str = ""   # capstones: the skeleton the notebook shows, left unsolved ("not attempted" until filled in)
     mistakes: tuple[Mistake, ...] = ()   # the typical mistakes, consulted in order when the contract check fails
 
-    def mistake(self, name: str) -> Mistake:
-        """The declared mistake called ``name``."""
-        found = [m for m in self.mistakes if m.name == name]
+    def planted(self, name: str) -> Any:
+        """The variant of the declared mistake ``name``: the answer with that bug (the tests plug it in)."""
+        found = [m.variant for m in self.mistakes if m.name == name]
         if not found:
             raise LookupError(f"{self.name!r} declares no mistake {name!r}")
         return found[0]
-
-    def planted(self, name: str) -> Any:
-        """The variant of the declared mistake ``name``: the answer with that bug (the tests plug it in)."""
-        return self.mistake(name).variant
 
     def diagnose(self, failure: Mismatch) -> str:
         """The message of the first declared mistake that explains ``failure``, else the contract's own."""

@@ -1,9 +1,6 @@
 """Exercises of notebook 00: the PyTorch lessons 01–04 assume (q1 broadcasting, q2 view and transpose, q3 an
-nn.Module and its state_dict) and the training loop (q4: the loss behind a fit the learner first sees stall).
-
-Each exercise is a contract check on fresh random inputs (sizes with no two equal, a single row, batch 1, float64),
-a reference, and one table of typical mistakes (:class:`~.core.Mistake`: a variant with the bug planted, and the
-message naming it), which the checker consults when the contract fails and the tests plug in as answers.
+nn.Module and its state_dict) and the training loop (q4: the loss behind a fit the learner first sees stall); each
+checked on fresh random inputs (sizes with no two equal, a single row, batch 1, float64), in the form of :mod:`.core`.
 """
 from __future__ import annotations
 
@@ -25,6 +22,7 @@ from .asserts import (
     difference,
     instantiate,
     learner_function,
+    same_output,
 )
 from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 
@@ -33,13 +31,6 @@ from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 def reference_distances(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``(n, m)``: ``[i, j] = ‖a_i − b_j‖²`` for ``a`` ``(n, d)`` and ``b`` ``(m, d)``."""
     return ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)
-
-
-def distance_cases(draw: Draw) -> list[Case]:
-    n, m, d = draw.distinct(3, 2, 9)
-    return [Case(f"a of shape ({n}, {d}) and b of shape ({m}, {d})", (draw.randn(n, d), draw.randn(m, d))),
-            Case(f"a single row: a (1, {d}), b ({m}, {d})", (draw.randn(1, d), draw.randn(m, d))),
-            Case(f"float64, a ({m}, {n}) and b ({d}, {n})", (draw.randn(m, n).double(), draw.randn(d, n).double()))]
 
 
 def squared_norms(a, b):
@@ -88,8 +79,12 @@ class CountedOps(TorchFunctionMode):
 def check_pairwise_sq_distances(ns) -> None:
     function = learner_function(ns, "pairwise_sq_distances")
     forbidden = {"torch.cdist": torch.cdist}
-    check_function(function, reference_distances, distance_cases(Draw()), "pairwise_sq_distances",
-                   forbidden=forbidden, atol=1e-4)
+    draw = Draw()
+    n, m, d = draw.distinct(3, 2, 9)
+    cases = [Case(f"a of shape ({n}, {d}) and b of shape ({m}, {d})", (draw.randn(n, d), draw.randn(m, d))),
+             Case(f"a single row: a (1, {d}), b ({m}, {d})", (draw.randn(1, d), draw.randn(m, d))),
+             Case(f"float64, a ({m}, {n}) and b ({d}, {n})", (draw.randn(m, n).double(), draw.randn(d, n).double()))]
+    check_function(function, reference_distances, cases, "pairwise_sq_distances", forbidden=forbidden, atol=1e-4)
     draw = Draw()
     n, m, d = draw.distinct(3, 16, 32)
     with CountedOps() as ops:
@@ -111,15 +106,17 @@ def layout_tensor(draw: Draw, shape: tuple[int, ...], dtype: torch.dtype = torch
     return torch.arange(math.prod(shape), dtype=dtype).view(shape) + draw.randn(*shape).to(dtype) * 0.01
 
 
-def rows_cases(draw: Draw) -> list[Case]:
+def check_from_rows(ns) -> None:
+    draw = Draw()
     seq, batch, d = draw.distinct(3, 2, 9)
     other = draw.distinct(3, 2, 9)
-    return [Case(f"rows of {batch} sentences of {seq} tokens, d {d} (seq={seq})",
-                 (layout_tensor(draw, (batch * seq, d)), seq)),
-            Case(f"rows of 1 sentence of {seq} tokens, d {d} (seq={seq})", (layout_tensor(draw, (seq, d)), seq)),
-            Case(f"rows of {batch} sentences of 1 token, d {d} (seq=1)", (layout_tensor(draw, (batch, d)), 1)),
-            Case(f"float64 rows of {other[1]} sentences of {other[0]} tokens, d {other[2]} (seq={other[0]})",
-                 (layout_tensor(draw, (other[1] * other[0], other[2]), torch.float64), other[0]))]
+    cases = [Case(f"rows of {batch} sentences of {seq} tokens, d {d} (seq={seq})",
+                  (layout_tensor(draw, (batch * seq, d)), seq)),
+             Case(f"rows of 1 sentence of {seq} tokens, d {d} (seq={seq})", (layout_tensor(draw, (seq, d)), seq)),
+             Case(f"rows of {batch} sentences of 1 token, d {d} (seq=1)", (layout_tensor(draw, (batch, d)), 1)),
+             Case(f"float64 rows of {other[1]} sentences of {other[0]} tokens, d {other[2]} (seq={other[0]})",
+                  (layout_tensor(draw, (other[1] * other[0], other[2]), torch.float64), other[0]))]
+    check_function(learner_function(ns, "from_rows"), reference_from_rows, cases, "from_rows", atol=0, rtol=0)
 
 
 ROWS_MISTAKES = (
@@ -133,11 +130,6 @@ ROWS_MISTAKES = (
             "sentences of seq tokens each, so split into (rows.size(0) // seq, seq, d), then swap",
             variant=lambda rows, seq: rows.view(seq, -1, rows.size(-1)).transpose(0, 1)),
 )
-
-
-def check_from_rows(ns) -> None:
-    check_function(learner_function(ns, "from_rows"), reference_from_rows, rows_cases(Draw()), "from_rows",
-                   atol=0, rtol=0)
 
 
 # ---------------------------------------------------------------------------- q3: nn.Module and state_dict
@@ -190,18 +182,16 @@ class FirstHiddenOnly(ReferenceMLP):
         return x
 
 
-def reference_output(case: Case) -> torch.Tensor:
-    sizes, state, x = case.args
+def reference_mlp(sizes: tuple, state: dict[str, torch.Tensor]) -> ReferenceMLP:
     model = ReferenceMLP(*sizes)
     model.load_state_dict(state)
-    return model(x)
+    return model
 
 
 def right_in_eval_mode(case: Case, got, answer) -> bool:
     """Whether the answer's output is right once the model is in eval mode (dropout, or anything mode-dependent)."""
     sizes, state, x = case.args
-    model = build(answer, sizes, state).eval()
-    return same_output(model(x), reference_output(case))
+    return same_output(build(answer, sizes, state).eval()(x), reference_mlp(sizes, state)(x))
 
 
 MLP_MISTAKES = (
@@ -276,10 +266,6 @@ def run_mlp(cls, case: Case):
         return type(error).__name__
 
 
-def same_output(a, b) -> bool:
-    return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and close(a.detach(), b.detach())
-
-
 def mlp_cases(draw: Draw) -> list[Case]:
     cases = []
     one, two = draw.distinct(3, 2, 9), draw.distinct(4, 2, 9)
@@ -316,8 +302,7 @@ def check_tiny_mlp(ns) -> None:
                                   f"{type(error).__name__}: {error}.{hint}") from None
         leaf = x.clone().requires_grad_()
         got = attempt(model, "TinyMLP", (leaf,), {})
-        expected = ReferenceMLP(*sizes)
-        expected.load_state_dict(state)
+        expected = reference_mlp(sizes, state)
         reference_input = x.clone().requires_grad_()
         want = expected(reference_input)
         gap = difference(got, want, "the output of your `TinyMLP`")
@@ -342,14 +327,6 @@ def reference_squared_error(predictions: torch.Tensor, targets: torch.Tensor) ->
     return F.mse_loss(predictions[:, 0], targets)
 
 
-def squared_error_cases(draw: Draw) -> list[Case]:
-    n, other = draw.distinct(2, 3, 40)
-    return [Case(f"predictions of shape ({n}, 1) and targets of shape ({n},)", (draw.randn(n, 1), draw.randn(n))),
-            Case("a single point: predictions (1, 1), targets (1,)", (draw.randn(1, 1), draw.randn(1))),
-            Case(f"float64 predictions ({other}, 1) and targets ({other},)",
-                 (draw.randn(other, 1).double(), draw.randn(other).double()))]
-
-
 SQUARED_ERROR_MISTAKES = (
     Mistake("the broadcast left in", "this is still the broadcast: (N, 1) minus (N,) lines the shapes up from the "
             "right and gives an (N, N) table of every prediction against every target. Make both shapes (N,) (or "
@@ -371,7 +348,13 @@ SQUARED_ERROR_MISTAKES = (
 
 def check_squared_error(ns) -> None:
     function = learner_function(ns, "fixed_squared_error")
-    check_function(function, reference_squared_error, squared_error_cases(Draw()), "fixed_squared_error", atol=1e-6)
+    draw = Draw()
+    n, other = draw.distinct(2, 3, 40)
+    cases = [Case(f"predictions of shape ({n}, 1) and targets of shape ({n},)", (draw.randn(n, 1), draw.randn(n))),
+             Case("a single point: predictions (1, 1), targets (1,)", (draw.randn(1, 1), draw.randn(1))),
+             Case(f"float64 predictions ({other}, 1) and targets ({other},)",
+                  (draw.randn(other, 1).double(), draw.randn(other).double()))]
+    check_function(function, reference_squared_error, cases, "fixed_squared_error", atol=1e-6)
     draw = Draw()
     n = draw.integer(3, 40)
     predictions, targets = draw.randn(n, 1).requires_grad_(), draw.randn(n)

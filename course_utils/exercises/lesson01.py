@@ -1,14 +1,8 @@
-"""Exercises of lesson 01: byte-pair encoding on the page's ``count_pairs`` — q1 ``merge_pair`` (a draft with a bug
-to find first), q2 ``train``, q3 ``encode`` (a longest-match draft to find the bug in first), q4 ``split_digits``
-(the split carried over to numbers: runs of digits in groups of at most three) — and q5, the embedding's backward
-pass.
-
-Each check draws fresh inputs (``COURSE_CHECK_SEED`` fixes them) and compares the answer with the package, the
-reference: ``tokenization.count_pairs``, ``merge_pair``, ``BPETokenizer.train`` / ``.encode``, GPT-2's pattern with
-digit groups of at most three (:data:`DIGIT_GROUPS`) and
-the gradient of ``TokenEmbedding``. Each exercise declares its typical mistakes once (``mistakes=``, see
-:mod:`.core`); the variants are written as a learner writes them, with their own pair counting and merging
-(``_pairs``, ``_merge``), never the package's.
+"""Exercises of lesson 01: byte-pair encoding — q1 ``merge_pair`` (a draft with a bug to find first), q2 ``train``,
+q3 ``encode`` (a longest-match draft to find the bug in first), q4 ``split_digits`` (runs of digits in groups of at
+most three) — and q5, the embedding's backward pass; references: ``tokenization.merge_pair``,
+``BPETokenizer.train`` / ``.encode``, :data:`DIGIT_GROUPS`, ``TokenEmbedding``'s gradient. The mistakes' variants
+count and merge pairs as a learner writes it (``_pairs``, ``_merge``), never with the package's code.
 """
 from __future__ import annotations
 
@@ -54,35 +48,24 @@ def _pairs(ids):
     return Counter(zip(ids, ids[1:]))
 
 
-def _merge(ids, pair, new_id):
+def _merge(ids, pair, new_id, skip=2, stop=0, first_only=False):
+    """Every occurrence of ``pair`` merged, scanning from the left; a flag plants a mistake: ``skip=1`` copies the
+    pair's second id again (occurrences overlap), ``stop=1`` loses the last id, ``first_only`` merges one."""
     out, i = [], 0
-    while i < len(ids):
+    while i < len(ids) - stop:
         if i + 1 < len(ids) and (ids[i], ids[i + 1]) == tuple(pair):
             out.append(new_id)
-            i += 2
+            i += skip
+            if first_only:
+                return out + list(ids[i:])
         else:
             out.append(ids[i])
             i += 1
     return out
 
 
-def merge_overlapping(ids, pair, new_id):
-    out = []
-    for i in range(len(ids) - 1):
-        out.append(new_id if (ids[i], ids[i + 1]) == tuple(pair) else ids[i])
-    return out + ids[-1:]
-
-
-def merge_dropping_last(ids, pair, new_id):
-    out, i = [], 0
-    while i < len(ids) - 1:
-        if (ids[i], ids[i + 1]) == tuple(pair):
-            out.append(new_id)
-            i += 2
-        else:
-            out.append(ids[i])
-            i += 1
-    return out
+def merging(**flags):
+    return lambda ids, pair, new_id: _merge(ids, pair, new_id, **flags)
 
 
 def merge_draft(ids, pair, new_id):
@@ -97,23 +80,8 @@ def merge_draft(ids, pair, new_id):
     return merged
 
 
-def merge_first_only(ids, pair, new_id):
-    for i in range(len(ids) - 1):
-        if (ids[i], ids[i + 1]) == tuple(pair):
-            return ids[:i] + [new_id] + ids[i + 2:]
-    return list(ids)
-
-
 def merge_from_the_right(ids, pair, new_id):
-    out, i = [], len(ids) - 1
-    while i >= 0:
-        if i >= 1 and (ids[i - 1], ids[i]) == tuple(pair):
-            out.insert(0, new_id)
-            i -= 2
-        else:
-            out.insert(0, ids[i])
-            i -= 1
-    return out
+    return _merge(list(ids)[::-1], tuple(pair)[::-1], new_id)[::-1]
 
 
 def train_with(texts, n_merges, weighted=True, split=True, ties="rule", first_merge=263, first_byte=7,
@@ -247,10 +215,11 @@ TIES = "two pairs were equally frequent and you merged the other one: break ties
 MISTAKES: dict[str, tuple[Mistake, ...]] = {  # the table of each exercise, by the name it asks for
     "merge_pair": (
         Mistake("no skip", "after a merge skip *both* ids of the pair (i += 2), so the second id is not copied again "
-                "and occurrences never overlap", variant=merge_overlapping),
+                "and occurrences never overlap", variant=merging(skip=1)),
         Mistake("drops last", "you lost the last id: when the loop stops before the end, append the remaining id",
-                variant=merge_dropping_last),
-        Mistake("first only", "replace *every* occurrence of the pair, not only the first", variant=merge_first_only),
+                variant=merging(stop=1)),
+        Mistake("first only", "replace *every* occurrence of the pair, not only the first",
+                variant=merging(first_only=True)),
         Mistake("overlapping pairs", "in a run such as [4, 4, 4] the pair occurs twice, overlapping, and your merge "
                 "used the middle id twice (two new ids stand for four ids): once a pair is merged, jump over both of "
                 "its ids (i += 2) and look at the next id afresh", variant=merge_draft),
@@ -315,7 +284,8 @@ MISTAKES: dict[str, tuple[Mistake, ...]] = {  # the table of each exercise, by t
 
 
 # ---------------------------------------------------------------------------------------- q1: merge a pair
-def merge_cases(draw: Draw) -> list[Case]:
+def check_merge_pair(ns) -> None:
+    draw = Draw()
     a, b, c = draw.distinct(3, 256, 20000)
     alphabet = draw.distinct(4, 256, 50000)
     mixed = [draw.choice(alphabet) for _ in range(draw.integer(20, 40))]
@@ -324,18 +294,15 @@ def merge_cases(draw: Draw) -> list[Case]:
     new = draw.integer(60001, 70000)
     drawn = [([a, b], (a, b)), ([a], (a, a)), ([a, a, a], (a, a)), ([b, a], (a, b)), ([c, a, b], (a, b)),
              ([a, a, a, a, a], (a, a)), (mixed, tuple(alphabet[:2]))]
-    cases = [([5, 6, 7, 5, 6], (5, 6), 300), ([4, 4, 4], (4, 4), 300)] + [(i, p, new) for i, p in drawn]
-    return [Case(f"merge_pair({ids}, {pair}, {new_id})", (ids, pair, new_id)) for ids, pair, new_id in cases]
+    inputs = [([5, 6, 7, 5, 6], (5, 6), 300), ([4, 4, 4], (4, 4), 300)] + [(i, p, new) for i, p in drawn]
+    cases = [Case(f"merge_pair({ids}, {pair}, {new_id})", (ids, pair, new_id)) for ids, pair, new_id in inputs]
+    check(ns, "merge_pair", lambda ids, pair, new_id: merge_pair(list(ids), tuple(pair), new_id),
+          cases, PIECES_FORBIDDEN)
 
 
 PIECES_FORBIDDEN = {"the package's course_utils.tokenization.merge_pair": merge_pair,
                     "the package's course_utils.tokenization.count_pairs": count_pairs,
                     "the package's BPE merge (course_utils.tokenization)": _merge_counting_changes}
-
-
-def check_merge_pair(ns) -> None:
-    check(ns, "merge_pair", lambda ids, pair, new_id: merge_pair(list(ids), tuple(pair), new_id),
-          merge_cases(Draw()), PIECES_FORBIDDEN)
 
 
 # ---------------------------------------------------------------------------------------- q2, q3: train and encode
@@ -414,18 +381,15 @@ def check_encode(ns) -> None:
 
 
 # ---------------------------------------------------------------------------------------- q4: digit groups
-def digit_cases(draw: Draw) -> list[Case]:
+def check_split_digits(ns) -> None:
+    draw = Draw()
     alphabet = list("ab Zé我,.'-") + list("0123456789") * 3 + ["٣", "  "]  # str.isdigit() agrees with \p{N}
     cases = [Case(repr(text), (text,)) for text in
              ("In 1234567 cases", "", " 12", "1234", "on 2026-12-07, 99.5 %", "x  123456 ", "a1b22c333d4444")]
     for _ in range(8):
         text = "".join(draw.choice(alphabet) for _ in range(draw.integer(5, 40)))
         cases.append(Case(repr(text), (text,)))
-    return cases
-
-
-def check_split_digits(ns) -> None:
-    check(ns, "split_digits", split_with(DIGIT_GROUPS), digit_cases(Draw()), error_hint=None)
+    check(ns, "split_digits", split_with(DIGIT_GROUPS), cases, error_hint=None)
 
 
 # ---------------------------------------------------------------------------------------- q5: the backward pass
@@ -436,7 +400,8 @@ def package_grad(ids, grad_output, vocab_size) -> torch.Tensor:
     return block.weight.grad
 
 
-def grad_cases(draw: Draw) -> list[Case]:
+def check_embedding_grad(ns) -> None:
+    draw = Draw()
     cases = []
     for batch, seq in ((1, draw.integer(3, 6)), (draw.integer(2, 4), draw.integer(4, 9))):
         vocab_size, d_model = draw.integer(seq + 3, 30), draw.distinct(1, 2, 40, avoid=(seq, batch))[0]
@@ -445,13 +410,9 @@ def grad_cases(draw: Draw) -> list[Case]:
         grad_output = draw.randn(batch, seq, d_model)
         cases.append(Case(f"ids of shape {(batch, seq)} ({ids.tolist()}), vocab_size={vocab_size}, d_model={d_model}",
                           (ids, grad_output, vocab_size)))
-    return cases
-
-
-def check_embedding_grad(ns) -> None:
     forbidden = {"autograd (Tensor.backward)": torch.Tensor.backward, "autograd (torch.autograd.grad)":
                  torch.autograd.grad, "autograd (torch.autograd.backward)": torch.autograd.backward}
-    check(ns, "embedding_grad", package_grad, grad_cases(Draw()), forbidden, error_hint=None)
+    check(ns, "embedding_grad", package_grad, cases, forbidden, error_hint=None)
 
 
 # ---------------------------------------------------------------------------------------- the exercises

@@ -1,10 +1,6 @@
 """Exercises of notebook 02 (positional encoding): predict-then-measure without the ReLU, a model trained with the
 other layout of the table (predict, then repair), the shift as a rotation matrix, and a generation loop that gives
-the new tokens the wrong positions (find the bug).
-
-Each exercise: the contract check on fresh inputs (:class:`~.asserts.Draw`; ``COURSE_CHECK_SEED`` fixes them), the
-package's reference (``course_utils.data.order.train_order_model``, ``course_utils.positional``) and its table of
-typical mistakes (see :mod:`.core`).
+the new tokens the wrong positions (find the bug); references: ``data.order.train_order_model``, :mod:`..positional`.
 """
 from __future__ import annotations
 
@@ -114,12 +110,6 @@ def reference_to_halves(d_model: int) -> torch.Tensor:
     return torch.cat([torch.nonzero(row_0 == 0).flatten(), torch.nonzero(row_0 == 1).flatten()])
 
 
-def halves_cases(draw: Draw) -> list[Case]:
-    sizes = [2, draw.choice([6, 10, 14]), draw.choice(range(16, 65, 2)), draw.choice(range(128, 513, 2))]
-    what = ["one pair", "", "", "a large model"]
-    return [Case(f"to_halves({d})" + (f" ({w})" if w else ""), (d,)) for d, w in zip(sizes, what)]
-
-
 def section_3_permutation(d_model: int) -> torch.Tensor:
     half = d_model // 2
     return torch.stack([torch.arange(half), torch.arange(half) + half], dim=1).flatten()
@@ -142,7 +132,11 @@ HALVES_MISTAKES = (
 
 
 def check_to_halves(ns) -> None:
-    check_function(learner_function(ns, "to_halves"), reference_to_halves, halves_cases(Draw()), "to_halves",
+    draw = Draw()
+    sizes = [2, draw.choice([6, 10, 14]), draw.choice(range(16, 65, 2)), draw.choice(range(128, 513, 2))]
+    cases = [Case(f"to_halves({d})" + (f" ({w})" if w else ""), (d,))
+             for d, w in zip(sizes, ["one pair", "", "", "a large model"])]
+    check_function(learner_function(ns, "to_halves"), reference_to_halves, cases, "to_halves",
                    probes=[Case("to_halves(8)", (8,)), Case("to_halves(12)", (12,))], atol=0, rtol=0)
     check_prediction(ns, "my_layout_prediction", "your `to_halves` is right")
 
@@ -254,8 +248,8 @@ def reference_after_prompt(encoding: nn.Module, prompt: torch.Tensor, new_tokens
     return torch.cat(steps, dim=1)
 
 
-def generation_cases(draw: Draw) -> list[Case]:
-    cases = []
+def check_after_prompt(ns) -> None:
+    draw, cases = Draw(), []
     for kind, batch in [("sinusoidal", 1), ("learned", draw.integer(2, 3))]:
         prompt_len = draw.integer(2, 6)
         new = draw.choice([n for n in range(2, 8) if n != prompt_len])
@@ -271,7 +265,8 @@ def generation_cases(draw: Draw) -> list[Case]:
                           f"tokens and {new} new tokens (batch {batch})",
                           (FedOneAtATime(encoding, prompt_len), draw.randn(batch, prompt_len, d_model),
                            draw.randn(batch, new, d_model))))
-    return cases
+    check_function(learner_function(ns, "encode_after_prompt"), reference_after_prompt, cases, "encode_after_prompt",
+                   scales=())
 
 
 def new_token_at(offset_of):
@@ -298,11 +293,6 @@ GENERATION_MISTAKES = (
             "prompt's last position: the prompt holds positions 0 .. P − 1, so the first new token is at position P",
             variant=new_token_at(lambda P, t: P + t - 1)),
 )
-
-
-def check_after_prompt(ns) -> None:
-    check_function(learner_function(ns, "encode_after_prompt"), reference_after_prompt,
-                   generation_cases(Draw()), "encode_after_prompt", scales=())
 
 
 q1 = Exercise(

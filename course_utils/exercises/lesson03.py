@@ -1,9 +1,5 @@
 """Exercises of lesson 03 (attention): a causal mask (q1), a padding bug found from its symptom (q2), and the
-capstone, a causal self-attention block (q3).
-
-Each check draws fresh random sizes and compares the learner's answer with the package (:mod:`course_utils.masks`,
-:mod:`course_utils.attention`); each exercise declares its typical mistakes once, in its table (see
-:mod:`.core`): a variant built from the package with the bug planted, and the message that names it.
+capstone, a causal self-attention block (q3); references: :mod:`course_utils.masks`, :mod:`course_utils.attention`.
 """
 from __future__ import annotations
 
@@ -21,13 +17,13 @@ from ..masks import causal_mask, combine_masks, padding_mask
 from .asserts import (
     Case,
     Draw,
+    Raised,
     attempt,
     backpropagate_both,
     check_function,
     check_inputs_kept,
     close,
     compare_gradients,
-    first_output,
     gradients,
     instantiate,
     load_weights_by_name,
@@ -49,18 +45,8 @@ def has_nan(case: Any, got: Any, answer: Any = None) -> bool:
 # q1: a causal mask — the package's masks.causal_mask is the reference
 # ---------------------------------------------------------------------------------------------------------------
 
-def causal_cases(draw: Draw) -> list[Case]:
-    return [Case(f"seq_len {n}", (n,)) for n in draw.distinct(3, 2, 12)] + [Case("seq_len 1", (1,))]
-
-
 Q1_FORBIDDEN = {"the package's course_utils.masks.causal_mask": causal_mask}   # the learner writes their own
 LEFT_PADDED = torch.tensor([[0, 0, 8, 7, 9]])   # [PAD] [PAD] it was tired: the ids of the notebook's LEXICON
-
-
-def fully_blocked_rows() -> list[int]:
-    """The queries of ``causal_mask(5) & padding_mask(LEFT_PADDED)`` that may see no key."""
-    allowed = combine_masks(causal_mask(5), padding_mask(LEFT_PADDED))[0, 0]
-    return [i for i in range(5) if not allowed[i].any()]
 
 
 def check_prediction(prediction: Any) -> None:
@@ -73,7 +59,8 @@ def check_prediction(prediction: Any) -> None:
     except (TypeError, ValueError):
         raise ExerciseFailure(f"`my_prediction` should be a list of row numbers such as [3, 4], got "
                               f"{prediction!r}.") from None
-    if rows != fully_blocked_rows():
+    allowed = combine_masks(causal_mask(5), padding_mask(LEFT_PADDED))[0, 0]
+    if rows != [i for i in range(5) if not allowed[i].any()]:     # the queries that may see no key
         raise ExerciseFailure(f"`my_prediction` = {rows} is not what the mask gives. Measure it with a line of your "
                               "own below your `causal_mask` (which rows of `causal_mask(5) & padding_mask(left_ids)` "
                               "are all False?), and work out why before you change it: which keys may each query "
@@ -81,7 +68,8 @@ def check_prediction(prediction: Any) -> None:
 
 
 def check_causal_mask(ns) -> None:
-    check_function(ns["causal_mask"], causal_mask, causal_cases(Draw()), "causal_mask", forbidden=Q1_FORBIDDEN)
+    cases = [Case(f"seq_len {n}", (n,)) for n in Draw().distinct(3, 2, 12)] + [Case("seq_len 1", (1,))]
+    check_function(ns["causal_mask"], causal_mask, cases, "causal_mask", forbidden=Q1_FORBIDDEN)
     check_prediction(ns.get("my_prediction"))
 
 
@@ -135,26 +123,22 @@ def padded_ids(draw: Draw, batch: int, seq: int, empty: bool = False) -> torch.T
     return torch.where(torch.arange(seq) < torch.tensor(real)[:, None], draw.randint(1, 30, (batch, seq)), 0)
 
 
-def padded_cases(draw: Draw) -> list[Case]:
-    cases = []
+def check_padded_self_attention(ns) -> None:
+    draw, cases = Draw(), []
     for what, empty, dtype in (("", False, torch.float32), ("an all-[PAD] sentence in the batch: ", True,
                                                              torch.float32), ("", False, torch.float64)):
         batch, seq, d = draw.distinct(3, 2, 9)
         x = draw.randn(batch, seq, d, scale=1.5).to(dtype)
         note = "" if dtype == torch.float32 else f" ({dtype})"
         cases.append(Case(f"{what}batch {batch}, seq {seq}, d {d}{note}", (x, padded_ids(draw, batch, seq, empty))))
-    return cases
+    check_function(ns["padded_self_attention"], padded_reference, cases, "padded_self_attention",
+                   error_hint=padded_hint)
 
 
 def padded_hint(error: BaseException) -> str | None:
     if "must match the size" in str(error):
         return "The mask must broadcast to the scores (batch, seq, seq): give it the shape (batch, 1, seq)"
     return None
-
-
-def check_padded_self_attention(ns) -> None:
-    check_function(ns["padded_self_attention"], padded_reference, padded_cases(Draw()), "padded_self_attention",
-                   error_hint=padded_hint)
 
 
 Q2_MISTAKES = (
@@ -324,8 +308,9 @@ def compare_block(answer: type[nn.Module], case: BlockCase, probes: tuple) -> No
     expected = package_forward(block, x_package, case.mask)
     before = {"x": snapshot(x_learner), "mask": snapshot(case.mask)}
     got = attempt(learner, NAME, (x_learner, case.mask), {}, FORBIDDEN)
-    if not hasattr(got, "kind"):   # not a crash: it must be the pair (output, weights)
-        first_output(got, NAME, pair=True)
+    if not isinstance(got, Raised) and not (isinstance(got, tuple) and len(got) == 2):
+        raise ExerciseFailure(f"`{NAME}.forward` should return a pair (output, weights) like the package's block, got "
+                              f"{type(got).__name__}; blocks built on it take [0].")
     check_inputs_kept(before, {"x": x_learner, "mask": case.mask}, NAME, case.description)
     if not same_pair(got, expected):
         what = next((f"your {part} should have shape {tuple(e.shape)}, got {tuple(g.shape)}" if g.shape != e.shape

@@ -1,10 +1,7 @@
 """Exercises of lesson 09 (the modern block): what grouped-query attention saves, predicted then measured (q1); the
 RoPE positions of the new tokens after a KV cache, found from a cached generation that drifts away from the full
-pass (q2); and the capstone, a grouped-query attention step with a KV cache, equal to the package's (q3).
-
-Each check compares the learner's answer with the package (:mod:`course_utils.modern`, lesson 08's
-:class:`~course_utils.language_model.DecoderOnlyLM`); each exercise declares its typical mistakes once, in its table
-(see :mod:`.core`): a variant built from the package with the bug planted, and the message that names it.
+pass (q2); and the capstone, a grouped-query attention step with a KV cache (q3); references: :mod:`..modern`,
+lesson 08's :class:`~course_utils.language_model.DecoderOnlyLM`.
 """
 from __future__ import annotations
 
