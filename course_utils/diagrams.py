@@ -169,6 +169,9 @@ GPT_PRE_LN_GELU_LAYER = (("norm", "norm (LayerNorm)"),
                          ("add", "add"), ("norm", "norm (LayerNorm)"), ("feed-forward", "feed-forward (GELU)"),
                          ("add", "add"))
 """Lesson 08's block: the same Pre-LN layout, with plain multi-head attention and a GELU feed-forward."""
+ENCODER_PRE_LN_LAYER = (("norm", "norm (LayerNorm)"), ("self-attention", "self-attention\n(multi-head)"),
+                        ("add", "add"), ("norm", "norm (LayerNorm)"), ("feed-forward", "feed-forward"), ("add", "add"))
+"""Lessons 04-06's Pre-LN encoder layer: ``x + sublayer(norm(x))`` twice; the stack ends with a final norm."""
 TIED_HEAD = (("norm", "final norm (LayerNorm)"),
              ("output projection", "linear (output projection,\ntied to the embedding)"), ("softmax", "softmax"))
 
@@ -280,7 +283,8 @@ def draw_memory_link(ax: plt.Axes, encoder_top: Anchor, cross: Anchor) -> None:
 
 
 def draw_architecture(highlight: str | Iterable[str] = (), variant: str = "encoder-decoder",
-                      ax: plt.Axes | None = None) -> plt.Figure:
+                      ax: plt.Axes | None = None, *, norm: str = "post", head: str | None = None,
+                      tied: bool = False) -> plt.Figure:
     """The Transformer as boxes and arrows, with any of ``ARCHITECTURE_PARTS`` highlighted.
 
     Args:
@@ -293,6 +297,12 @@ def draw_architecture(highlight: str | Iterable[str] = (), variant: str = "encod
             ``"decoder-only pre-LN, learned positions"`` (lesson 08's GPT: the same layout with a learned position
             table, plain multi-head attention and a GELU feed-forward).
         ax: draw into this axes instead of a new figure.
+        norm: ``"post"`` (the default, add & norm after each sublayer) or ``"pre"`` (a norm before each sublayer,
+            then add: the encoder lessons 05-06 train); only the ``"encoder"`` variant takes ``"pre"``.
+        head: the text of the ``"encoder"`` variant's task-head box, e.g. ``"MLM head: dense → GELU\n→ LayerNorm →
+            Eᵀ + c"`` (lesson 06) or ``"pool ([CLS] | masked mean)\n→ linear → logits"`` (lesson 05).
+        tied: draw a dashed link from the token embedding to the head, marked as the same matrix E (weight tying);
+            ``"encoder"`` variant only.
 
     Returns:
         The figure (call ``plt.show()`` to display it).
@@ -300,9 +310,23 @@ def draw_architecture(highlight: str | Iterable[str] = (), variant: str = "encod
     check_variant(variant)
     names = check_highlight(highlight, variant)
     columns = VARIANT_LAYOUTS[variant]
+    if norm not in ("post", "pre"):
+        raise CourseValueError(f"unknown norm {norm!r}; choose 'post' (add & norm after each sublayer) or 'pre'")
+    if (norm == "pre" or head is not None or tied) and variant != "encoder":
+        raise CourseValueError(f"norm='pre', head=... and tied=True redraw the 'encoder' variant, got variant "
+                               f"{variant!r}; the decoder-only pre-LN variants already draw their own blocks")
+    if variant == "encoder":
+        ((x, inputs, layer, heads, side),) = columns
+        if norm == "pre":
+            layer = ENCODER_PRE_LN_LAYER
+            if names and "add & norm" in names:
+                raise CourseValueError("norm='pre' draws 'norm' and 'add' boxes, not 'add & norm'; highlight those")
+        if head is not None:
+            heads = (*heads[:-1], ("task head", head))
+        columns = ((x, inputs, layer, heads, side),)
     top_row = max(len(inputs) + len(layer) + len(heads) for _, inputs, layer, heads, _ in columns)
     height = 0.3 + (top_row - 1) * STEP + 2 * 0.55 + 1.0 + (0.6 if names else 0.3)
-    width = 11.0 if len(columns) == 2 else 6.0
+    width = 11.0 if len(columns) == 2 else 6.0 + 0.6 * tied
     fig, ax = new_canvas(ax, (0.0, width), (-0.15, height))
 
     def style(part: str) -> dict:
@@ -321,6 +345,13 @@ def draw_architecture(highlight: str | Iterable[str] = (), variant: str = "encod
             draw_arrow(ax, top, (x, top[1] + 0.45))
             ax.text(x, top[1] + 0.55, OUTPUT_CAPTIONS[variant], ha="center", va="bottom", fontsize=9,
                     style="italic", color=INK)
+    if tied:
+        (_, embedding, *_), _, (*_, task_head) = stacks[0]
+        lane_x = embedding.right[0] + 1.0
+        draw_arrow(ax, embedding.right, (lane_x, embedding.y), (lane_x, task_head.y), task_head.right,
+                   colour=STREAM_COLOUR, linewidth=1.3, linestyle="--")
+        ax.text(lane_x + 0.12, (embedding.y + task_head.y) / 2, "tied: the head's Eᵀ is\nthe embedding table E",
+                rotation=90, ha="left", va="center", fontsize=8.5, color=STREAM_COLOUR, gid="tied")
     if variant == "encoder-decoder":
         (_, encoder_layer, _), (_, decoder_layer, _) = stacks
         cross = next(box for box, (part, _) in zip(decoder_layer, DECODER_LAYER) if part == "cross-attention")
