@@ -214,10 +214,7 @@ def backpropagate_both(package: nn.Module, expected: torch.Tensor, learner: nn.M
     backward(got * probe, name, case)
 
 
-# ------------------------------------------------------------------------------------------------------------------
-# Contract checks on random inputs: the machinery every lesson's checker declares its cases with.
-# ------------------------------------------------------------------------------------------------------------------
-
+# ---------------------------------------------- contract checks on random inputs (every lesson's checker uses them)
 def check_seed() -> int:
     """A fresh seed for each check (``COURSE_CHECK_SEED`` fixes it, for reproducing a report)."""
     fixed = os.environ.get("COURSE_CHECK_SEED")
@@ -654,11 +651,6 @@ def shape_key(case: Case) -> tuple:
         return repr(value)
     return key(tuple(case.args)), key(tuple(sorted(case.kwargs.items())))
 
-
-# ------------------------------------------------------------------------------------------------------------------
-# Classes of wrong answers that no single input shows: the mode of every submodule, side effects on a model, the
-# support of random draws, rates per category.
-# ------------------------------------------------------------------------------------------------------------------
 
 def load_weights_by_name(learner: nn.Module, expected: dict[str, torch.Tensor], name: str, layout: str) -> nn.Module:
     """Copy the package block's weights ``expected`` into the learner's module by parameter name (refused, with the

@@ -41,9 +41,7 @@ def has_nan(case: Any, got: Any, answer: Any = None) -> bool:
     return any(isinstance(t, torch.Tensor) and bool(torch.isnan(t).any()) for t in parts)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# q1: a causal mask — the package's masks.causal_mask is the reference
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------ q1: a causal mask — the package's masks.causal_mask is the reference
 
 Q1_FORBIDDEN = {"the package's course_utils.masks.causal_mask": causal_mask}   # the learner writes their own
 LEFT_PADDED = torch.tensor([[0, 0, 8, 7, 9]])   # [PAD] [PAD] it was tired: the ids of the notebook's LEXICON
@@ -90,9 +88,7 @@ Q1_MISTAKES = (
 )
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# q2: self-attention over padded sentences — the package's scaled_dot_product_attention with padding_mask
-# ---------------------------------------------------------------------------------------------------------------
+# ------------- q2: self-attention over padded sentences — the package's scaled_dot_product_attention with padding_mask
 
 def padded_reference(x: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return scaled_dot_product_attention(x, x, x, padding_mask(ids)[:, 0])      # mask (batch, 1, seq)
@@ -167,9 +163,7 @@ Q2_MISTAKES = (
 )
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# q3 (capstone): causal self-attention with one fused projection — the package's MultiHeadAttention is the reference
-# ---------------------------------------------------------------------------------------------------------------
+# ---- q3 (capstone): causal self-attention with one fused projection — reference: the package's MultiHeadAttention
 
 NAME = "CausalSelfAttention"
 LAYOUT = ("qkv = nn.Linear(d_model, 3 * d_model) (queries, keys, values in that order), "
@@ -398,9 +392,7 @@ Q3_MISTAKES = (
 )
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# The exercises
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------- The exercises
 
 q1 = Exercise(
     name="A causal mask",

@@ -32,9 +32,7 @@ from .asserts import (
 )
 from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 
-# ---------------------------------------------------------------------------------------------------------------
-# q1: predict, then measure what grouped-query attention saves — the package's DecoderOnlyLM is the reference
-# ---------------------------------------------------------------------------------------------------------------
+# --------- q1: predict, then measure what grouped-query attention saves — the package's DecoderOnlyLM is the reference
 
 
 @functools.lru_cache(maxsize=None)
@@ -98,9 +96,7 @@ Q1_MISTAKES = (
 )
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# q2: RoPE for the new tokens after a cache — the package's apply_rotary at positions cache_length ...
-# ---------------------------------------------------------------------------------------------------------------
+# ---------------- q2: RoPE for the new tokens after a cache — the package's apply_rotary at positions cache_length ...
 
 def rotated_at(first: Any = None, keys: bool = True, base: float | None = None):
     """The reference with one step changed: ``first(cache_length, new)`` as the first position (it may be negative,
@@ -205,9 +201,7 @@ Q2_MISTAKES = (
 )
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# q3 (capstone): a grouped-query attention step with a KV cache — the package's GroupedQueryAttention is the reference
-# ---------------------------------------------------------------------------------------------------------------
+# ---- q3 (capstone): a grouped-query attention step with a KV cache — reference: the package's GroupedQueryAttention
 
 NAME = "CachedAttention"
 SIGNATURE = "(d_model, n_heads, n_kv_heads, rope_base=10000.0)"
@@ -352,9 +346,7 @@ Q3_MISTAKES = (
 )
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# The exercises
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------- The exercises
 
 q1 = Exercise(
     name="What grouped-query attention saves",
