@@ -327,7 +327,11 @@ def corpus(draw: Draw, n_texts: int) -> list[str]:
             return texts
 
 
-def train_cases(draw: Draw) -> list[Case]:
+def check_train(ns) -> None:
+    if "merge_pair" in ns and q1.evaluate(ns).status == "incorrect":
+        raise ExerciseFailure(f"your `merge_pair` does not pass its own check yet ({q1.name}); `train` builds on it "
+                              "— fix it first: run q1.check().")
+    draw = Draw()
     a, b, c, d = sorted(draw.distinct(4, ord("a"), ord("z")))
     tied = [f"{chr(c)}{chr(d)} {chr(a)}{chr(b)} {chr(c)}{chr(d)} {chr(a)}{chr(b)}"]  # three pairs seen twice each
     small, single = ["ab ab cd"], [f"{chr(a)} {chr(a)} {chr(a)}"]  # single: no pair left after one merge
@@ -336,10 +340,14 @@ def train_cases(draw: Draw) -> list[Case]:
     for n_texts, n_merges in ((2, 6), (4, 12), (6, 40)):
         texts = corpus(draw, n_texts)
         cases.append(Case(f"train({texts}, {n_merges})", (texts, n_merges)))
-    return cases
+    check(ns, "train", package_merges, cases, TRAIN_FORBIDDEN, error_hint=no_pairs_hint)
 
 
-def encode_cases(draw: Draw) -> list[Case]:
+def check_encode(ns) -> None:
+    if "merge_pair" in ns and q1.evaluate(ns).status == "incorrect":
+        raise ExerciseFailure("your `merge_pair` does not pass its own check yet; `encode` builds on it — fix it "
+                              "first: run q1.check().")
+    draw = Draw()
     x, y, z = (FIRST_BYTE + c for c in draw.distinct(3, ord("a"), ord("z")))
     word = bytes([x - FIRST_BYTE, y - FIRST_BYTE, z - FIRST_BYTE]).decode()
     cases = [Case(f"encode({word!r}, merges) with merges {[(x, y), (FIRST_MERGE, z)]} (= {word[:2]!r}, then "
@@ -351,7 +359,7 @@ def encode_cases(draw: Draw) -> list[Case]:
     for text in ["", texts[0], texts[-1], " ".join(corpus(draw, 2)), "Tokens é, 12."]:
         cases.append(Case(f"encode({text!r}, merges) with the {len(merges)} merges learned from {texts}",
                           (text, merges)))
-    return cases
+    check(ns, "encode", lambda text, merges: BPETokenizer(merges).encode(text), cases, TRAIN_FORBIDDEN)
 
 
 TRAIN_FORBIDDEN = {**PIECES_FORBIDDEN, "the package's BPETokenizer.train": BPETokenizer.train,
@@ -363,21 +371,6 @@ def no_pairs_hint(error: BaseException) -> str | None:
     if isinstance(error, ValueError) and "empty" in str(error):
         return NO_PAIRS
     return too_small_id_hint(error)
-
-
-def check_train(ns) -> None:
-    if "merge_pair" in ns and q1.evaluate(ns).status == "incorrect":
-        raise ExerciseFailure(f"your `merge_pair` does not pass its own check yet ({q1.name}); `train` builds on it "
-                              "— fix it first: run q1.check().")
-    check(ns, "train", package_merges, train_cases(Draw()), TRAIN_FORBIDDEN, error_hint=no_pairs_hint)
-
-
-def check_encode(ns) -> None:
-    if "merge_pair" in ns and q1.evaluate(ns).status == "incorrect":
-        raise ExerciseFailure("your `merge_pair` does not pass its own check yet; `encode` builds on it — fix it "
-                              "first: run q1.check().")
-    check(ns, "encode", lambda text, merges: BPETokenizer(merges).encode(text), encode_cases(Draw()),
-          TRAIN_FORBIDDEN)
 
 
 # ---------------------------------------------------------------------------------------- q4: digit groups
