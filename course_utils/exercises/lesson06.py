@@ -1,5 +1,6 @@
 """Exercises of notebook 06 (masked language modelling): weight tying, found from its symptom (q1); the accuracy
-where the input shows [MASK], found from a colleague's symptom (q2); and the capstone, whole-word masking (q3).
+at each fate of a selected token ([MASK], random, unchanged), predicted before it is measured (q2); and the
+capstone, whole-word masking (q3).
 
 Each check draws fresh random inputs (:class:`~.asserts.Draw`; ``COURSE_CHECK_SEED`` fixes them) and compares the
 learner's answer with the package (:mod:`course_utils.mlm`); each exercise declares its typical mistakes once, in
@@ -12,7 +13,6 @@ from __future__ import annotations
 import copy
 import math
 import operator
-import statistics
 
 import torch
 import torch.nn as nn
@@ -127,74 +127,86 @@ Q1_MISTAKES = (
 )
 
 
-# ---------------------------------------------------------------------------- q2: accuracy where the input shows [MASK]
+# ---------------------------------------------------------------------------- q2: accuracy by fate, predicted first
 
-def at_mask_case(draw: Draw, batch: int, seq: int, vocab_size: int, note: str = "") -> Case:
-    """Logits, corrupted inputs and labels: every row has its own selected positions (none in one row); a selected
-    position shows [MASK], a random id or its own id; hits are frequent where the id is visible, rarer at [MASK]."""
+FATES = ("[MASK]", "random", "unchanged")
+
+
+def accuracy_by_fate(logits, inputs, labels) -> dict[str, float]:
+    """The reference, from the package's accuracies: at the labelled positions whose input shows [MASK], another
+    token (a random swap), or the label itself (unchanged)."""
+    swapped = (inputs != MASK_ID) & (inputs != labels)
+    return {"[MASK]": accuracy_at_mask(logits, inputs, labels),
+            "random": masked_accuracy(logits, labels.masked_fill(~swapped, IGNORE_INDEX)),
+            "unchanged": masked_accuracy(logits, labels.masked_fill(inputs != labels, IGNORE_INDEX))}
+
+
+def fate_case(draw: Draw, batch: int, seq: int, vocab_size: int, note: str = "") -> Case:
+    """Logits, corrupted inputs and labels: every row has its own selected positions (none in one row), each showing
+    [MASK], a random id or its own id (every fate at least once); hits frequent where the id shows, rare elsewhere."""
     ids = draw.randint(N_SPECIAL_TOKENS, vocab_size, (batch, seq))
     logits = draw.randn(batch, seq, vocab_size)
     inputs, labels = ids.clone(), torch.full((batch, seq), IGNORE_INDEX)
-    empty = draw.integer(0, batch - 1) if batch > 1 else -1
+    empty = draw.integer(1, batch - 1) if batch > 1 else -1
     for row in range(batch):
         if row == empty:
             continue
-        for col in draw.rng.sample(range(seq), draw.integer(1, seq)):
+        chosen = draw.rng.sample(range(seq), draw.integer(1, seq))
+        for col in ((0, 1, 2) if row == 0 else ()) + tuple(c for c in chosen if row or c > 2):
             labels[row, col] = ids[row, col]
-            fate = draw.values.random()
-            if fate < 0.7:
+            fate = ("[MASK]", "random", "unchanged")[col] if row == 0 and col < 3 else (
+                "[MASK]" if draw.values.random() < 0.6 else draw.rng.choice(("random", "unchanged")))
+            if fate == "[MASK]":
                 inputs[row, col] = MASK_ID
-            elif fate < 0.85:
+            elif fate == "random":
                 inputs[row, col] = N_SPECIAL_TOKENS + (ids[row, col] + 1 - N_SPECIAL_TOKENS) % (vocab_size -
                                                                                                  N_SPECIAL_TOKENS)
-            hit = draw.values.random() < (0.4 if inputs[row, col] == MASK_ID else 0.9)
-            if hit:
+            if draw.values.random() < {"[MASK]": 0.4, "random": 0.2, "unchanged": 0.9}[fate]:
                 logits[row, col, ids[row, col]] = logits[row, col].max() + 1.0
-    first = next(r for r in range(batch) if r != empty)
-    inputs[first, 0], labels[first, 0] = MASK_ID, ids[first, 0]          # at least one [MASK] in every case
-    shown = ", ".join(str(int(((inputs[r] == MASK_ID) & (labels[r] != IGNORE_INDEX)).sum())) for r in range(batch))
-    return Case(f"batch {batch}, seq {seq}, vocab_size {vocab_size} ([MASK] per row: {shown})"
-                + (f" — {note}" if note else ""), (logits, inputs, labels))
+    return Case(f"batch {batch}, seq {seq}, vocab_size {vocab_size}" + (f" — {note}" if note else ""),
+                (logits, inputs, labels))
 
 
-def at_mask_cases(draw: Draw) -> list[Case]:
+def fate_cases(draw: Draw) -> list[Case]:
     batch, seq, vocab = draw.distinct(3, 3, 12)
-    return [at_mask_case(draw, 1, seq + 2, vocab + 10, "batch 1"),
-            at_mask_case(draw, batch, seq + 6, vocab + 20),
-            at_mask_case(draw, batch + 3, seq + 9, draw.integer(300, 1000), "a vocabulary larger than 256")]
+    return [fate_case(draw, 1, seq + 2, vocab + 10, "batch 1"), fate_case(draw, batch, seq + 6, vocab + 20),
+            fate_case(draw, batch + 3, seq + 9, draw.integer(300, 1000), "a vocabulary larger than 256")]
 
 
-def check_accuracy_at_mask(ns) -> None:
+def check_accuracy_by_fate(ns) -> None:
     draw = Draw()
-    cases = at_mask_cases(draw)
-    check_function(ns["accuracy_at_mask"], accuracy_at_mask, cases, "accuracy_at_mask", probes=cases,
+    cases = fate_cases(draw)
+    check_function(ns["accuracy_by_fate"], accuracy_by_fate, cases, "accuracy_by_fate", probes=cases,
                    forbidden={"the package's course_utils.mlm.accuracy_at_mask": accuracy_at_mask},
-                   twins=at_mask_cases(draw.twin()), atol=1e-6, rtol=1e-6, scales=())
+                   twins=fate_cases(draw.twin()), atol=1e-6, rtol=1e-6, scales=())
+
+
+def share_right(logits, labels, where) -> float:
+    return (logits.argmax(dim=-1)[where] == labels[where]).float().mean().item()
 
 
 Q2_MISTAKES = (
-    Mistake("the colleague's draft", "that is still the colleague's score over every selected position: at a "
-            "selected token left unchanged the answer is in plain sight; keep only those whose *input* shows [MASK] "
-            "(inputs == 4)", lambda logits, inputs, labels: masked_accuracy(logits, labels)),
-    Mistake("every position of the batch", "you averaged over every position: an unlabelled one (-100) can never "
-            "be hit, yet it is counted; keep only labelled positions whose input shows [MASK]",
-            lambda logits, inputs, labels: (logits.argmax(dim=-1) == labels).float().mean().item()),
-    Mistake("every [MASK] in the labels", "[MASK] never appears in the labels (they hold the original ids): look "
-            "for it in the inputs", lambda logits, inputs, labels: accuracy_at_mask(logits, labels, labels),
-            shows=lambda case, got, _: isinstance(got, Raised) or (isinstance(got, float) and math.isnan(got))),
-    Mistake("the unselected positions counted", "count only the positions that carry a label (labels != -100) and "
-            "show [MASK]; over every position you divide by far too many",
-            lambda logits, inputs, labels: accuracy_at_mask(logits, inputs, labels) * float(
-                ((inputs == MASK_ID) & (labels != IGNORE_INDEX)).sum()) / labels.numel()),
-    Mistake("mean of the per-row accuracies", "rows hold different numbers of [MASK]s: count the hits over all of "
-            "them together and divide by their total number",
-            lambda logits, inputs, labels: statistics.mean(
-                accuracy_at_mask(logits[r:r + 1], inputs[r:r + 1], labels[r:r + 1]) for r in range(len(labels))
-                if ((inputs[r] == MASK_ID) & (labels[r] != IGNORE_INDEX)).any())),
-    Mistake("percentage", "return a fraction between 0 and 1, not a percentage",
-            lambda logits, inputs, labels: 100 * accuracy_at_mask(logits, inputs, labels)),
-    Mistake("error rate", "that is the error rate: return the share of *right* predictions",
-            lambda logits, inputs, labels: 1 - accuracy_at_mask(logits, inputs, labels)),
+    Mistake("random counted with unchanged", "your 'random' share also counts the selected tokens left unchanged: a "
+            "random position shows a token that is neither [MASK] nor its label (inputs != labels)",
+            lambda logits, inputs, labels: {**accuracy_by_fate(logits, inputs, labels), "random": masked_accuracy(
+                logits, labels.masked_fill(inputs == MASK_ID, IGNORE_INDEX))}),
+    Mistake("unselected positions counted", "your 'random' share counts unselected positions too (their label is "
+            "-100, never equal to the input): keep only positions that carry a label",
+            lambda logits, inputs, labels: {**accuracy_by_fate(logits, inputs, labels), "random": share_right(
+                logits, labels, (inputs != MASK_ID) & (inputs != labels))}),
+    Mistake("[MASK] looked up in the labels", "[MASK] never appears in the labels (they hold the original ids): "
+            "look for it in the inputs", lambda logits, inputs, labels: {
+                **accuracy_by_fate(logits, inputs, labels), "[MASK]": share_right(logits, labels, labels == MASK_ID)},
+            shows=lambda case, got, _: isinstance(got, Raised) or (
+                isinstance(got, dict) and isinstance(got.get("[MASK]"), float) and math.isnan(got["[MASK]"]))),
+    Mistake("random and unchanged swapped", "your 'random' and 'unchanged' values are swapped: unchanged means the "
+            "input shows the label itself", lambda logits, inputs, labels: (lambda r: {
+                "[MASK]": r["[MASK]"], "random": r["unchanged"], "unchanged": r["random"]})(
+                accuracy_by_fate(logits, inputs, labels))),
+    Mistake("percentage", "return fractions between 0 and 1, not percentages",
+            lambda logits, inputs, labels: {k: 100 * v for k, v in accuracy_by_fate(logits, inputs, labels).items()}),
+    Mistake("error rate", "those are error rates: return the share of *right* predictions",
+            lambda logits, inputs, labels: {k: 1 - v for k, v in accuracy_by_fate(logits, inputs, labels).items()}),
 )
 
 
@@ -391,17 +403,16 @@ q1 = Exercise(
 )
 
 q2 = Exercise(
-    name="Score the held-out masks",
-    variables=("accuracy_at_mask",),
-    checker=check_accuracy_at_mask,
-    hints=("The draft scores every position that carries a label. What does the model's *input* show at each of "
-           "them: [MASK], a random id, or the token itself? At which of them is the answer in plain sight?",
-           "where = (inputs == 4) & (labels != -100); predictions = arg-max over the vocabulary axis; the share "
-           "of predictions equal to the labels at those positions, all rows together, as a Python float."),
-    solution=solution_of("lesson06", "accuracy_at_mask"),
+    name="Accuracy by fate",
+    variables=("accuracy_by_fate",),
+    checker=check_accuracy_by_fate,
+    hints=("Only labelled positions count (labels != -100). There, the input shows 4 ([MASK]), the label itself "
+           "(unchanged), or another token (random).",
+           "predicted = logits.argmax(dim=-1); for each fate a boolean `where`, then "
+           "(predicted[where] == labels[where]).float().mean().item(); return the three in a dict."),
+    solution=solution_of("lesson06", "accuracy_by_fate"),
     mistakes=Q2_MISTAKES,
-    success=("Correct! The draft also scored the selected tokens left unchanged (the answer in plain sight, so "
-             "it read high) and those swapped for a random id; the curve scores only where the input shows [MASK]."),
+    success="Correct! Now run the next cell and compare with your prediction.",
 )
 
 

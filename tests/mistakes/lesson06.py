@@ -24,16 +24,26 @@ MISTAKES = [
       '    model.output.weight = model.embedding.weight\n'
       '    return model\n',
       "bias changed"),
-    q('q2', 'a tensor, not a float',
-      'def accuracy_at_mask(logits, inputs, labels):\n'
-      '    shown = (inputs == 4) & (labels != -100)\n'
-      '    return (logits.argmax(-1)[shown] == labels[shown]).float().mean()\n',
+    q('q2', 'tensors, not floats',
+      'def accuracy_by_fate(logits, inputs, labels):\n'
+      '    hit, sel = logits.argmax(-1) == labels, labels != -100\n'
+      '    return {"[MASK]": hit[sel & (inputs == 4)].float().mean(),\n'
+      '            "random": hit[sel & (inputs != 4) & (inputs != labels)].float().mean(),\n'
+      '            "unchanged": hit[sel & (inputs == labels)].float().mean()}\n',
       'float'),
     q('q2', "the package's function",
-      'from course_utils.mlm import accuracy_at_mask as package\n\n'
-      'def accuracy_at_mask(logits, inputs, labels):\n'
-      '    return package(logits, inputs, labels)\n',
+      'from course_utils.mlm import accuracy_at_mask, masked_accuracy\n\n'
+      'def accuracy_by_fate(logits, inputs, labels):\n'
+      '    return {"[MASK]": accuracy_at_mask(logits, inputs, labels),\n'
+      '            "random": masked_accuracy(logits, labels.masked_fill((inputs == 4) | (inputs == labels), -100)),\n'
+      '            "unchanged": masked_accuracy(logits, labels.masked_fill(inputs != labels, -100))}\n',
       "calls the package's course_utils.mlm.accuracy_at_mask"),
+    q('q2', 'a list, not a dict',
+      'def accuracy_by_fate(logits, inputs, labels):\n'
+      '    hit, sel = logits.argmax(-1) == labels, labels != -100\n'
+      '    return [hit[sel & w].float().mean().item() for w in (inputs == 4, (inputs != 4) & (inputs != labels),\n'
+      '                                                         inputs == labels)]\n',
+      'dict'),
     q('q3', "the package's function",
       'from course_utils import mlm\n\n'
       'def whole_word_mask(ids, starts, vocab_size, generator, select_prob=0.15):\n'
@@ -60,20 +70,27 @@ ALTERNATIVES = [
                 'def tie_weights(model):\n'
                 '    setattr(model.output, "weight", getattr(model.embedding, "weight"))\n'
                 '    return model\n'),
-    Alternative('lesson06', 'q2', 'sum of hits over the count',
-                'def accuracy_at_mask(logits, inputs, labels):\n'
-                '    shown = inputs.eq(4) & labels.ne(-100)\n'
-                '    hits = (logits.argmax(dim=2) == labels)[shown].sum()\n'
-                '    return hits.item() / shown.sum().item()\n'),
+    Alternative('lesson06', 'q2', 'sums of hits over counts',
+                'def accuracy_by_fate(logits, inputs, labels):\n'
+                '    hit = logits.argmax(dim=2).eq(labels)\n'
+                '    out = {}\n'
+                '    for name, where in (("[MASK]", inputs.eq(4)), ("random", inputs.ne(4) & inputs.ne(labels)),\n'
+                '                        ("unchanged", inputs.eq(labels))):\n'
+                '        where = where & labels.ne(-100)\n'
+                '        out[name] = hit[where].sum().item() / where.sum().item()\n'
+                '    return out\n'),
     Alternative('lesson06', 'q2', 'a loop over the positions',
-                'def accuracy_at_mask(logits, inputs, labels):\n'
-                '    right = total = 0\n'
+                'def accuracy_by_fate(logits, inputs, labels):\n'
+                '    right, total = {}, {}\n'
                 '    for b in range(labels.shape[0]):\n'
                 '        for t in range(labels.shape[1]):\n'
-                '            if inputs[b, t] == 4 and labels[b, t] != -100:\n'
-                '                total += 1\n'
-                '                right += int(logits[b, t].argmax() == labels[b, t])\n'
-                '    return right / total\n'),
+                '            if labels[b, t] == -100:\n'
+                '                continue\n'
+                '            x = int(inputs[b, t])\n'
+                '            fate = "[MASK]" if x == 4 else "unchanged" if x == int(labels[b, t]) else "random"\n'
+                '            total[fate] = total.get(fate, 0) + 1\n'
+                '            right[fate] = right.get(fate, 0) + int(logits[b, t].argmax() == labels[b, t])\n'
+                '    return {fate: right.get(fate, 0) / total[fate] for fate in ("[MASK]", "random", "unchanged")}\n'),
     Alternative('lesson06', 'q3', 'a loop over rows and words, one fate per word',
                 'def whole_word_mask(ids, starts, vocab_size, generator, select_prob=0.15):\n'
                 '    inputs, labels = ids.clone(), torch.full_like(ids, -100)\n'

@@ -8,9 +8,13 @@ def tie_weights(model):
     return model
 
 
-def accuracy_at_mask(logits, inputs, labels):
-    shown = (inputs == 4) & (labels != -100)                       # 4 = [MASK]
-    return (logits.argmax(dim=-1)[shown] == labels[shown]).float().mean().item()
+def accuracy_by_fate(logits, inputs, labels):
+    predicted, selected = logits.argmax(dim=-1), labels != -100
+    fates = {"[MASK]": inputs == 4,                                # 4 = [MASK]
+             "random": (inputs != 4) & (inputs != labels),
+             "unchanged": inputs == labels}
+    return {fate: (predicted[selected & where] == labels[selected & where]).float().mean().item()
+            for fate, where in fates.items()}
 
 
 def whole_word_mask(ids, starts, vocab_size, generator, select_prob=0.15):
