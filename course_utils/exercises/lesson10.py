@@ -1,6 +1,6 @@
-"""Exercises of notebook 10 (scaling out): what each rank sends in a ring all-reduce of any size, and the capstone:
+"""Exercises of notebook 10 (scaling out): what each rank sends in a ring all-reduce of any size; the capstone:
 gradients all-reduced in buckets from backward hooks, overlapping the rest of backward, compared with
-DistributedDataParallel on two processes.
+DistributedDataParallel on two processes; and a prediction of what checkpointing and accumulation save together.
 
 Each check draws fresh inputs (:class:`~.asserts.Draw`); the references are the ring's chunk sizes and the package's
 :class:`course_utils.distributed.BucketedAllReduce`, and each exercise declares its typical mistakes once, as
@@ -24,6 +24,7 @@ import textwrap
 import time
 import warnings
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -72,10 +73,9 @@ def check_ring_sent(ns) -> None:
     check_function(learner_function(ns, "ring_sent"), ring_sent_reference, cases, "ring_sent", probes=cases)
 
 
-RS = ring_sent_reference
 RING_MISTAKES = (
-    Mistake("one number", "return one count per rank (a list of world_size ints): with uneven chunks the ranks "
-            "send different amounts", variant=lambda n, w: sum(RS(n, w)) // max(w, 1),
+    Mistake("one number", "return a list, one count per rank (world_size ints): with uneven chunks the ranks "
+            "send different amounts", variant=lambda n, w: sum(ring_sent_reference(n, w)) // max(w, 1),
             shows=lambda case, got, _: isinstance(got, (int, float)) or getattr(got, "ndim", None) == 0),
     Mistake("the even formula", "2·(N−1)/N × n holds only when N divides n: tensor_split makes the first n % N "
             "chunks one number larger, and in each phase each rank leaves out one particular chunk — count their "
@@ -390,12 +390,7 @@ class Blocking(BucketedAllReduce):
         if self.missing[i] == 0:
             buffer = torch.cat([q.grad.flatten() for q in self.buckets[i]])
             dist.all_reduce(buffer)
-            self.in_flight.append((i, buffer, FinishedWork()))
-
-
-class FinishedWork:
-    def wait(self):
-        return True
+            self.in_flight.append((i, buffer, SimpleNamespace(wait=lambda: True)))   # already done
 
 
 class LastListedSends(BucketedAllReduce):
@@ -456,6 +451,55 @@ SYNC_MISTAKES = (
 )
 
 
+# ---------------------------------------------------------------------------- q3: checkpointing meets accumulation
+def near(value: float, target: float, share: float = 0.15) -> bool:
+    return abs(value - target) <= share * target
+
+
+def check_saved_prediction(ns) -> None:
+    predicted = ns["predicted_mib"]
+    if isinstance(predicted, torch.Tensor) and predicted.numel() == 1:
+        predicted = predicted.item()
+    if isinstance(predicted, bool) or not isinstance(predicted, (int, float)) or not predicted > 0:
+        raise ExerciseFailure("write your prediction in `predicted_mib`: a positive number of MiB (a float), "
+                              f"got {predicted!r}")
+    from .. import tasks
+    from ..memory import checkpoint_layers, saved_activation_bytes
+
+    # section 7's model (lesson 07's translator, d_model 128): what it saves on the first micro-batch of its batch
+    task = tasks.build_task("translator", "tiny", d_model=128, n_heads=4, d_ff=256, n_layers=2, batch_size=64)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        plain = task.build_model()
+    checkpointed = copy.deepcopy(plain)
+    checkpoint_layers(checkpointed)
+    table = {}
+    for name, net, n_micro in (("float32, whole batch", plain, 1), ("float32, 1 of 4 micro-batches", plain, 4),
+                               ("checkpointing, whole batch", checkpointed, 1),
+                               ("checkpointing, 1 of 4 micro-batches", checkpointed, 4)):
+        micro = tuple(t[0::n_micro] for t in task.train_batches[0])
+        table[name] = saved_activation_bytes(lambda net=net, micro=micro: task.loss_sum(net, micro), net) / 2**20
+    print(f"{'saved for backward':>36} | MiB\n" + "\n".join(f"{k:>36} | {v:.2f}" for k, v in table.items())
+          + f"\n{'your prediction':>36} | {predicted:.2f}")
+    measured = table["checkpointing, 1 of 4 micro-batches"]
+    if not near(predicted, measured):
+        where = "the checkpointed model on one of 4 micro-batches of 16 rows"
+        raise Mismatch(f"your prediction is more than 15 % away from the measured {measured:.2f} MiB (table above)",
+                       Case(where), {"predicted": predicted, **table}, predicted, run=no_rerun,
+                       same=lambda a, b: False)
+
+
+SAVED_MISTAKES = (
+    Mistake("accumulation only", "that is what accumulation alone keeps (the float32 row for 4 micro-batches): "
+            "checkpointing keeps only each layer's input, and every tensor it keeps belongs to rows of the batch, "
+            "so the two savings multiply",
+            variant=5.34, shows=lambda case, got, _: near(got["predicted"], got["float32, 1 of 4 micro-batches"])),
+    Mistake("checkpointing only", "that is checkpointing on the whole batch: a micro-batch of 16 rows holds a "
+            "quarter of the rows, so each layer input checkpointing keeps is a quarter as large",
+            variant=3.50, shows=lambda case, got, _: near(got["predicted"], got["checkpointing, whole batch"])),
+)
+
+
 q1 = Exercise(
     name="What each rank sends in a ring",
     variables=("ring_sent",),
@@ -487,15 +531,15 @@ q2 = Exercise(
            "the counts."),
     solution=solution_of("lesson10", "BucketedAllReduce"),
     mistakes=SYNC_MISTAKES,
-    success="Correct! Your buckets give DDP's gradients, and all but the last travel while backward still runs.",
+    success="Correct! Your buckets give DDP's gradients, and all but the last start while backward still runs.",
     task=(
         "### Exercise 2 · Capstone: overlap communication with backward (about 45 minutes)\n\n"
         "**Capstone.** Write `BucketedAllReduce(model, bucket_elements)`, built once on every rank of a process "
-        "group. After `loss.backward()` and then `.wait()`, every `.grad` must hold that gradient averaged over the "
-        "ranks (what DDP leaves there), at every step.\n\n"
-        "Bucket the parameters in the order of `model.parameters()` reversed, each bucket at most `bucket_elements` "
-        "numbers (a larger parameter alone). Start a bucket's all-reduce, without blocking, once *all* its "
-        "gradients have arrived, in whatever order they come. Use `dist` alone (no DDP).\n\n"
+        "group. After `loss.backward()` and `.wait()`, every `.grad` must hold that gradient averaged over the ranks "
+        "(as DDP leaves it), at every step.\n\n"
+        "Bucket the parameters in `model.parameters()` reversed, at most `bucket_elements` numbers a bucket (a "
+        "larger parameter alone). Start a bucket's all-reduce, without blocking, once *all* its gradients have "
+        "arrived, in any order. Use `dist` alone (no DDP).\n\n"
         "Checked on two new processes against DDP. Stuck? `q2.hint()`, then `q2.solution()`; to move on, "
         "`from course_utils.distributed import BucketedAllReduce`."
     ),
@@ -507,4 +551,17 @@ q2 = Exercise(
         "    def wait(self):\n"
         "        raise NotImplementedError  # your code here\n"
     ),
+)
+
+q3 = Exercise(
+    name="Checkpointing and accumulation together",
+    variables=("predicted_mib",),
+    checker=check_saved_prediction,
+    hints=("Which tensors does checkpointing keep for backward, and does each of them grow with the rows of the "
+           "batch?",
+           "Everything either saving keeps is per row: start from one of the two measured numbers and apply the "
+           "other saving's factor."),
+    solution=solution_of("lesson10", "predicted_mib"),
+    mistakes=SAVED_MISTAKES,
+    success="Correct! The two savings multiply: checkpointing shrinks what each row keeps, accumulation the rows.",
 )

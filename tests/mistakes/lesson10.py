@@ -82,13 +82,26 @@ def planted(old: str, new: str) -> str:
     return SOLUTION.replace(old, new)
 
 
-MISTAKES = RING_MISTAKES + [
+# ---------------------------------------------------------------------------- q3: checkpointing meets accumulation
+SAVED_MISTAKES = [
+    Mistake("lesson10", "q3", "the float32 whole batch", "predicted_mib = 21.34\n", "15 %", PRELUDE),
+    Mistake("lesson10", "q3", "savings added, not multiplied",
+            "predicted_mib = 21.34 - (21.34 - 5.34) - (21.34 - 3.50)\n", "positive number", PRELUDE),
+    Mistake("lesson10", "q3", "a string", "predicted_mib = '0.9 MiB'\n", "positive number", PRELUDE),
+]
+SAVED_ALTERNATIVES = [
+    Alternative("lesson10", "q3", "checkpointing's ratio applied to the micro-batch", "predicted_mib = 5.34 / 6.1\n",
+                PRELUDE),
+    Alternative("lesson10", "q3", "a rounded tensor", "predicted_mib = torch.tensor(0.9)\n", PRELUDE),
+]
+
+MISTAKES = RING_MISTAKES + SAVED_MISTAKES + [
     sync("DDP does the work", "from torch.nn.parallel import DistributedDataParallel\n\n" + planted(
         "        self.in_flight = []\n        for p", "        self.ddp = DistributedDataParallel(model)\n"
         "        self.in_flight = []\n        for p"), "DistributedDataParallel"),
 ]
 
-ALTERNATIVES = RING_ALTERNATIVES + [
+ALTERNATIVES = RING_ALTERNATIVES + SAVED_ALTERNATIVES + [
     sync_right("ReduceOp.AVG and a flat buffer per bucket kept between steps", planted(
         "            buffer = torch.cat([q.grad.flatten() for q in self.buckets[i]])\n"
         "            self.in_flight.append((i, buffer, dist.all_reduce(buffer, async_op=True)))\n",
