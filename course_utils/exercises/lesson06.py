@@ -129,9 +129,6 @@ Q1_MISTAKES = (
 
 # ---------------------------------------------------------------------------- q2: accuracy by fate, predicted first
 
-FATES = ("[MASK]", "random", "unchanged")
-
-
 def accuracy_by_fate(logits, inputs, labels) -> dict[str, float]:
     """The reference, from the package's accuracies: at the labelled positions whose input shows [MASK], another
     token (a random swap), or the label itself (unchanged)."""
@@ -159,26 +156,23 @@ def fate_case(draw: Draw, batch: int, seq: int, vocab_size: int, note: str = "")
             if fate == "[MASK]":
                 inputs[row, col] = MASK_ID
             elif fate == "random":
-                inputs[row, col] = N_SPECIAL_TOKENS + (ids[row, col] + 1 - N_SPECIAL_TOKENS) % (vocab_size -
-                                                                                                 N_SPECIAL_TOKENS)
+                inputs[row, col] = ids[row, col] + 1 if ids[row, col] + 1 < vocab_size else N_SPECIAL_TOKENS
             if draw.values.random() < {"[MASK]": 0.4, "random": 0.2, "unchanged": 0.9}[fate]:
                 logits[row, col, ids[row, col]] = logits[row, col].max() + 1.0
     return Case(f"batch {batch}, seq {seq}, vocab_size {vocab_size}" + (f" — {note}" if note else ""),
                 (logits, inputs, labels))
 
 
-def fate_cases(draw: Draw) -> list[Case]:
-    batch, seq, vocab = draw.distinct(3, 3, 12)
-    return [fate_case(draw, 1, seq + 2, vocab + 10, "batch 1"), fate_case(draw, batch, seq + 6, vocab + 20),
-            fate_case(draw, batch + 3, seq + 9, draw.integer(300, 1000), "a vocabulary larger than 256")]
-
-
 def check_accuracy_by_fate(ns) -> None:
+    def cases(draw: Draw) -> list[Case]:
+        batch, seq, vocab = draw.distinct(3, 3, 12)
+        return [fate_case(draw, 1, seq + 2, vocab + 10, "batch 1"), fate_case(draw, batch, seq + 6, vocab + 20),
+                fate_case(draw, batch + 3, seq + 9, draw.integer(300, 1000), "a vocabulary larger than 256")]
     draw = Draw()
-    cases = fate_cases(draw)
-    check_function(ns["accuracy_by_fate"], accuracy_by_fate, cases, "accuracy_by_fate", probes=cases,
+    checked = cases(draw)
+    check_function(ns["accuracy_by_fate"], accuracy_by_fate, checked, "accuracy_by_fate", probes=checked,
                    forbidden={"the package's course_utils.mlm.accuracy_at_mask": accuracy_at_mask},
-                   twins=fate_cases(draw.twin()), atol=1e-6, rtol=1e-6, scales=())
+                   twins=cases(draw.twin()), atol=1e-6, rtol=1e-6, scales=())
 
 
 def share_right(logits, labels, where) -> float:
