@@ -9,7 +9,7 @@ from . import Alternative, Mistake, plant
 PRELUDE = 'import torch\n'
 LOOP = lesson05.q3.solution
 PRESENCE = lesson05.q1.solution
-SHARE = "predicted_share_128 = 0.127\nshortcut_still_hides = True\n"   # the predictions, written by hand
+FOUND = "finds_rule_by_120 = False\n"   # the prediction, written by hand (a wrong one is scored, not refused)
 SIZES = "same_update_4x16 = True\nsame_update_8_8_16_32 = False\n"
 
 
@@ -43,14 +43,10 @@ MISTAKES = [
       'def masked_max_pool(hidden, ids, pad_id=0):\n'
       "    return hidden.masked_fill((ids <= 0)[..., None], float('-inf')).amax(1)\n",
       'pad_id'),
-    q('q1', 'no prediction', plant(PRESENCE, "shortcut_still_hides = True", "shortcut_still_hides = ..."),
-      'now write your prediction in `shortcut_still_hides`'),
-    q('q1', 'the share predicted in percent',
-      plant(PRESENCE, "predicted_share_128 = 0.12 ", "predicted_share_128 = 12.1 "), '`predicted_share_128`'),
-    q('q1', 'the share predicted unchanged from 32 tokens',
-      plant(PRESENCE, "predicted_share_128 = 0.12 ", "predicted_share_128 = 0.033 "), 'predicted share is far off'),
-    q('q1', 'the shortcut said to stop hiding',
-      plant(PRESENCE, "shortcut_still_hides = True", "shortcut_still_hides = False"), 'still hides a model'),
+    q('q1', 'no prediction', plant(PRESENCE, "finds_rule_by_120 = True", "finds_rule_by_120 = ..."),
+      'now write your prediction in `finds_rule_by_120`'),
+    q('q1', 'the prediction as a string', plant(PRESENCE, "finds_rule_by_120 = True", "finds_rule_by_120 = 'yes'"),
+      '`finds_rule_by_120`'),
     q('q3', "the package's loop imported",
       SIZES + 'from course_utils.training import train_one_epoch as train_accumulated\n',
       'use your own function'),
@@ -99,22 +95,22 @@ MISTAKES = [
 
 ALTERNATIVES = [
     Alternative('lesson05', 'q1', 'ratio to the power',
-                SHARE + 'def p_token_present(vocab_size, seq_len):\n'
+                FOUND + 'def p_token_present(vocab_size, seq_len):\n'
                 '    return 1.0 - ((vocab_size - 1) / vocab_size) ** seq_len\n'),
     Alternative('lesson05', 'q1', 'expm1 and log1p',
-                SHARE + 'import math\n\ndef p_token_present(vocab_size, seq_len):\n'
+                FOUND + 'import math\n\ndef p_token_present(vocab_size, seq_len):\n'
                 '    return -math.expm1(seq_len * math.log1p(-1 / vocab_size))\n'),
     Alternative('lesson05', 'q1', 'numpy float64',
-                SHARE + 'import numpy as np\n\ndef p_token_present(vocab_size, seq_len):\n'
+                FOUND + 'import numpy as np\n\ndef p_token_present(vocab_size, seq_len):\n'
                 '    return 1 - np.power(1 - 1 / np.float64(vocab_size), seq_len)\n'),
     Alternative('lesson05', 'q1', 'a loop over the positions',
-                SHARE + 'def p_token_present(vocab_size, seq_len):\n'
+                FOUND + 'def p_token_present(vocab_size, seq_len):\n'
                 '    absent = 1.0\n'
                 '    for _ in range(seq_len):\n'
                 '        absent *= 1 - 1 / vocab_size\n'
                 '    return 1 - absent\n'),
     Alternative('lesson05', 'q1', 'float64 tensor turned into a float',
-                SHARE + 'def p_token_present(vocab_size, seq_len):\n'
+                FOUND + 'def p_token_present(vocab_size, seq_len):\n'
                 '    miss = 1 - 1 / torch.tensor(vocab_size, dtype=torch.float64)\n'
                 '    return (1 - miss ** seq_len).item()\n', PRELUDE),
     Alternative('lesson05', 'q2', 'torch.where and max(...).values',

@@ -2,12 +2,12 @@
 
 import torch
 
-predicted_share_128 = 0.12    # 4 times the draws: about 4 x 3.17 %, a little less (token 99 can occur twice)
-shortcut_still_hides = True   # always 0 is then still right on about 88 % of the sequences
-
 
 def p_token_present(vocab_size, seq_len):
-    return 1 - (1 - 1 / vocab_size) ** seq_len
+    return 1 - (1 - 1 / vocab_size) ** seq_len   # 1 minus P(every one of the seq_len positions misses it)
+
+
+finds_rule_by_120 = True   # measured: at 8 ids (0.8 % positives) recall still leaves 0 at step 90, as at 32 ids
 
 
 def masked_max_pool(hidden, ids, pad_id=0):
