@@ -6,8 +6,9 @@ Each seed trains exactly as lesson 06's section 5 does (its split, 500-id tokeni
 thread; the seed fixes the initialisation, the batch order and the masks) and is scored as its sections 5-6 score
 it: the held-out accuracy at [MASK] after every epoch, and in each of the neighbour probe's four views the accuracy
 and the two paired counts of McNemar's test against the neighbour counts (positions only the model gets right,
-positions only the counts get right). The notebook re-derives seed 0 and checks it against this file. Results are
-written to ``benchmarks/mlm_seeds.json``.
+positions only the counts get right), and the same record at every held-out position whose (left, right) neighbour
+pair never occurs in training (``unseen pairs``: the counts back off to one side there). The notebook re-derives
+seed 0 and prints seeds 0-2 from this file. Results are written to ``benchmarks/mlm_seeds.json``.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from course_utils import MaskedLanguageModel, TransformerConfig, mlm, seed_every
 from course_utils.data.batching import length_bucketed_batches
 from course_utils.data.pydoc_corpus import load_pydoc_corpus
 from course_utils.mlm_checkpoint import prepare_data
+from course_utils.tokenization import N_SPECIAL_TOKENS
 from course_utils.training import fit
 
 VOCAB_SIZE, MAX_LEN = 500, 48
@@ -63,10 +65,22 @@ def pretrain(seed: int, train_ids, held_out_batches):
     return model, history
 
 
-def probe(model, counts, ids, targets) -> dict[str, dict[str, float]]:
+def unseen_pair_positions(held_out_ids, counts):
+    """Lesson 06's section 6: each held-out text position whose (left, right) pair never occurs in training, as
+    ``(ids (n, MAX_LEN) padded with [PAD] = 0, targets (n,))``, one row per position."""
+    rows, targets = [], []
+    for row in held_out_ids:
+        for i in range(1, len(row) - 1):
+            if row[i] >= N_SPECIAL_TOKENS and (row[i - 1], row[i + 1]) not in counts.both:
+                rows.append(row + [0] * (MAX_LEN - len(row)))
+                targets.append(i)
+    return torch.tensor(rows), torch.tensor(targets)
+
+
+def probe(model, counts, ids, targets, views=VIEWS) -> dict[str, dict[str, float]]:
     """Per view: the model's accuracy and the positions only it (``model_only``) or only the counts get right."""
     answers, row = ids[torch.arange(len(targets)), targets], {}
-    for name, offsets in VIEWS.items():
+    for name, offsets in views.items():
         inputs = hide(ids, targets, offsets)
         model_right, counts_right = (guesses(g, inputs, targets) == answers for g in (model, counts))
         row[name] = {"accuracy": model_right.float().mean().item(), "counts": counts_right.float().mean().item(),
@@ -91,8 +105,9 @@ def main() -> None:
     held_out_batches = length_bucketed_batches(held_out_ids, 256, shuffle=False)
     ids, targets = mlm.probe_positions(held_out_ids, per_sentence=3, seed=0)
     counts = mlm.NeighbourCountBaseline(train_ids, VOCAB_SIZE)
+    unseen_ids, unseen_targets = unseen_pair_positions(held_out_ids, counts)
     result = {"torch": torch.__version__, "threads": 1, "corpus_fingerprint": load_pydoc_corpus().fingerprint,
-              "n_probed": len(targets), "seeds": {}}
+              "n_probed": len(targets), "n_unseen_pairs": len(unseen_targets), "seeds": {}}
     for seed in args.seeds:
         cached = args.cache / f"seed{seed}.pt" if args.cache else None
         if cached is not None and cached.exists():
@@ -106,10 +121,12 @@ def main() -> None:
             if cached is not None:
                 cached.parent.mkdir(parents=True, exist_ok=True)
                 torch.save({"model": model.state_dict(), "curve": curve, "seconds": seconds}, cached)
-        result["seeds"][str(seed)] = {"curve": curve, "seconds": seconds, "probe": probe(model, counts, ids, targets)}
+        unseen = probe(model, counts, unseen_ids, unseen_targets, {"unseen pairs": ()})
+        result["seeds"][str(seed)] = {"curve": curve, "seconds": seconds, "probe": probe(model, counts, ids, targets),
+                                      **unseen}
         print(f"seed {seed}: {seconds:.0f} s, at [MASK] {curve[-1][1]:.1%};", ", ".join(
             f"{view} {v['accuracy']:.1%} (counts {v['counts']:.1%}, McNemar z {mcnemar_z(v):+.1f})"
-            for view, v in result["seeds"][str(seed)]["probe"].items()), flush=True)
+            for view, v in {**result["seeds"][str(seed)]["probe"], **unseen}.items()), flush=True)
     Path(__file__).with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
 
 
