@@ -1,11 +1,11 @@
-"""Exercises of lesson 07 (translation): the size of a decoder layer (q1), search errors by beam search's own
-ranking, predicted for beam 4 and 8 and then measured (q2), and the capstone, a batched greedy decoder that uses the
-KV cache (q3).
+"""Exercises of lesson 07 (translation): the size of a decoder layer (q1), a beam whose cache forgets its parents
+(q2: the symptom seen, which cache must follow predicted, the reorder written, then measured), and the capstone, a
+batched greedy decoder that uses the KV cache (q3).
 
 Each check draws fresh inputs and compares the learner's answer with the package (a ``DecoderLayer``'s
-``count_parameters``, :func:`course_utils.decoding.length_penalty` over the teacher-forced log P,
-:func:`course_utils.decoding.greedy_decode`); each exercise declares its typical mistakes once, in its table
-(see :mod:`.core`).
+``count_parameters``, :meth:`course_utils.kv_cache.LayerCache.reorder`,
+:func:`course_utils.decoding.greedy_decode`); each exercise declares its typical mistakes once, in its table (see
+:mod:`.core`).
 """
 from __future__ import annotations
 
@@ -105,107 +105,73 @@ Q1_MISTAKES = (
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# q2 (transfer, then predict and measure): search errors by beam's own ranking — decoding.length_penalty is the rule
+# q2 (find the bug, then predict and measure): a beam's cache must follow its parents — KVCache.reorder is the rule
 # ---------------------------------------------------------------------------------------------------------------
 
-def beam_score(model, src_ids, ids, alpha, length_extra=0, per_piece=False):
-    """log P(ids | src) under ``model`` (teacher forcing, [BOS]/[PAD] never generated, [PAD] pieces not scored)
-    over the length penalty of ``|y| + length_extra`` pieces ([EOS] counted, [BOS] not); ``per_piece``: over
-    ``|y|`` itself."""
-    from ..decoding import length_penalty
-    from ..tokenization import BOS_ID, PAD_ID
-
-    tgt_in = torch.cat([torch.full_like(ids[:, :1], BOS_ID), ids[:, :-1]], dim=1)
-    with torch.no_grad():
-        logits = model(src_ids, tgt_in).clone()
-    logits[..., [BOS_ID, PAD_ID]] = -math.inf
-    log_p = logits.log_softmax(-1).gather(-1, ids[..., None])[..., 0].masked_fill(ids == PAD_ID, 0.0).sum(1)
-    length = (ids != PAD_ID).sum(1) + length_extra
-    return log_p / (length if per_piece else length_penalty(length, alpha))
+CHOICES = ("self", "cross", "both")
 
 
-def planted_errors(rule: str = "beam", compare: str = "search", typed_alpha: bool = False):
-    """Search errors by a ranking rule (the defaults give the package's): ``rule`` "beam" (log P / lp(|y|)), "raw"
-    (summed log P), "per piece" (log P / |y|), "bos" (lp of |y| + 1); ``compare`` "search" (the reference ranks
-    strictly above a different output), "ties" (at or above, right answers included), "model" (below)."""
-    def beam_search_errors(model, src_ids, output_ids, reference_ids, alpha=0.6):
-        a = 0.6 if typed_alpha else alpha
-        scores = [beam_score(model, src_ids, ids, 0.0 if rule == "raw" else a, int(rule == "bos"),
-                             rule == "per piece") for ids in (reference_ids, output_ids)]
-        if compare == "ties":
-            return scores[0] >= scores[1]
-        wrong = (output_ids != reference_ids).any(1)
-        return wrong & (scores[0] > scores[1] if compare == "search" else scores[0] < scores[1])
-    return beam_search_errors
+def package_reorder(layers, parents):
+    """:meth:`course_utils.kv_cache.LayerCache.reorder` on every ``(keys, values)`` pair: row ``i`` of each tensor
+    becomes row ``parents[i]``."""
+    from ..kv_cache import LayerCache
+
+    out = []
+    for keys, values in layers:
+        layer = LayerCache()
+        layer.append(keys, values)
+        layer.reorder(parents)
+        out.append((layer.keys, layer.values))
+    return out
 
 
-def error_cases(draw: Draw) -> list[Case]:
-    """A small random translator with sharp scores; 48 outputs and references of 1 to 6 pieces then [EOS] and
-    [PAD], a quarter of the outputs right; alpha 0.6 (the default, not passed), then two others."""
-    from ..config import TransformerConfig
-    from ..models import Seq2SeqTransformer
-    from ..tokenization import EOS_ID, PAD_ID
-
-    def pieces(rows, width, vocab):
-        ids = draw.randint(7, vocab, (rows, width))
-        lengths = draw.randint(1, width - 1, (rows,))
-        ids[torch.arange(rows), lengths] = EOS_ID
-        return ids.masked_fill(torch.arange(width)[None] > lengths[:, None], PAD_ID)
-
+def reorder_cases(draw: Draw) -> list[Case]:
+    """Lists of 1 to 3 layers' (keys, values), ``(rows, heads, length, d_head)`` with rows, heads, length, d_head all
+    different; parents drawn with repeats (as a beam's are); one case of a single layer."""
     cases = []
-    for alpha in (None, 0.0, 1.5):
-        vocab, rows, width = draw.integer(10, 14), 48, 7
-        torch.manual_seed(draw.integer(0, 2 ** 31 - 1))
-        model = Seq2SeqTransformer(TransformerConfig(vocab_size=vocab, tgt_vocab_size=vocab, d_model=8, n_heads=2,
-                                                     d_ff=16, n_layers=1, max_len=16, dropout=0.0)).eval()
-        with torch.no_grad():
-            model.generator.weight.mul_(4.0)   # sharp next-piece probabilities: rankings that differ by rule
-        src = draw.randint(7, vocab, (rows, 5))
-        src[::3, 3:] = PAD_ID
-        output, reference = pieces(rows, width, vocab), pieces(rows, width, vocab)
-        output[::4] = reference[::4]
-        cases.append(Case(f"{rows} outputs of 1 to {width - 2} pieces, alpha "
-                          + ("0.6 (the default)" if alpha is None else str(alpha)),
-                          (model, src, output, reference) + (() if alpha is None else (alpha,))))
+    for n_layers in (1, draw.integer(2, 3), draw.integer(2, 3)):
+        rows, heads, length, d_head = draw.distinct(4, 2, 7)
+        layers = [(draw.randn(rows, heads, length, d_head), draw.randn(rows, heads, length, d_head))
+                  for _ in range(n_layers)]
+        parents = draw.randint(0, rows, (rows,))
+        parents[0] = rows - 1   # never the identity
+        cases.append(Case(f"{n_layers} layer(s) of (keys, values) {(rows, heads, length, d_head)}, parents "
+                          f"{parents.tolist()}", (layers, parents)))
     return cases
 
 
-def check_search_errors(ns) -> None:
-    """The prediction recorded (two counts, not graded), then the rule against the package's on random outputs."""
-    guess, errors = ns.get("my_prediction"), ns["beam_search_errors"]
-    record = ("record your prediction in its cell first: `my_prediction = (search errors at beam 4, search errors "
-              "at beam 8)`, two counts out of the 500 numbers; then the function.")
-    cases = error_cases(Draw())
+def check_reorder_kv(ns) -> None:
+    """The prediction recorded (one of three choices, not graded: the notebook measures it), then the function
+    against the package's reorder on random caches."""
+    guess, reorder = ns.get("my_prediction"), ns["reorder_kv"]
+    record = ('record your prediction in its cell first: `my_prediction = "self"`, `"cross"` or `"both"`: which '
+              "cached keys and values must follow the parents for beam's answers to come back; then the function.")
+    cases = reorder_cases(Draw())
     if guess is Ellipsis:
         try:
-            errors(*cases[0].args)
+            reorder(*cases[0].args)
         except NotImplementedError:   # the untouched stub: "not attempted", not a missing prediction
             raise
         except Exception:  # noqa: BLE001 — the function is checked below, once the prediction is recorded
             pass
         raise ExerciseFailure(record)
-    if guess is not None and not (isinstance(guess, (tuple, list)) and len(guess) == 2
-                                  and all(isinstance(g, (int, float)) and 0 <= g <= 500 for g in guess)):
-        raise ExerciseFailure(f"`my_prediction` should be two counts between 0 and 500, e.g. (12, 6), got {guess!r}.")
-    check_function(errors, planted_errors(), cases, "beam_search_errors", probes=error_cases(Draw()), scales=())
+    if guess is not None and guess not in CHOICES:
+        raise ExerciseFailure(f"`my_prediction` should be one of {CHOICES}, got {guess!r}.")
+    check_function(reorder, package_reorder, cases, "reorder_kv", probes=reorder_cases(Draw()), scales=())
     if guess is None:
         raise ExerciseFailure(record)
 
 
 Q2_MISTAKES = (
-    Mistake("section 6's rule (summed log P)", "that is the rule section 6 used for greedy decoding; beam search "
-            "ranks finished hypotheses by log P / ((5 + |y|) / 6) ** alpha, so compare those",
-            planted_errors(rule="raw")),
-    Mistake("alpha typed in", "use the `alpha` the call passes, not 0.6: the check tries other values",
-            planted_errors(typed_alpha=True)),
-    Mistake("log P per piece", "beam does not divide by the length |y| itself but by the length penalty "
-            "((5 + |y|) / 6) ** alpha", planted_errors(rule="per piece")),
-    Mistake("[BOS] counted in the length", "|y| counts the generated pieces up to and including [EOS]; [BOS] is "
-            "given, not generated", planted_errors(rule="bos")),
-    Mistake("right answers counted", "an output equal to its reference is right, whatever the scores: a search "
-            "error needs a reference ranked *strictly* above a different output", planted_errors(compare="ties")),
-    Mistake("model errors returned", "those are the model errors (the output ranked above the reference); a search "
-            "error is the reverse: the reference ranks above the output", planted_errors(compare="model")),
+    Mistake("nothing reordered", "every row kept its own keys and values: that is the forgetful cache's bug; row i "
+            "must take row parents[i] of every tensor (keys[parents])",
+            lambda layers, parents: [(k, v) for k, v in layers]),
+    Mistake("values left behind", "the keys follow the parents but the values do not: a hypothesis would attend "
+            "with its parent's keys to another row's values; index both",
+            lambda layers, parents: [(k[parents], v) for k, v in layers]),
+    Mistake("first layer only", "every layer caches its own keys and values: reorder each pair in the list, not "
+            "only the first", lambda layers, parents: [(k[parents], v[parents]) if i == 0 else (k, v)
+                                                        for i, (k, v) in enumerate(layers)]),
 )
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -613,19 +579,16 @@ q1 = Exercise(
 )
 
 q2 = Exercise(
-    name="Search errors by beam's own ranking",
-    variables=("beam_search_errors",),
-    checker=check_search_errors,
-    hints=("Section 6 compared summed log P. Which score does beam search use to "
-           "pick its answer (section 5), and which length goes into it?",
-           "score(ids) = sequence_log_prob(model, src_ids, ids) / ((5 + n) / 6) ** alpha, n = the non-[PAD] pieces of "
-           "each row ([EOS] included); a search error: the row differs from its reference and score(reference) > "
-           "score(output)."),
-    solution=solution_of("lesson07", "my_prediction", "beam_search_errors"),
+    name="A beam that forgets its parents",
+    variables=("reorder_kv",),
+    checker=check_reorder_kv,
+    hints=("After a step, new row i continues parent row parents[i]: which tensor rows must it read from then on?",
+           "Indexing a tensor's first axis with a long tensor, keys[parents], picks (and repeats) whole rows. Do it "
+           "for the keys and the values of every pair in the list."),
+    solution=solution_of("lesson07", "my_prediction", "reorder_kv"),
     mistakes=Q2_MISTAKES,
-    success="Correct! Run the next cell: it measures beam 4 and beam 8 on seed 0's short run beside your prediction. "
-            "A search error by beam's ranking is one a wider beam could fix; every other wrong answer is a model "
-            "error, which no beam fixes.",
+    success="Correct! Run the next cell: it runs beam search with your reorder on self-attention's cache, "
+            "cross-attention's, and both, beside your prediction.",
 )
 
 q3 = Exercise(

@@ -39,14 +39,16 @@ MISTAKES = [
       "torch.nn.Linear (a built layer"),
     q("q1", "a float count", plant(COUNT, "return 2 * attention + feed_forward + layer_norms",
                                    "return float(2 * attention + feed_forward + layer_norms)"), "int"),
-    q("q2", "prediction not recorded", plant(ERRORS, "my_prediction = (10, 5)", "my_prediction = ..."),
+    q("q2", "prediction not recorded", plant(ERRORS, 'my_prediction = "self"', "my_prediction = ..."),
       "record your prediction"),
-    q("q2", "a prediction that is not two counts", plant(ERRORS, "my_prediction = (10, 5)", "my_prediction = 0.4"),
-      "two counts"),
-    q("q2", "a list of bools returned", plant(ERRORS, "    return wrong & (beam_score(reference_ids) > "
-                                              "beam_score(output_ids))",
-                                              "    return [bool(w) for w in wrong & (beam_score(reference_ids) > "
-                                              "beam_score(output_ids))]"), "list"),
+    q("q2", "a prediction that is not a choice", plant(ERRORS, 'my_prediction = "self"', "my_prediction = 2"),
+      "should be one of"),
+    q("q2", "a tensor returned", plant(ERRORS, "    return [(keys[parents], values[parents]) for keys, values in "
+                                       "layers]", "    return torch.stack([torch.stack([k[parents], v[parents]]) "
+                                       "for k, v in layers])"), "list"),
+    q("q2", "a list of lists returned", plant(ERRORS, "    return [(keys[parents], values[parents]) for keys, values "
+                                              "in layers]", "    return [[keys[parents]] for keys, values in layers]"),
+      "should have 2 items"),
     q("q3", "eval mode forgotten", plant(DECODE, "    model.eval()\n", ""), "training mode"),
     q("q3", "no_grad forgotten", plant(plant(DECODE, "    with torch.no_grad():\n", "    if True:\n"),
                                        "logits = logits.clone()", "logits = logits.detach().clone()"),
@@ -76,20 +78,9 @@ ALTERNATIVES = [
           "    encoder_layer = 4 * d_model * d_model + 4 * d_model\n"
           "    encoder_layer += 2 * d_model * d_ff + d_ff + d_model + 4 * d_model\n"
           "    return encoder_layer + 4 * d_model * d_model + 6 * d_model\n"),
-    right("q2", "the package's length_penalty, equal rows by torch.equal",
-          "from course_utils.decoding import length_penalty\nfrom course_utils.tokenization import BOS_ID, PAD_ID\n\n"
-          "my_prediction = [0, 0]\n\n\n"
-          "def beam_search_errors(model, src_ids, output_ids, reference_ids, alpha=0.6):\n"
-          "    def score(ids):\n"
-          "        bos = torch.full((ids.size(0), 1), BOS_ID, dtype=torch.long)\n"
-          "        with torch.no_grad():\n"
-          "            logits = model(src_ids, torch.cat([bos, ids[:, :-1]], 1)).clone()\n"
-          "        logits[:, :, BOS_ID] = logits[:, :, PAD_ID] = -math.inf\n"
-          "        picked = F.log_softmax(logits, dim=-1).gather(2, ids.unsqueeze(2)).squeeze(2)\n"
-          "        real = ids != PAD_ID\n"
-          "        return torch.where(real, picked, 0.0).sum(1) / length_penalty(real.sum(1), alpha)\n"
-          "    same = torch.tensor([torch.equal(o, r) for o, r in zip(output_ids, reference_ids)])\n"
-          "    return ~same & (score(reference_ids) > score(output_ids))\n"),
+    right("q2", "index_select, a loop", "my_prediction = \"both\"\n\n\n"
+          "def reorder_kv(layers, parents):\n    out = []\n    for k, v in layers:\n"
+          "        out.append((k.index_select(0, parents), v.index_select(0, parents)))\n    return out\n"),
     right("q3", "a Python list of finished rows", plant(plant(DECODE, "finished = finished | (next_token == eos_id)",
                                                               "finished = torch.tensor([bool(f) or int(t) == eos_id "
                                                               "for f, t in zip(finished, next_token)])"),
