@@ -1,8 +1,8 @@
-"""Exercises of lesson 08 (a decoder-only GPT): the causal LM shift found from its symptom (q1), top-p filtering
-after the page's top-k (q2), and the capstone, sampling through a KV cache (q3).
+"""Exercises of lesson 08 (a decoder-only GPT): training pairs cut from a token stream, found from their symptom (q1),
+top-p filtering after the page's top-k (q2), and the capstone, sampling through a KV cache (q3).
 
 Every check draws fresh inputs (:class:`~.asserts.Draw`) and compares the learner's function with the package's
-(:func:`course_utils.losses.shift_for_lm`, :func:`course_utils.decoding.top_p_filter`,
+(q1: :func:`course_utils.losses.shift_for_lm` on windows of the stream, :func:`course_utils.decoding.top_p_filter`,
 :func:`course_utils.decoding.generate`), which is the reference; each exercise declares its typical mistakes once,
 in its table (see :mod:`.core`).
 """
@@ -37,60 +37,59 @@ from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 NEG_INF = float("-inf")
 
 
-# ---------------------------------------------------------------------------- q1: the causal shift
-def shift_cases(draw: Draw) -> list[Case]:
-    """``(b, s)`` long ids, all different, from a vocabulary of random size: its first and last ids and the course's
-    special ids 1..6 occur (as many as fit), the rest drawn from the whole range, in random places."""
-    batch, seq = draw.integer(2, 5), draw.integer(6, 12)
+# ---------------------------------------------------------------------------- q1: pairs from a token stream
+def training_pairs_reference(stream: torch.Tensor, starts: torch.Tensor, block: int):
+    """The package's shift (:func:`course_utils.losses.shift_for_lm`) on windows of ``block + 1`` ids of a 1-D
+    ``stream``, one window per start: ``(inputs, targets)``, each ``(len(starts), block)``."""
+    return losses.shift_for_lm(stream[starts[:, None] + torch.arange(block + 1)])
+
+
+def stream_cases(draw: Draw) -> list[Case]:
+    """A 1-D long stream of ids (all different, so every offset shows), starts that include 0 and the last valid
+    one (``len(stream) - block - 1``), a block of random size; one case with a single start."""
     cases = []
-    for b, s in ((1, 2), (batch, 2), (1, seq), (batch, seq)):
-        vocab, n = draw.integer(1_000, 60_000), b * s
-        special = torch.arange(1, min(7, n - 1))
-        middle = torch.randperm(vocab - 8, generator=draw.generator())[:n - 2 - len(special)] + 7
-        ids = torch.cat([torch.tensor([0, vocab - 1]), special, middle])
-        ids = ids[torch.randperm(n, generator=draw.generator())].view(b, s)
-        cases.append(Case(f"ids of batch {b}, seq {s} (ids 0..{vocab - 1})", (ids,)))
+    for rows in (1, draw.integer(2, 5), draw.integer(3, 6)):
+        length, block, vocab = draw.integer(30, 60), draw.integer(3, 9), draw.integer(1_000, 60_000)
+        stream = torch.randperm(vocab, generator=draw.generator())[:length]
+        last = length - block - 1
+        starts = torch.randint(1, last, (rows,), generator=draw.generator())
+        if rows > 1:
+            starts[0], starts[-1] = 0, last
+        cases.append(Case(f"a stream of {length} ids, {rows} start(s) {starts.tolist()}, block {block}",
+                          (stream, starts, block)))
     return cases
 
 
-def check_shift_for_lm(ns) -> None:
+def check_training_pairs(ns) -> None:
     draw = Draw()
-    cases = shift_cases(draw)
-    check_function(learner_function(ns, "shift_for_lm"), losses.shift_for_lm, cases, "shift_for_lm", probes=cases,
-                   forbidden={"the package's course_utils.losses.shift_for_lm": losses.shift_for_lm},
-                   twins=shift_cases(draw.twin()))
+    cases = stream_cases(draw)
+    check_function(learner_function(ns, "training_pairs"), training_pairs_reference, cases, "training_pairs",
+                   probes=cases, twins=stream_cases(draw.twin()),
+                   forbidden={"the package's course_utils.losses.shift_for_lm": losses.shift_for_lm})
 
 
-def pair(got) -> bool:
-    return isinstance(got, (tuple, list)) and len(got) == 2 and all(isinstance(t, torch.Tensor) for t in got)
-
-
-SHIFT = losses.shift_for_lm
-SHIFT_MISTAKES = (
-    Mistake("not a pair", "`shift_for_lm` should return a pair (inputs, targets)", variant=lambda ids: ids[:, :-1],
+PAIRS = training_pairs_reference
+PAIRS_MISTAKES = (
+    Mistake("not a pair", "`training_pairs` should return a pair (inputs, targets)",
+            variant=lambda stream, starts, block: PAIRS(stream, starts, block)[0],
             shows=lambda case, got, _: not (isinstance(got, (tuple, list)) and len(got) == 2)),
-    Mistake("no shift", "no shift: with targets equal to the inputs, position t is asked for the token it already "
-            "reads — the model learns to copy and predicts nothing. The inputs drop the last token, the targets the "
-            "first", variant=lambda ids: (ids.clone(), ids.clone())),
-    Mistake("wrong direction", "shifted the wrong way: that asks for the *previous* token. The inputs start with "
-            "[BOS] (drop the last token); the targets are the next tokens (drop the first)",
-            variant=lambda ids: SHIFT(ids)[::-1]),
-    Mistake("batch axis", "you sliced the batch axis (dim 0); slice the sequence axis (dim 1)",
-            variant=lambda ids: (ids[:-1], ids[1:]), shows=lambda case, got, _: pair(got) and got[0].dim() == 2
-            and got[0].size(0) != case.args[0].size(0)),
-    Mistake("squeeze drops a batch of one", "keep both axes (batch, seq - 1) — e.g. no .squeeze(), which drops the "
-            "batch axis of a batch of one", variant=lambda ids: tuple(t.squeeze() for t in SHIFT(ids)),
-            shows=lambda case, got, _: pair(got) and (got[0].dim() != 2 or got[1].dim() != 2)),
-    Mistake("targets not shifted", "the targets are not shifted: target t must be the token *after* input t (drop the "
-            "first token)", variant=lambda ids: (ids[:, :-1], ids[:, :-1])),
-    Mistake("inputs shifted too", "the colleague's bug: the inputs dropped their first token like the targets, so "
-            "position t reads the very token it is asked for and the model learns to copy it. The inputs keep [BOS] "
-            "and drop the last token, ids[:, :-1]; the targets drop the first, ids[:, 1:]",
-            variant=lambda ids: (ids[:, 1:], ids[:, 1:])),
-    Mistake("shifted by two", "both should have shape (batch, seq - 1): shift by exactly one position, whatever the "
-            "sequence length", variant=lambda ids: (ids[:, :-2], ids[:, 2:]),
-            shows=lambda case, got, _: pair(got) and any(t.shape != (case.args[0].size(0), case.args[0].size(1) - 1)
-                                                         for t in got)),
+    Mistake("previous token", "the colleague's bug: the targets are the tokens *before* the inputs, stream[i - 1], "
+            "and with a causal mask a position sees the token before it, so the model copies it. The target of "
+            "stream[i] is stream[i + 1]", variant=lambda stream, starts, block: (
+                PAIRS(stream, starts, block)[0], stream[starts[:, None] + torch.arange(block) - 1])),
+    Mistake("no shift", "no shift: with targets equal to the inputs, position t is asked for the token it reads — "
+            "the model learns to copy. The target of stream[i] is stream[i + 1]",
+            variant=lambda stream, starts, block: (PAIRS(stream, starts, block)[0],) * 2),
+    Mistake("wrong direction", "inputs and targets swapped: that asks for the *previous* token. inputs = "
+            "stream[s : s + block], targets one further on", variant=lambda stream, starts, block:
+            PAIRS(stream, starts, block)[::-1]),
+    Mistake("inputs shifted too", "the inputs moved one on like the targets: position t reads the very token it "
+            "is asked for. inputs start at s, targets at s + 1",
+            variant=lambda stream, starts, block: (PAIRS(stream, starts, block)[1],) * 2),
+    Mistake("window too short", "both should have shape (len(starts), block): a window of block + 1 ids gives "
+            "block inputs and block targets", variant=lambda stream, starts, block: PAIRS(stream, starts, block - 1),
+            shows=lambda case, got, _: isinstance(got, (tuple, list)) and len(got) == 2
+            and any(isinstance(t, torch.Tensor) and t.shape != (len(case.args[1]), case.args[2]) for t in got)),
 )
 
 
@@ -277,21 +276,20 @@ TOP_P_MISTAKES = (
 
 
 q1 = Exercise(
-    name="The causal LM shift, found from its symptom",
-    variables=("shift_for_lm",),
-    checker=check_shift_for_lm,
-    hints=("For one short sentence, print side by side what the colleague's model reads (the tensor passed to "
-           "`model`) and the targets its loss compares with: at position t, which token does the model read, and "
-           "which is it asked for? Why is that question easy with a causal mask in place?",
-           "The model reads [BOS] w1 w2 … and must predict w1 w2 … [EOS]. inputs: every row without its last "
-           "token; targets: every row without its first token. Slice the sequence axis (dim 1) so a batch of one "
-           "keeps its shape (batch, seq - 1); return the pair (inputs, targets)."),
-    solution=solution_of("lesson08", "shift_for_lm"),
-    mistakes=SHIFT_MISTAKES,
-    success="Correct! Each position is now asked for the token after the one it reads. The colleague's model read "
-            "batch[:, 1:], the very tokens it was scored on, so the causal mask hid nothing and it learned to copy. "
-            "Run their loop with your pair: about 4.2 at step 60, the loss of an honest model after 60 steps (the GPT "
-            "of section 4 needed 1050 steps to reach 2.69).",
+    name="Training pairs from a token stream, found from their symptom",
+    variables=("training_pairs",),
+    checker=check_training_pairs,
+    hints=("Print one row of the colleague's inputs and targets side by side as tokens: at position t, which token "
+           "does the model read, and which is it asked for? Can a causal model see that token?",
+           "Build the input positions, one row per start: start + 0, 1, …, block - 1 (broadcast a column of starts "
+           "against a range). The inputs are the stream at those positions, the targets the stream one position "
+           "further on; both (rows, block). Return the pair (inputs, targets)."),
+    solution=solution_of("lesson08", "training_pairs"),
+    mistakes=PAIRS_MISTAKES,
+    success="Correct! Each position is now asked for the token after the one it reads. The colleague's targets were "
+            "the tokens one *before* the inputs: with the causal mask a position sees its predecessor, so the model "
+            "copied it and the loss fell towards 0. Rerun their loop with your function and compare its loss with "
+            "your prediction.",
 )
 
 q2 = Exercise(

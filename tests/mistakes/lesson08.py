@@ -15,41 +15,30 @@ def right(exercise: str, name: str, code: str) -> Alternative:
     return Alternative("lesson08", exercise, name, code, PRELUDE)
 
 
-SHIFT = lesson08.q1.solution
 TOP_P = lesson08.q2.solution
 
 MISTAKES = [
-    # q1: the causal shift
-    q('q1', "the package's function",
-      'from course_utils.losses import shift_for_lm\n',
-      'use your own code'),
-    q('q1', "the package's function behind a wrapper",
+    # q1: training pairs from a stream
+    q('q1', "the package's shift behind a wrapper",
       'import course_utils.losses as L\n\n'
-      'def shift_for_lm(ids):\n'
-      '    return L.shift_for_lm(ids)\n',
+      'def training_pairs(stream, starts, block):\n'
+      '    return L.shift_for_lm(stream[starts[:, None] + torch.arange(block + 1)])\n',
       'use your own code'),
-    q('q1', 'hard-coded sequence length',
-      'def shift_for_lm(ids):\n'
-      '    return ids[:, :63], ids[:, 1:64]\n',
-      'exactly one position'),
-    q('q1', 'batch size taken as the length',
-      'def shift_for_lm(ids):\n'
-      '    n = ids.size(0)\n'
-      '    return ids[:, :n - 1], ids[:, 1:n]\n',
-      'exactly one position'),
+    q('q1', 'hard-coded block',
+      'def training_pairs(stream, starts, block):\n'
+      '    idx = starts[:, None] + torch.arange(8)\n'
+      '    return stream[idx], stream[idx + 1]\n',
+      'shape'),
     q('q1', 'float ids',
-      'def shift_for_lm(ids):\n'
-      '    return ids[:, :-1].float(), ids[:, 1:].float()\n',
+      'def training_pairs(stream, starts, block):\n'
+      '    idx = starts[:, None] + torch.arange(block)\n'
+      '    return stream[idx].float(), stream[idx + 1].float()\n',
       'torch.int64'),
-    q('q1', 'special ids rewritten in place',
-      'def shift_for_lm(ids):\n'
-      '    ids[ids == 6] = 0          # [EOS] is never an input\n'
-      '    return ids[:, :-1], ids[:, 1:]\n',
-      'in place'),
     q('q1', 'rolled instead of cut',
-      'def shift_for_lm(ids):\n'
-      '    return ids, ids.roll(-1, dims=1)\n',
-      'exactly one position'),
+      'def training_pairs(stream, starts, block):\n'
+      '    inputs = stream[starts[:, None] + torch.arange(block)]\n'
+      '    return inputs, inputs.roll(-1, dims=1)\n',
+      'differ'),
     # q2: top-p
     q('q2', 'zero instead of -inf',
       plant(TOP_P, "float('-inf')", '0.0'),
@@ -79,19 +68,15 @@ MISTAKES = [
 
 ALTERNATIVES = [
     # q1
-    right('q1', 'narrow',
-          'def shift_for_lm(ids):\n'
-          '    n = ids.size(1) - 1\n'
-          '    return ids.narrow(1, 0, n), ids.narrow(1, 1, n)\n'),
-    right('q1', 'copies returned as a list',
-          'def shift_for_lm(ids):\n'
-          '    inputs = ids[..., :-1].clone()\n'
-          '    targets = ids[..., 1:].clone()\n'
-          '    return [inputs, targets]\n'),
-    right('q1', 'index_select',
-          'def shift_for_lm(ids):\n'
-          '    positions = torch.arange(ids.shape[1])\n'
-          '    return ids.index_select(1, positions[:-1]), ids.index_select(1, positions[1:])\n'),
+    right('q1', 'a loop over starts, stacked',
+          'def training_pairs(stream, starts, block):\n'
+          '    rows = [stream[s:s + block + 1] for s in starts.tolist()]\n'
+          '    windows = torch.stack(rows)\n'
+          '    return windows[:, :-1], windows[:, 1:]\n'),
+    right('q1', 'unfold, as a list',
+          'def training_pairs(stream, starts, block):\n'
+          '    windows = stream.unfold(0, block + 1, 1)[starts]\n'
+          '    return [windows[:, :block].clone(), windows[:, 1:].clone()]\n'),
     # q2
     right('q2', "HF's ascending rule",
           'def top_p_filter(logits, p):\n'

@@ -5,8 +5,9 @@ import torch
 from course_utils import decoding
 
 
-def shift_for_lm(ids):
-    return ids[:, :-1], ids[:, 1:]
+def training_pairs(stream, starts, block):
+    idx = starts[:, None] + torch.arange(block)                # (rows, block): positions of the inputs
+    return stream[idx], stream[idx + 1]                        # each target is the token after its input
 
 
 def top_k_filter(logits, k):
