@@ -316,7 +316,6 @@ def check_parallel(ns) -> None:
     answer = own_module_class(ns["ParallelEncoderLayer"], "ParallelEncoderLayer", "course_utils.exercises")
     cases = parallel_cases(Draw())
 
-    same = lambda a, b: difference(a, b, "", 1e-5, 1e-4) is None  # noqa: E731
     for case in cases:
         sizes, x, mask = case.args
         reference, block = parallel_pair(answer, sizes)
@@ -326,7 +325,8 @@ def check_parallel(ns) -> None:
         gap = difference(got, expected, "the output of your `ParallelEncoderLayer`")
         if gap:
             raise Mismatch(f"on {case.description}: {gap}.", case, got.detach() if isinstance(got, torch.Tensor)
-                           else got, answer, run_parallel, same, probes=tuple(cases))
+                           else got, answer, run_parallel, lambda a, b: difference(a, b, "", 1e-5, 1e-4) is None,
+                           probes=tuple(cases))
         if not torch.equal(x_own.detach(), x) or not torch.equal(mask, case.args[2]):
             raise ExerciseFailure(f"on {case.description}: your block changed its input x or mask in place.")
         backpropagate_both(reference, expected, block, got, "ParallelEncoderLayer", case.description)
@@ -353,21 +353,21 @@ q4 = Exercise(
            "(section 1's FeedForward); norm = nn.LayerNorm(d_model); dropout = nn.Dropout(dropout). forward: h = "
            "norm(x); return x + dropout(self_attn(h, h, h, mask)[0]) + dropout(feed_forward(h))."),
     solution=solution_of("lesson04", "ParallelEncoderLayer"),
-    task=("**Capstone — Exercise 4, the parallel block (about 25 minutes).** GPT-J and PaLM run attention and the "
+    task=("**Capstone — Exercise 4, the parallel block (about 20 minutes).** GPT-J and PaLM run attention and the "
           "feed-forward network side by side on one normalised input; their input matrix multiplications fuse, so it "
           "trains faster (PaLM: about 15 %):\n\n"
           "$$x \\leftarrow x + \\mathrm{dropout}\\big(\\mathrm{Attn}(h)\\big) + \\mathrm{dropout}\\big(\\mathrm{FFN}"
           "(h)\\big),\\qquad h = \\mathrm{LN}(x).$$\n\n"
-          "Write `ParallelEncoderLayer(d_model, n_heads, d_ff, dropout=0.1)` with `forward(x, mask=None)`: "
-          "`x (batch, seq, d_model)` → same shape, `mask` as for `EncoderLayer`. Attributes: `self_attn` (a "
-          "`MultiHeadAttention`), `feed_forward` (section 1's `FeedForward` layout: `linear1`, dropout, `linear2`), "
-          "`norm` (one `nn.LayerNorm(d_model)`). Wire them yourself (no `EncoderLayer`, "
+          "Write `ParallelEncoderLayer(d_model, n_heads, d_ff, dropout=0.1)` with `forward(x, mask=None)`, shapes and "
+          "mask as for `EncoderLayer`, from `self_attn` (a `MultiHeadAttention`, created first), `feed_forward` "
+          "(section 1's `FeedForward`) and `norm` (one `nn.LayerNorm(d_model)`), wired yourself (no `EncoderLayer`, "
           "`Residual`).\n\n"
-          "Then predict, and measure over seeds 0–2 with exercise 3's `stream_norms` (both stacks in eval mode): "
-          "at initialisation, does the stream of 8 stacked parallel layers "
-          "(`d_model=32`, `n_heads=4`, `d_ff=128`) grow from layer 1 to layer 8 faster than, as fast as, or slower "
-          "than the 8-layer Pre-LN `Encoder`'s? Why? Create `self_attn` before `feed_forward`, as `EncoderLayer` "
-          "does, so a seed gives both stacks the same weights.\n\n"
+          "Then predict, and measure with `stream_norms` on `x3`, `mask3`, seeds 0–2, both stacks in eval mode: does "
+          "the stream of 8 parallel layers (`d_model=32`, `n_heads=4`, `d_ff=128`) grow from layer 1 to layer 8 "
+          "faster than, as fast as, or slower than the 8-layer Pre-LN `Encoder`'s? Why? Build the stack right after "
+          "`torch.manual_seed(seed)`: `stack = nn.Module(); stack.layers = nn.ModuleList(ParallelEncoderLayer(32, 4, "
+          "128) for _ in range(8))`. It draws no random numbers before its layers, so a seed gives both stacks the "
+          "same weights.\n\n"
           "Checked against the formula. Stuck? `q4.solution()`. Allowed: "
           "`from course_utils.layers import PositionwiseFeedForward` (our `FeedForward`)."),
     starter=("import torch.nn as nn\n\n\n"
