@@ -1,6 +1,6 @@
 """Exercises of notebook 10 (scaling out): what each rank sends in a ring all-reduce of any size; the capstone:
 gradients all-reduced in buckets from backward hooks, overlapping the rest of backward, compared with
-DistributedDataParallel on two processes; and a prediction of what checkpointing and accumulation save together.
+DistributedDataParallel on two processes; and a prediction of what bfloat16 saves on a checkpointed model.
 
 Each check draws fresh inputs (:class:`~.asserts.Draw`); the references are the ring's chunk sizes and the package's
 :class:`course_utils.distributed.BucketedAllReduce`, and each exercise declares its typical mistakes once, as
@@ -451,7 +451,7 @@ SYNC_MISTAKES = (
 )
 
 
-# ---------------------------------------------------------------------------- q3: checkpointing meets accumulation
+# ---------------------------------------------------------------------------- q3: bfloat16 meets checkpointing
 def near(value: float, target: float, share: float = 0.15) -> bool:
     return abs(value - target) <= share * target
 
@@ -466,37 +466,42 @@ def check_saved_prediction(ns) -> None:
     from .. import tasks
     from ..memory import checkpoint_layers, saved_activation_bytes
 
-    # section 7's model (lesson 07's translator, d_model 128): what it saves on the first micro-batch of its batch
+    # section 7's model (lesson 07's translator, d_model 128) on its 64-row batch, float32 or under bf16 autocast
     task = tasks.build_task("translator", "tiny", d_model=128, n_heads=4, d_ff=256, n_layers=2, batch_size=64)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         plain = task.build_model()
     checkpointed = copy.deepcopy(plain)
     checkpoint_layers(checkpointed)
-    table = {}
-    for name, net, n_micro in (("float32, whole batch", plain, 1), ("float32, 1 of 4 micro-batches", plain, 4),
-                               ("checkpointing, whole batch", checkpointed, 1),
-                               ("checkpointing, 1 of 4 micro-batches", checkpointed, 4)):
-        micro = tuple(t[0::n_micro] for t in task.train_batches[0])
-        table[name] = saved_activation_bytes(lambda net=net, micro=micro: task.loss_sum(net, micro), net) / 2**20
-    print(f"{'saved for backward':>36} | MiB\n" + "\n".join(f"{k:>36} | {v:.2f}" for k, v in table.items())
-          + f"\n{'your prediction':>36} | {predicted:.2f}")
-    measured = table["checkpointing, 1 of 4 micro-batches"]
-    if not near(predicted, measured):
-        where = "the checkpointed model on one of 4 micro-batches of 16 rows"
-        raise Mismatch(f"your prediction is more than 15 % away from the measured {measured:.2f} MiB (table above)",
-                       Case(where), {"predicted": predicted, **table}, predicted, run=no_rerun,
-                       same=lambda a, b: False)
+
+    def saved(net, bf16):
+        def step():
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                return task.loss_sum(net, task.train_batches[0])
+        return saved_activation_bytes(step, net) / 2**20
+
+    table = {"float32": saved(plain, False), "bf16 autocast": saved(plain, True),
+             "checkpointing": saved(checkpointed, False), "checkpointing + bf16 autocast": saved(checkpointed, True)}
+    measured = table["checkpointing + bf16 autocast"]
+    if not near(predicted, measured):   # the measurement stays hidden: the learner measures it with saved_bytes
+        raise Mismatch("your prediction is more than 15 % away from what the checkpointed model keeps under bf16 "
+                       "autocast: measure it with saved_bytes (and its dtype argument), then explain the gap",
+                       Case("the checkpointed model under bf16 autocast, 64 rows"), {"predicted": predicted, **table},
+                       predicted, run=no_rerun, same=lambda a, b: False)
+    print(f"{'saved for backward':>29} | MiB\n" + "\n".join(f"{k:>29} | {v:.2f}" for k, v in table.items())
+          + f"\n{'your prediction':>29} | {predicted:.2f}")
 
 
 SAVED_MISTAKES = (
-    Mistake("accumulation only", "that is what accumulation alone keeps (the float32 row for 4 micro-batches): "
-            "checkpointing keeps only each layer's input, and every tensor it keeps belongs to rows of the batch, "
-            "so the two savings multiply",
-            variant=5.34, shows=lambda case, got, _: near(got["predicted"], got["float32, 1 of 4 micro-batches"])),
-    Mistake("checkpointing only", "that is checkpointing on the whole batch: a micro-batch of 16 rows holds a "
-            "quarter of the rows, so each layer input checkpointing keeps is a quarter as large",
-            variant=3.50, shows=lambda case, got, _: near(got["predicted"], got["checkpointing, whole batch"])),
+    Mistake("a quarter off", "bf16 saved a quarter without checkpointing because the products' saved inputs "
+            "became bfloat16; checkpointing keeps only each layer's input, the residual stream, which autocast "
+            "leaves in float32 — measure with saved_bytes(..., dtype=torch.bfloat16) what is still bfloat16",
+            variant=2.63, shows=lambda case, got, _: near(got["predicted"], 0.75 * got["checkpointing"])),
+    Mistake("halved", "bfloat16 halves only the tensors stored as bfloat16; checkpointing keeps each layer's "
+            "input, which autocast leaves in float32", variant=1.75,
+            shows=lambda case, got, _: near(got["predicted"], got["checkpointing"] / 2)),
+    Mistake("bf16 alone", "that is bf16 autocast without checkpointing: checkpointing still keeps only each "
+            "layer's input", variant=16.08, shows=lambda case, got, _: near(got["predicted"], got["bf16 autocast"])),
 )
 
 
@@ -554,14 +559,14 @@ q2 = Exercise(
 )
 
 q3 = Exercise(
-    name="Checkpointing and accumulation together",
+    name="bfloat16 and checkpointing together",
     variables=("predicted_mib",),
     checker=check_saved_prediction,
-    hints=("Which tensors does checkpointing keep for backward, and does each of them grow with the rows of the "
-           "batch?",
-           "Everything either saving keeps is per row: start from one of the two measured numbers and apply the "
-           "other saving's factor."),
+    hints=("Which tensors does checkpointing keep for backward, and which of them does autocast turn into "
+           "bfloat16? Measure both dtypes with saved_bytes(..., dtype=...).",
+           "Autocast casts the inputs of matrix products, inside the layers; a layer's input is the residual "
+           "stream, float32. Little of what checkpointing keeps becomes bfloat16."),
     solution=solution_of("lesson10", "predicted_mib"),
     mistakes=SAVED_MISTAKES,
-    success="Correct! The two savings multiply: checkpointing shrinks what each row keeps, accumulation the rows.",
+    success="Correct! Checkpointing keeps the float32 residual stream, so bfloat16 saves little on top of it.",
 )

@@ -82,17 +82,16 @@ def planted(old: str, new: str) -> str:
     return SOLUTION.replace(old, new)
 
 
-# ---------------------------------------------------------------------------- q3: checkpointing meets accumulation
+# ---------------------------------------------------------------------------- q3: bfloat16 meets checkpointing
 SAVED_MISTAKES = [
     Mistake("lesson10", "q3", "the float32 whole batch", "predicted_mib = 21.34\n", "15 %", PRELUDE),
-    Mistake("lesson10", "q3", "savings added, not multiplied",
-            "predicted_mib = 21.34 - (21.34 - 5.34) - (21.34 - 3.50)\n", "positive number", PRELUDE),
-    Mistake("lesson10", "q3", "a string", "predicted_mib = '0.9 MiB'\n", "positive number", PRELUDE),
+    Mistake("lesson10", "q3", "savings subtracted past zero", "predicted_mib = 3.50 - (21.34 - 16.08)\n",
+            "positive number", PRELUDE),
+    Mistake("lesson10", "q3", "a string", "predicted_mib = '3.3 MiB'\n", "positive number", PRELUDE),
 ]
 SAVED_ALTERNATIVES = [
-    Alternative("lesson10", "q3", "checkpointing's ratio applied to the micro-batch", "predicted_mib = 5.34 / 6.1\n",
-                PRELUDE),
-    Alternative("lesson10", "q3", "a rounded tensor", "predicted_mib = torch.tensor(0.9)\n", PRELUDE),
+    Alternative("lesson10", "q3", "no saving at all", "predicted_mib = 3.50\n", PRELUDE),
+    Alternative("lesson10", "q3", "a rounded tensor", "predicted_mib = torch.tensor(3.3)\n", PRELUDE),
 ]
 
 MISTAKES = RING_MISTAKES + SAVED_MISTAKES + [
