@@ -152,8 +152,7 @@ q2 = Exercise(
     mistakes=Q2_MISTAKES,
     success="Correct! A pair ranked right by a wide margin gets a weight near 0, one ranked wrong a weight near 1: "
             "DPO spends its steps on the pairs it still gets wrong, while SFT's loss pushes every answer up forever. "
-            "The same from autograd: grads = [t.clone().requires_grad_() for t in four_after]; "
-            "losses.dpo_loss_sum(*grads, dpo_recipe.beta).backward(); print(-grads[0].grad / dpo_recipe.beta)",
+            "Now measure it: uncomment the autograd lines below the check.",
 )
 
 q3 = Exercise(
@@ -176,10 +175,9 @@ q3 = Exercise(
         "two models' next-token distributions, exact over the vocabulary, averaged over the positions whose next "
         "token is a response token, both models reading the given ids. It must stay finite for logits in the "
         "hundreds.\n\n"
-        "Then, with your function, on the held-out right answers "
-        "`chat_batch(tokenizer, [(q, w) for q, w, _ in held_out_pairs])`: measure `dpo` against `frozen`. Write two "
-        "numbers down first: KL(frozen ‖ dpo), and the KL of a β = 1 model trained like `dpo`. Measure both after "
-        "the check.\n\n"
+        "Then, after the check, on the held-out right answers: measure KL(dpo ‖ frozen) first. Before measuring "
+        "more, write down two predictions: KL(frozen ‖ dpo), and the KL of a β = 1 model trained like `dpo`; then "
+        "measure both.\n\n"
         "Stuck? `q3.hint()`; once you have tried, `q3.solution()` shows it, as does "
         "`from course_utils.instruct import mean_token_kl`."),
     starter=("def mean_token_kl(policy, reference, ids, mask):\n"
