@@ -542,9 +542,9 @@ q2 = Exercise(
         "**Capstone.** Write `BucketedAllReduce(model, bucket_elements)`, built once on every rank of a process "
         "group. After `loss.backward()` and `.wait()`, every `.grad` must hold that gradient averaged over the ranks "
         "(as DDP leaves it), at every step.\n\n"
-        "Bucket the parameters in `model.parameters()` reversed, at most `bucket_elements` numbers a bucket (a "
-        "larger parameter alone). Start a bucket's all-reduce, without blocking, once *all* its gradients have "
-        "arrived, in any order. Use `dist` alone (no DDP).\n\n"
+        "Bucket the parameters in `model.parameters()` reversed, filling each bucket in turn up to "
+        "`bucket_elements` numbers (a larger parameter alone). Start a bucket's all-reduce, without blocking, "
+        "once *all* its gradients have arrived, in any order. Use `dist` alone (no DDP).\n\n"
         "Checked on two new processes against DDP. Stuck? `q2.hint()`, then `q2.solution()`; to move on, "
         "`from course_utils.distributed import BucketedAllReduce`."
     ),
