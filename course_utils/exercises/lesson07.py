@@ -164,7 +164,7 @@ def check_reorder_kv(ns) -> None:
 
 Q2_MISTAKES = (
     Mistake("nothing reordered", "every row kept its own keys and values: that is the forgetful cache's bug; row i "
-            "must take row parents[i] of every tensor (keys[parents])",
+            "must take row parents[i] of every tensor",
             lambda layers, parents: [(k, v) for k, v in layers]),
     Mistake("values left behind", "the keys follow the parents but the values do not: a hypothesis would attend "
             "with its parent's keys to another row's values; index both",
@@ -583,12 +583,14 @@ q2 = Exercise(
     variables=("reorder_kv",),
     checker=check_reorder_kv,
     hints=("After a step, new row i continues parent row parents[i]: which tensor rows must it read from then on?",
-           "Indexing a tensor's first axis with a long tensor, keys[parents], picks (and repeats) whole rows. Do it "
-           "for the keys and the values of every pair in the list."),
+           "A long tensor used as an index on a tensor's first axis picks (and may repeat) whole rows. Which "
+           "tensors of the list need it?"),
     solution=solution_of("lesson07", "my_prediction", "reorder_kv"),
     mistakes=Q2_MISTAKES,
-    success="Correct! Run the next cell: it runs beam search with your reorder on self-attention's cache, "
-            "cross-attention's, and both, beside your prediction.",
+    success="Correct! Run the next cell: it measures beam search with your reorder on self-attention's cache, "
+            "cross-attention's and both. Then compare with your prediction: self-attention's keys and values hold "
+            "each hypothesis's own prefix; one sentence's k rows read the same source, so their cross-attention "
+            "keys and values are equal and any parent's will do.",
 )
 
 q3 = Exercise(
