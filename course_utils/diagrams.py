@@ -284,7 +284,7 @@ def draw_memory_link(ax: plt.Axes, encoder_top: Anchor, cross: Anchor) -> None:
 
 def draw_architecture(highlight: str | Iterable[str] = (), variant: str = "encoder-decoder",
                       ax: plt.Axes | None = None, *, norm: str = "post", head: str | None = None,
-                      tied: bool = False) -> plt.Figure:
+                      tied: bool = False, output: str | None = None) -> plt.Figure:
     """The Transformer as boxes and arrows, with any of ``ARCHITECTURE_PARTS`` highlighted.
 
     Args:
@@ -303,6 +303,8 @@ def draw_architecture(highlight: str | Iterable[str] = (), variant: str = "encod
             Eᵀ + c"`` (lesson 06) or ``"pool ([CLS] | masked mean)\n→ linear → logits"`` (lesson 05).
         tied: draw a dashed link from the token embedding to the head, marked as the same matrix E (weight tying);
             ``"encoder"`` variant only.
+        output: the caption above the task head, e.g. ``"token logits"`` (lesson 06); by default the variant's own
+            (``"class or token logits"`` for the encoder); ``"encoder"`` variant only.
 
     Returns:
         The figure (call ``plt.show()`` to display it).
@@ -312,8 +314,9 @@ def draw_architecture(highlight: str | Iterable[str] = (), variant: str = "encod
     columns = VARIANT_LAYOUTS[variant]
     if norm not in ("post", "pre"):
         raise CourseValueError(f"unknown norm {norm!r}; choose 'post' (add & norm after each sublayer) or 'pre'")
-    if (norm == "pre" or head is not None or tied) and variant != "encoder":
-        raise CourseValueError(f"norm='pre', head=... and tied=True redraw the 'encoder' variant, got variant "
+    if (norm == "pre" or head is not None or tied or output is not None) and variant != "encoder":
+        raise CourseValueError(f"norm='pre', head=..., tied=True and output=... redraw the 'encoder' variant, got "
+                               f"variant "
                                f"{variant!r}; the decoder-only pre-LN variants already draw their own blocks")
     if variant == "encoder":
         ((x, inputs, layer, heads, side),) = columns
@@ -343,7 +346,7 @@ def draw_architecture(highlight: str | Iterable[str] = (), variant: str = "encod
         if heads:
             top = stacks[-1][2][-1].top
             draw_arrow(ax, top, (x, top[1] + 0.45))
-            ax.text(x, top[1] + 0.55, OUTPUT_CAPTIONS[variant], ha="center", va="bottom", fontsize=9,
+            ax.text(x, top[1] + 0.55, output or OUTPUT_CAPTIONS[variant], ha="center", va="bottom", fontsize=9,
                     style="italic", color=INK)
     if tied:
         (_, embedding, *_), _, (*_, task_head) = stacks[0]
