@@ -384,6 +384,107 @@ def check_inputs_kept(before: dict[str, Any], after: dict[str, Any], name: str, 
                                   "masked_fill instead of masked_fill_, x = x + … instead of x += …).")
 
 
+def module_state(module: nn.Module) -> dict[str, Any]:
+    """What a caller expects back unchanged from code that only reads ``module``: each submodule's mode, each
+    parameter's ``requires_grad``, and every parameter's and buffer's values (see :func:`check_model_kept`)."""
+    return {"mode": {key or "(the model itself)": m.training for key, m in module.named_modules()},
+            "requires_grad": {key: p.requires_grad for key, p in module.named_parameters()},
+            "values": {key: v.detach().clone() for key, v in module.state_dict(keep_vars=True).items()}}
+
+
+def check_model_kept(before: dict[str, Any], module: nn.Module, label: str, name: str, case: str,
+                     allowed: tuple[str, ...] = ()) -> None:
+    """``module`` still has the mode, ``requires_grad`` and values recorded in ``before`` (:func:`module_state`),
+    except the values of the state_dict keys in ``allowed`` (what the task changes): a side effect beyond the task is
+    named."""
+    after = module_state(module)
+    for key, training in before["mode"].items():
+        if after["mode"].get(key, training) != training:
+            raise ExerciseFailure(f"on {case}: your `{name}` left `{label}` ({key}) in "
+                                  f"{'training' if after['mode'][key] else 'eval'} mode; it was given in "
+                                  f"{'training' if training else 'eval'} mode. A model's mode is the caller's: do not "
+                                  "switch it beyond the task (or restore it before returning).")
+    for key, flag in before["requires_grad"].items():
+        if after["requires_grad"].get(key, flag) != flag:
+            raise ExerciseFailure(f"on {case}: your `{name}` changed `{label}.{key}.requires_grad` to "
+                                  f"{not flag}: that freezes (or unfreezes) a weight beyond the task.")
+    for key, value in before["values"].items():
+        if key in allowed:
+            continue
+        now = after["values"].get(key)
+        if now is None or not same_content(value, now):
+            what = "removed" if now is None else "changed the values of"
+            raise ExerciseFailure(f"on {case}: your `{name}` {what} `{label}.{key}`: a side effect on the model "
+                                  "beyond the task. Leave every other weight, bias and buffer as it was given.")
+
+
+def check_same_in_both_modes(module: nn.Module, run: Callable[[nn.Module], Any], name: str, case: str) -> None:
+    """For a block with nothing random in it: ``run(module)`` gives the same output in training and in eval mode
+    (a nonlinearity or a branch applied in one mode only shows). The module's modes are restored after."""
+    modes = [(m, m.training) for m in module.modules()]
+    try:
+        with torch.no_grad():
+            trained, evaluated = run(module.train()), run(module.eval())
+    finally:
+        for m, training in modes:
+            m.training = training
+    if not same_output(trained, evaluated):
+        raise ExerciseFailure(f"on {case}: your `{name}` gives another output in eval mode than in training mode, "
+                              "with no dropout in the task: a step depends on self.training (a nonlinearity or a "
+                              "branch applied in one mode only). Compute the same thing in both modes.")
+
+
+def check_block_scales(learner: Callable[[torch.Tensor], Any], reference: Callable[[torch.Tensor], Any],
+                       x: torch.Tensor, name: str, case: str, scales: tuple[float, ...] = (1e3, 1e-3),
+                       weights: tuple[nn.Module, nn.Module] | None = None) -> None:
+    """A block's ``learner(x)`` against the package's ``reference(x)`` (both in eval mode, weights shared) on the
+    input ``x`` scaled by each of ``scales``, then (``weights``: the two modules) with every parameter ×10 — behind a
+    LayerNorm only larger weights make large activations: a LayerNorm eps, a clipped activation (ReLU6) or an
+    unstable softmax that ordinary inputs hide shows here (skipped where the reference is not finite)."""
+    runs = [(scale, f"x ×{scale:g}") for scale in scales] + ([(None, "every weight ×10")] if weights else [])
+    for scale, change in runs:
+        with torch.no_grad():
+            if scale is None:
+                for module in weights:
+                    for p in module.parameters():
+                        p.mul_(10)
+            try:
+                expected = reference(x * (scale or 1.0))
+                got = attempt(learner, name, (x * (scale or 1.0),), {})
+            finally:
+                if scale is None:
+                    for module in weights:
+                        for p in module.parameters():
+                            p.div_(10)
+        scale = scale or 10.0
+        if not finite(expected):
+            continue
+        where = f"on {case}, {change}"
+        if isinstance(got, Raised):
+            raise ExerciseFailure(f"{where}: your `{name}` raised {got.kind}: {got.message}.")
+        got, expected = (got[0], expected[0]) if isinstance(expected, tuple) else (got, expected)
+        gap = difference(got, expected, f"the output of your `{name}`", 1e-5 * max(scale, 1.0), 1e-3)
+        if gap and not finite(got):
+            raise ExerciseFailure(f"{where}: your `{name}` returns inf or NaN where the package's is finite: a formula "
+                                  "overflows on such inputs (a softmax without the maximum subtracted?).")
+        if gap:
+            raise ExerciseFailure(f"{where}: {gap} — right on ordinary inputs, wrong on these: a constant that only "
+                                  "matters here differs from the task's (a LayerNorm eps other than the default "
+                                  "1e-5, a clipped activation such as ReLU6, a fill such as -1e4).")
+
+
+def check_support(drawn: torch.Tensor, low: int, high: int, name: str, case: str, what: str) -> None:
+    """The values ``drawn`` (enough of them that every value shows) cover exactly ``[low, high)``: a random range off
+    by one never draws a value it should, or draws one it must not."""
+    seen, wanted = set(torch.unique(drawn).tolist()), set(range(low, high))
+    outside, missing = sorted(seen - wanted), sorted(wanted - seen)
+    if outside or missing:
+        raise ExerciseFailure(f"on {case}: your `{name}`'s {what} should be drawn from every id in [{low}, {high}), "
+                              + (f"but it drew {outside[:5]}" if outside else f"but never drew {missing[:5]}")
+                              + f" over {drawn.numel()} draws: check both ends of the random range "
+                              "(torch.randint's high is excluded).")
+
+
 def show(value: Any) -> str:
     """A value for a message: numbers with enough digits to see a difference."""
     if isinstance(value, float):
@@ -514,12 +615,16 @@ def check_function(function: Callable, reference: Callable, cases: list[Case], n
                    forbidden: dict[str, Any] | None = None,
                    error_hint: Callable[[BaseException], str | None] | None = None, twins: list[Case] = (),
                    prepare: Callable[[Callable], Callable] = lambda answer: answer, probes: list[Case] = (),
-                   scales: tuple[float, ...] = (1e3, 1e-3), atol: float = 1e-5, rtol: float = 1e-4) -> None:
+                   scales: tuple[float, ...] = (1e3, 1e-3), offsets: tuple[float, ...] = (),
+                   atol: float = 1e-5, rtol: float = 1e-4) -> None:
     """The learner's ``function`` against the ``reference`` on every case: same contract (:func:`difference`), no
-    input changed, no call into ``forbidden``, no state kept across calls (``twins``: the same cases with other
-    values, e.g. ``make_cases(draw.twin())``, each run right after its case), and the same answer where the floating
-    inputs are scaled by each of ``scales`` (large scores show an unstable formula, tiny variances a wrong eps, large
-    activations a clipped nonlinearity) wherever the reference stays finite. A difference or a crash raises
+    input changed (a model given as an argument keeps its mode, weights and requires_grad), no call into
+    ``forbidden``, no state kept across calls (``twins``: the same cases with other values, e.g.
+    ``make_cases(draw.twin())`` or :func:`flipped`, each run right after its case), and the same answer where the
+    floating inputs are scaled by each of ``scales`` (large scores show an unstable formula, tiny variances a wrong
+    eps, large activations a clipped nonlinearity; 1e6 where a fill such as -1e4 must show) wherever the reference
+    stays finite; ``offsets``: the same where each is added to every floating input (a large common offset shows a
+    formula that cancels catastrophically, such as E[x²] − E[x]²). A difference or a crash raises
     :class:`~.core.Mismatch`, from which the exercise names a declared mistake (a variant must also agree with the
     learner's answer on ``probes``).
     ``prepare(answer)`` adapts an answer (the learner's or a variant) before it runs; ``error_hint(error)`` explains a
@@ -537,30 +642,37 @@ def check_function(function: Callable, reference: Callable, cases: list[Case], n
     def same(a, b) -> bool:
         return same_output(a, b, atol, rtol)
 
-    previous: dict[tuple, tuple] = {}
+    previous: dict[tuple, list] = {}   # shape -> [(expected, got)] of the cases that passed
     for case in ordered:
         expected = reference(*snapshot(case.args), **snapshot(case.kwargs))
         args, kwargs = snapshot(case.args), snapshot(case.kwargs)
         labels = [names[i] if i < len(names) else f"argument {i + 1}" for i in range(len(args))]
         before = {**{label: snapshot(a) for label, a in zip(labels, args)}, **snapshot(kwargs)}
+        models = {label: module_state(a) for label, a in zip(labels, args) if isinstance(a, nn.Module)}
         got = attempt(prepare(function), name, args, kwargs, forbidden)
         if isinstance(got, Raised):
             hint = error_hint(got.error) if error_hint else None
             raise Mismatch(f"on {case.description}: your `{name}` raised {got.kind}: {got.message}"
                            + (f". {hint}" if hint else ""), case, got, function, run, same, probes)
         check_inputs_kept(before, {**dict(zip(labels, args)), **kwargs}, name, case.description)
+        for label, state in models.items():
+            check_model_kept(state, dict(zip(labels, args))[label], label, name, case.description)
         gap = difference(got, expected, f"the result of `{name}`", atol, rtol)
-        shapes = shape_key(case)
-        if gap and shapes in previous and same(got, previous[shapes][1]) and not same(expected, previous[shapes][0]):
+        if gap and any(same(got, earlier) and not same(expected, wanted)
+                       for wanted, earlier in previous.get(shape_key(case), ())):
             raise ExerciseFailure(f"on {case.description}: your `{name}` returned what it returned for the previous "
                                   "input of the same shape: something is kept across calls (a cache, a mask or random "
                                   "numbers remembered per shape). Compute everything from this call's inputs.")
         if gap:
-            raise Mismatch(f"on {case.description}: {gap}.", case, got, function, run, same, probes, expected)
-        previous[shapes] = (expected, snapshot(got))
+            twin = any(case is t for t in twins) and shape_key(case) in previous
+            raise Mismatch(f"on {case.description}: {gap}" + (
+                " — right on the previous input of the same shape, wrong on this one: something may be kept across "
+                "calls (a cache, a mask or random numbers remembered per shape); compute everything from this "
+                "call's inputs" if twin else "") + ".", case, got, function, run, same, probes, expected)
+        previous.setdefault(shape_key(case), []).append((expected, snapshot(got)))
     for case in cases:
-        for scale in scales:
-            scaled = scaled_case(case, scale)
+        for scale, shift in [(scale, 0.0) for scale in scales] + [(1.0, shift) for shift in offsets]:
+            scaled = scaled_case(case, scale, shift)
             if scaled is None:
                 continue
             expected = reference(*snapshot(scaled.args), **snapshot(scaled.kwargs))
@@ -570,17 +682,24 @@ def check_function(function: Callable, reference: Callable, cases: list[Case], n
             if isinstance(got, Raised):
                 raise Mismatch(f"on {scaled.description}: your `{name}` raised {got.kind}: {got.message}", scaled, got,
                                function, run, same, probes)
-            gap = difference(got, expected, f"the result of `{name}`", atol * max(scale, 1.0), rtol * 10)
+            gap = difference(got, expected, f"the result of `{name}`", atol * max(scale, 10.0 if shift else 1.0),
+                             rtol * 10)
             if gap and not finite(got):
                 raise ExerciseFailure(f"on {scaled.description}: your `{name}` returns inf or NaN where the package's "
                                       "result is finite: the formula overflows or divides by almost 0 on such inputs. "
                                       "Use the numerically stable form (subtract the maximum before exp — "
                                       "torch.softmax and torch.log_softmax do — and never take the log of a "
                                       "probability that can round to 0).")
+            if gap and shift:
+                raise ExerciseFailure(f"on {scaled.description}: {gap} — right on ordinary inputs, wrong once a "
+                                      "large offset is added: the formula cancels catastrophically (such as E[x²] − "
+                                      "E[x]² for a variance, a difference of two large sums). Compute from the "
+                                      "differences, e.g. ((x − mean)²).mean().")
             if gap:
                 raise Mismatch(f"on {scaled.description}: {gap} — right on ordinary inputs, wrong on these: a "
-                               "constant that only matters here (an eps, a clip such as ReLU6, a fixed offset) differs "
-                               "from the task's.", scaled, got, function, run, same, probes)
+                               "constant that only matters here (an eps, a clip such as ReLU6 or clamp(max=…), a fill "
+                               "such as -1e4 where -inf or the dtype's minimum belongs, a fixed offset) differs from "
+                               "the task's.", scaled, got, function, run, same, probes)
 
 
 def check_input_gradients(function: Callable, reference: Callable, case: Case, name: str,
@@ -605,18 +724,27 @@ def check_input_gradients(function: Callable, reference: Callable, case: Case, n
                       {f"input `{label}`": mine.grad for label, mine, _ in floats}, name, f"on {case.description}")
 
 
-def scaled_case(case: Case, scale: float) -> Case | None:
-    """``case`` with every floating tensor multiplied by ``scale`` (``None`` if it has none)."""
+def flipped(cases: list[Case]) -> list[Case]:
+    """Twins for :func:`check_function`: each case with every tensor argument's rows (first axis) in reverse order —
+    the same shapes and values, other inputs (an answer that remembers something per shape shows)."""
+    return [Case(f"{case.description}, rows in reverse order",
+                 tuple(a.flip(0) if isinstance(a, torch.Tensor) and a.dim() else a for a in case.args),
+                 dict(case.kwargs)) for case in cases]
+
+
+def scaled_case(case: Case, scale: float, shift: float = 0.0) -> Case | None:
+    """``case`` with every floating tensor multiplied by ``scale``, then ``shift`` added (``None`` if it has none)."""
     def scaled(value):
         if isinstance(value, torch.Tensor) and value.is_floating_point():
-            return value * scale
+            return value * scale + shift
         if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
             return type(value)(scaled(v) for v in value)
         return value
     args, kwargs = scaled(tuple(case.args)), {k: scaled(v) for k, v in case.kwargs.items()}
     if same_content(snapshot(args), snapshot(tuple(case.args))) and same_content(kwargs, case.kwargs):
         return None
-    return Case(f"{case.description}, with the floating inputs ×{scale:g}", args, kwargs)
+    change = f"+ {shift:g}" if shift else f"×{scale:g}"
+    return Case(f"{case.description}, with the floating inputs {change}", args, kwargs)
 
 
 def finite(value: Any) -> bool:

@@ -14,12 +14,15 @@ from torch.overrides import TorchFunctionMode
 from .asserts import (
     Case,
     Draw,
+    Raised,
     attempt,
     backward,
     check_function,
+    check_same_in_both_modes,
     close,
     compare_gradients,
     difference,
+    flipped,
     instantiate,
     learner_function,
     same_output,
@@ -84,7 +87,8 @@ def check_pairwise_sq_distances(ns) -> None:
     cases = [Case(f"a of shape ({n}, {d}) and b of shape ({m}, {d})", (draw.randn(n, d), draw.randn(m, d))),
              Case(f"a single row: a (1, {d}), b ({m}, {d})", (draw.randn(1, d), draw.randn(m, d))),
              Case(f"float64, a ({m}, {n}) and b ({d}, {n})", (draw.randn(m, n).double(), draw.randn(d, n).double()))]
-    check_function(function, reference_distances, cases, "pairwise_sq_distances", forbidden=forbidden, atol=1e-4)
+    check_function(function, reference_distances, cases, "pairwise_sq_distances", forbidden=forbidden, atol=1e-4,
+                   twins=flipped(cases))
     draw = Draw()
     n, m, d = draw.distinct(3, 16, 32)
     with CountedOps() as ops:
@@ -116,7 +120,8 @@ def check_from_rows(ns) -> None:
              Case(f"rows of {batch} sentences of 1 token, d {d} (seq=1)", (layout_tensor(draw, (batch, d)), 1)),
              Case(f"float64 rows of {other[1]} sentences of {other[0]} tokens, d {other[2]} (seq={other[0]})",
                   (layout_tensor(draw, (other[1] * other[0], other[2]), torch.float64), other[0]))]
-    check_function(learner_function(ns, "from_rows"), reference_from_rows, cases, "from_rows", atol=0, rtol=0)
+    check_function(learner_function(ns, "from_rows"), reference_from_rows, cases, "from_rows", atol=0, rtol=0,
+                   twins=flipped(cases))
 
 
 ROWS_MISTAKES = (
@@ -319,6 +324,31 @@ def check_tiny_mlp(ns) -> None:
         compare_gradients({**{f"parameter `{k}`": ours[k].grad for k in state}, "input `x`": reference_input.grad},
                           {**{f"parameter `{k}`": theirs[k].grad for k in state}, "input `x`": leaf.grad},
                           "TinyMLP", f"on {case.description}")
+    check_same_in_both_modes(model, lambda m: m(x), "TinyMLP", case.description)
+    check_deep_and_large(cls, draw)
+
+
+def check_deep_and_large(cls, draw: Draw) -> None:
+    """Past 10 layers (names "10" and "11" sort before "2") and on inputs ×1000 (a clip such as ReLU6 shows)."""
+    width, d_in, d_out = draw.integer(5, 8), draw.integer(2, 6), draw.integer(2, 6)
+    sizes = (d_in, [width] * 11, d_out)
+    state = {key: value * (2 / value.size(-1)) ** 0.5 * 2 if key.endswith("weight") else value
+             for key, value in mlp_state(draw, *sizes).items()}              # He-scaled: the signal lives 12 layers
+    for what, x, message in (
+            (f"TinyMLP({d_in}, [{width}] * 11, {d_out}), 12 layers", draw.randn(4, d_in),
+             "right up to 10 layers, wrong with 12: your layers run in another order (names sorted as text put "
+             "'10' and '11' before '2'?). Keep them in an nn.ModuleList and run them in the order they were built"),
+            (f"TinyMLP({d_in}, [{width}] * 11, {d_out}), x ×1000", draw.randn(4, d_in, scale=1e3),
+             "right on ordinary inputs, wrong on large ones: your nonlinearity clips large activations (ReLU6, "
+             "hardtanh, clamp(max=…)?); ReLU is max(x, 0), unbounded above")):
+        got = attempt(lambda x: build(cls, sizes, state)(x), "TinyMLP", (x,), {})
+        with torch.no_grad():
+            want = reference_mlp(sizes, state)(x)
+        if isinstance(got, Raised):
+            raise ExerciseFailure(f"on {what}: your `TinyMLP` raised {got.kind}: {got.message}.")
+        if not (isinstance(got, torch.Tensor) and got.shape == want.shape
+                and close(got.detach(), want, atol=1e-5 * float(x.abs().max()), rtol=1e-3)):
+            raise ExerciseFailure(f"on {what}: {message}.")
 
 
 # ---------------------------------------------------------------------------- q4: the fit that stalls
@@ -354,7 +384,8 @@ def check_squared_error(ns) -> None:
              Case("a single point: predictions (1, 1), targets (1,)", (draw.randn(1, 1), draw.randn(1))),
              Case(f"float64 predictions ({other}, 1) and targets ({other},)",
                   (draw.randn(other, 1).double(), draw.randn(other).double()))]
-    check_function(function, reference_squared_error, cases, "fixed_squared_error", atol=1e-6)
+    twins = [Case(f"{case.description}, other targets", (case.args[0], case.args[1] + 1)) for case in cases]
+    check_function(function, reference_squared_error, cases, "fixed_squared_error", atol=1e-6, twins=twins)
     draw = Draw()
     n = draw.integer(3, 40)
     predictions, targets = draw.randn(n, 1).requires_grad_(), draw.randn(n)

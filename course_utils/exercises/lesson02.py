@@ -218,7 +218,10 @@ SHIFT_MISTAKES = (
 
 
 def check_shift_matrix(ns) -> None:
-    check_function(learner_function(ns, "shift_matrix"), reference_shift, shift_cases(Draw()), "shift_matrix",
+    cases = shift_cases(Draw())
+    twins = [Case(f"shift_matrix({k + 1}, {d}) (the same d_model, another shift)", (k + 1, d))
+             for k, d in (case.args for case in cases)]
+    check_function(learner_function(ns, "shift_matrix"), reference_shift, cases, "shift_matrix", twins=twins,
                    atol=1e-4, rtol=1e-4)
 
 

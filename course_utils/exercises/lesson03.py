@@ -24,12 +24,14 @@ from .asserts import (
     check_inputs_kept,
     close,
     compare_gradients,
+    flipped,
     gradients,
     instantiate,
     load_weights_by_name,
     max_difference,
     outcome,
     own_module_class,
+    show,
     snapshot,
 )
 from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
@@ -128,7 +130,7 @@ def check_padded_self_attention(ns) -> None:
         note = "" if dtype == torch.float32 else f" ({dtype})"
         cases.append(Case(f"{what}batch {batch}, seq {seq}, d {d}{note}", (x, padded_ids(draw, batch, seq, empty))))
     check_function(ns["padded_self_attention"], padded_reference, cases, "padded_self_attention",
-                   error_hint=padded_hint)
+                   error_hint=padded_hint, twins=flipped(cases))   # the same shapes, other padding per row
 
 
 def padded_hint(error: BaseException) -> str | None:
@@ -353,7 +355,44 @@ def check_causal_self_attention(ns) -> None:
     cases = block_cases(draw)
     for case in cases:
         compare_block(answer, case, probes=tuple(c for c in cases if c is not case))
+    padded = cases[1]   # right padding; then the same shapes with each sentence's padding moved to another row
+    twin = BlockCase(f"{padded.description}, its sentences in reverse order", padded.block, padded.x.flip(0),
+                     padded.mask.flip(0))
+    try:
+        compare_block(answer, twin, probes=())
+    except Mismatch:
+        raise ExerciseFailure(f"on {twin.description}: right on the first batch of this shape, wrong on a second "
+                              "one of the same shape with other padding: something is kept across calls (a mask "
+                              "remembered per shape?). Build the mask from this call's inputs.") from None
+    check_large_scores(answer, draw)
     check_dropout(answer, draw)
+
+
+def check_large_scores(answer: type[nn.Module], draw: Draw) -> None:
+    """Scores near -10⁶ (keys that are minus the queries, inputs ×1000): query 0 sees only key 0, so all its weight
+    stays there — unless blocked scores were filled with a finite value above them (-1e4, -1e9 is fine here), or the
+    softmax overflows."""
+    block = package_block(draw, 4, 2)
+    with torch.no_grad():
+        block.w_k.weight.copy_(-block.w_q.weight)
+        block.w_k.bias.copy_(-block.w_q.bias)
+    case = BlockCase("large scores: batch 1, seq 3, d_model 4, 2 heads, inputs ×1000 (keys = −queries, so each "
+                     "query's own score is about −10⁶)", block.eval(), draw.randn(1, 3, 4, scale=1e3), None)
+    expected = package_forward(block, case.x, None)
+    got = run_block(answer, case)
+    if isinstance(got, Raised) or not (isinstance(got, tuple) and len(got) == 2):
+        raise ExerciseFailure(f"on {case.description}: your `{NAME}` returned {show(got)}.")
+    weights = got[1]
+    if not torch.isfinite(weights).all() or not torch.isfinite(got[0]).all():
+        raise ExerciseFailure(f"on {case.description}: your weights or output hold inf or NaN where the package's are "
+                              "finite: the softmax overflows. Use torch.softmax (it subtracts the maximum first).")
+    if not close(weights, expected[1], atol=1e-4, rtol=1e-3):
+        raise ExerciseFailure(f"on {case.description}: query 0 may only see key 0, so its weight there is 1; yours "
+                              f"is {weights[0, 0, 0, 0].item():.3g}. The blocked scores were filled with a value above "
+                              "these real scores (-1e4?): fill with torch.finfo(scores.dtype).min.")
+    if not close(got[0], expected[0], atol=1e-2, rtol=1e-3):
+        raise ExerciseFailure(f"on {case.description}: the weights are right but the output differs from the "
+                              f"package's by up to {max_difference(got[0], expected[0]):.3g}.")
 
 
 Q3_MISTAKES = (

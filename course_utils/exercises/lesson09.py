@@ -24,6 +24,7 @@ from .asserts import (
     attempt,
     check_function,
     difference,
+    finite,
     instantiate,
     learner_function,
     load_weights_by_name,
@@ -157,8 +158,9 @@ def rotate_cases(draw: Draw) -> list[Case]:
 def check_rotate_new(ns) -> None:
     draw = Draw()
     cases = rotate_cases(draw)
-    check_function(learner_function(ns, "rotate_new"), rotated_at(), cases, "rotate_new",
-                   twins=rotate_cases(draw.twin()), probes=cases)
+    twins = [Case(f"{case.description.split(': ')[0]}, 3 more tokens cached: the same shapes",
+                  (*case.args[:2], case.args[2] + 3, *case.args[3:])) for case in rotate_cases(draw.twin())]
+    check_function(learner_function(ns, "rotate_new"), rotated_at(), cases, "rotate_new", twins=twins, probes=cases)
     for name, truth in (("prompt_positions", list(range(-12, 0))), ("first_token_position", [11]),
                         ("prompt_offsets", list(range(12)))):   # the diagnosis: positions at steps 0, 1; offsets
         value = ns.get(name)
@@ -319,6 +321,20 @@ def check_cached_attention(ns) -> None:
                 "your answer differs from the package's"))
             raise Mismatch(f"on {case.description}: {differs}.", case, got, answer, steps_of,
                            same_output, tuple(c for c in cases if c is not case), expected)
+    large = cases[0]
+    attention, inputs, options = large.args
+    large = Case(f"{large.description}, inputs ×1000 (scores far beyond ±10⁴)", (attention, [x * 1e3 for x in inputs],
+                                                                          options))
+    expected, got = steps_of(None, large), steps_of(answer, large)
+    if isinstance(got, Raised) or not all(finite(g) for g in got):
+        raise ExerciseFailure(f"on {large.description}: your output holds inf or NaN where the package's is finite "
+                              "(or it raised): the softmax overflows. Use torch.softmax or "
+                              "F.scaled_dot_product_attention (they subtract the maximum first).")
+    if not all(difference(g, e, "", atol=1e-2, rtol=1e-3) is None for g, e in zip(got, expected)):
+        raise ExerciseFailure(f"on {large.description}: right on ordinary inputs, wrong on large ones: a constant "
+                              "that only matters here — blocked scores filled with a value such as -1e4 that real "
+                              "scores go below. Fill with float('-inf') or torch.finfo(scores.dtype).min (or pass "
+                              "the boolean mask to F.scaled_dot_product_attention).")
 
 
 Q3_MISTAKES = (
