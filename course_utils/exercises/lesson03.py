@@ -118,7 +118,9 @@ def padded_ids(draw: Draw, batch: int, seq: int, empty: bool = False) -> torch.T
     real = [seq] + [draw.integer(1, seq - 1) for _ in range(batch - 1)]
     if empty:
         real[-1] = 0
-    return torch.where(torch.arange(seq) < torch.tensor(real)[:, None], draw.randint(1, 30, (batch, seq)), 0)
+    ids = torch.where(torch.arange(seq) < torch.tensor(real)[:, None], draw.randint(1, 30, (batch, seq)), 0)
+    ids[0, -1] = 1   # [UNK], a real token: only [PAD] (0) is hidden
+    return ids
 
 
 def check_padded_self_attention(ns) -> None:

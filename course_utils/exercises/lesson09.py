@@ -275,11 +275,11 @@ def step_cases(draw: Draw) -> list[Case]:
         torch.manual_seed(draw.integer(0, 2 ** 31))
         attention = GroupedQueryAttention(heads * d_head, heads, bias=False, n_kv_heads=kv,
                                           rope_base=options.get("rope_base", 10000.0)).eval()
-        lengths = (draw.integer(3, 6), 1, draw.integer(2, 3))
+        lengths = (draw.integer(3, 6), 1, draw.integer(2, 3), 1)   # one token twice: at two cache lengths
         inputs = [draw.randn(batch, n, heads * d_head) for n in lengths]
         given = ", ".join(f"{k}={v}" for k, v in options.items()) or "rope_base left at its default"
         cases.append(Case(f"{heads} query heads of {d_head}, {kv} K/V head{'s' * (kv > 1)}, batch {batch}, {given}; "
-                          f"steps of {lengths[0]} (the prompt), {lengths[1]} and {lengths[2]} tokens",
+                          f"steps of {lengths[0]} (the prompt), {lengths[1]}, {lengths[2]} and {lengths[3]} tokens",
                           (attention, inputs, options)))
     return cases
 
