@@ -488,28 +488,6 @@ def check_training_case(learner_loop, case: TrainingCase) -> None:
         fail(f"{gap} — return the {n} per-batch losses as computed by loss_fn, before any division.")
 
 
-def accumulation_against_one_batch(loop, sizes: tuple[int, ...]) -> float:
-    """Largest weight difference between ``loop`` over batches of ``sizes`` (one group, plain SGD, no clipping) and
-    one step on the same 64 strings as one batch: the measurement the capstone asks the learner to predict."""
-    from ..config import TransformerConfig
-    from ..models import TransformerClassifier
-
-    config = TransformerConfig(vocab_size=30, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=9, dropout=0.0)
-    generator = torch.Generator().manual_seed(0)
-    ids, labels = torch.randint(7, 30, (64, 9), generator=generator), torch.randint(0, 3, (64,), generator=generator)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        models = [TransformerClassifier(config, n_classes=3), None]
-    models[1] = copy.deepcopy(models[0])
-    loss_fn = lambda model, batch: F.cross_entropy(model(batch[0]), batch[1])    # noqa: E731
-    for model, batch_sizes, run in ((models[0], sizes, loop), (models[1], (64,), planted_loop())):
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
-        batches = list(zip(ids.split(list(batch_sizes)), labels.split(list(batch_sizes))))
-        run(model, batches, loss_fn, optimizer, scheduler, len(batches), None)
-    return max(max_difference(a.detach(), b.detach()) for a, b in zip(models[0].parameters(), models[1].parameters()))
-
-
 def check_train_accumulated(ns) -> None:
     learner_loop = own_function(ns["train_accumulated"], "train_accumulated", "course_utils.training.train_one_epoch")
     draw = Draw()   # accumulate=1 on one batch, groups that divide the batches, a shorter last group without
@@ -521,9 +499,25 @@ def check_train_accumulated(ns) -> None:
             training_case(draw, draw.integer(6, 7), (), "", accumulate=draw.choice([2, 4]))):
         check_training_case(learner_loop, case)
     said = [prediction(ns, name, bool, "True or False") for name in ("same_update_4x16", "same_update_8_8_16_32")]
+    from ..config import TransformerConfig
+    from ..models import TransformerClassifier
+
+    config = TransformerConfig(vocab_size=30, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=9, dropout=0.0)
+    generator = torch.Generator().manual_seed(0)
+    ids, labels = torch.randint(7, 30, (64, 9), generator=generator), torch.randint(0, 3, (64,), generator=generator)
+    loss_fn = lambda model, batch: F.cross_entropy(model(batch[0]), batch[1])    # noqa: E731
     print("One batch of 64 strings against your loop over the same strings (plain SGD, one group):")
     for sizes, guess in zip(((16,) * 4, (8, 8, 16, 32)), said):
-        gap = accumulation_against_one_batch(learner_loop, sizes)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            models = [TransformerClassifier(config, n_classes=3)]
+        models.append(copy.deepcopy(models[0]))
+        for model, batch_sizes, run in ((models[0], sizes, learner_loop), (models[1], (64,), planted_loop())):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+            scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+            batches = list(zip(ids.split(list(batch_sizes)), labels.split(list(batch_sizes))))
+            run(model, batches, loss_fn, optimizer, scheduler, len(batches), None)
+        gap = max(max_difference(a.detach(), b.detach()) for a, b in zip(*(m.parameters() for m in models)))
         print(f"  batches of {', '.join(map(str, sizes)):14} you predicted {'identical' if guess else 'different':9}  "
               f"measured: largest weight difference {gap:.1e} ({'identical' if gap < 1e-5 else 'different'})"
               f"{'' if guess == (gap < 1e-5) else '  <- your prediction was wrong'}")
