@@ -249,7 +249,7 @@ def fit(model: nn.Module, train_batches: Iterable, loss_fn: Callable[[nn.Module,
         evaluation_seconds[0] += time.perf_counter() - wall
         evaluation_seconds[1] += time.process_time() - cpu
 
-    bar = tqdm(total=total_steps, disable=not progress, desc="training")
+    bar = tqdm(total=total_steps, desc="training") if progress else None  # tqdm(disable=True) still starts a thread
     step = 0
 
     def task_loss(model: nn.Module, batch) -> torch.Tensor:
@@ -270,8 +270,9 @@ def fit(model: nn.Module, train_batches: Iterable, loss_fn: Callable[[nn.Module,
         history.train_loss.append(result.loss.item())
         history.grad_norm.append(result.grad_norm)
         step += 1
-        bar.update(1)
-        bar.set_postfix(loss=f"{result.loss.item():.3f}")
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{result.loss.item():.3f}")
         if eval_fn is not None and eval_every and step % eval_every == 0:
             evaluate(step)
 
@@ -279,7 +280,8 @@ def fit(model: nn.Module, train_batches: Iterable, loss_fn: Callable[[nn.Module,
         train_one_epoch(model, train_batches, task_loss, optimizer, scheduler, clip_norm, on_step=record)
         if eval_fn is not None and not (history.evaluations and history.evaluations[-1][0] == step):
             evaluate(step)
-    bar.close()
+    if bar is not None:
+        bar.close()
     history.seconds = time.perf_counter() - start - evaluation_seconds[0]
     history.cpu_seconds = time.process_time() - cpu_start - evaluation_seconds[1]
     return history
