@@ -10,26 +10,35 @@ import torch
 
 from ..instruct import assistant_mask, mean_token_kl, preference_metrics
 from ..losses import dpo_gradient_weight, dpo_loss, dpo_loss_sum
-from ..tokenization import BOS_ID, EOS_ID, PAD_ID
+from ..tokenization import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from .asserts import Case, Draw, check_function, learner_function
 from .core import Exercise, Mistake, solution_of
 
 
-def checker(name, reference, make_cases, *also):
+def checker(name, reference, make_cases, *also, differentiating=False):
     """The contract check of ``name`` against the package's ``reference`` on ``make_cases(draw)`` and a twin draw;
-    the learner may call neither the reference nor ``also``."""
+    the learner may call neither the reference nor ``also`` (nor autograd where ``differentiating``: the exercise
+    asks for a derivative worked out by hand)."""
+    forbidden = {f"the package's {f.__module__}.{f.__name__}": f for f in (reference, *also)}
+    if differentiating:
+        forbidden.update({f"autograd ({what})": f for what, f in (
+            ("Tensor.backward", torch.Tensor.backward), ("torch.autograd.grad", torch.autograd.grad),
+            ("torch.autograd.backward", torch.autograd.backward), ("torch.func.grad", torch.func.grad),
+            ("torch.func.vjp", torch.func.vjp))})
+
     def check(ns) -> None:
         draw = Draw()
         cases = make_cases(draw)
         check_function(learner_function(ns, name), reference, cases, name, twins=make_cases(draw.twin()), probes=cases,
-                       forbidden={f"the package's {f.__module__}.{f.__name__}": f for f in (reference, *also)})
+                       forbidden=forbidden)
     return check
 
 
 # ---------------------------------------------------------------------------- q1: the mask of a multi-turn chat
 def conversation_cases(draw: Draw) -> list[Case]:
     """Right-padded conversations ``[BOS] (<|user|> q… <|assistant|> a… [EOS])×turns``, 1 to 3 turns, the chat
-    tokens' ids drawn above the text ids; in the last case the first row's answer is cut before its [EOS]."""
+    tokens' ids drawn above the text ids, each answer holding an [UNK] (an answer is any id, id 1 too); in the last
+    case the first row's answer is cut before its [EOS]."""
     cases = []
     for what, turns, cut in (("one turn", (1, 1), 0), ("two turns", (2, 2), 0), ("one to three turns", (1, 3), 0),
                              ("the last answer cut before its [EOS]", (1, 2), 1)):
@@ -40,7 +49,9 @@ def conversation_cases(draw: Draw) -> list[Case]:
             row = [BOS_ID]
             for _ in range(draw.integer(*turns)):
                 row += [user_id] + draw.randint(7, 300, (draw.integer(1, 5),)).tolist() + [assistant_id]
-                row += draw.randint(7, 300, (draw.integer(1, 5),)).tolist() + [EOS_ID]
+                answer = draw.randint(7, 300, (draw.integer(1, 5),)).tolist()
+                answer.insert(draw.integer(0, len(answer)), UNK_ID)
+                row += answer + [EOS_ID]
             rows.append(row[:-1] if cut and r == 0 else row)
         longest = max(map(len, rows)) + draw.integer(0, 2)
         ids = torch.tensor([row + [PAD_ID] * (longest - len(row)) for row in rows])
@@ -144,7 +155,7 @@ q1 = Exercise(
 q2 = Exercise(
     name="How hard DPO pushes each pair",
     variables=("dpo_weight",),
-    checker=checker("dpo_weight", dpo_gradient_weight, logprob_cases, dpo_loss, dpo_loss_sum),
+    checker=checker("dpo_weight", dpo_gradient_weight, logprob_cases, dpo_loss, dpo_loss_sum, differentiating=True),
     hints=("Differentiate −log σ(z) with respect to z first; then z = β·m and m = (pc − rc) − (pr − rr).",
            "d/dz [−log σ(z)] = −σ(−z) (because σ'(z) = σ(z)σ(−z)); the chain rule gives d loss / d pc = −β·σ(−β·m), "
            "so w is σ(−β·m), computed elementwise on the (n_pairs,) tensors."),
@@ -152,7 +163,7 @@ q2 = Exercise(
     mistakes=Q2_MISTAKES,
     success="Correct! A pair ranked right by a wide margin gets a weight near 0, one ranked wrong a weight near 1: "
             "DPO spends its steps on the pairs it still gets wrong, while SFT's loss pushes every answer up forever. "
-            "Now measure it: uncomment the autograd lines below the check.",
+            "Now measure it: run the cell below, which takes autograd's gradient beside your w.",
 )
 
 q3 = Exercise(

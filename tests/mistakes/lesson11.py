@@ -21,6 +21,17 @@ KL = lesson11.q3.solution
 
 MISTAKES = [
     q('q1', 'ints instead of bools', plant(MASK, "    return mask", "    return mask.long()"), 'torch.bool'),
+    q('q1', 'an [UNK] in an answer left out', plant(MASK, "    return mask", "    return mask & (ids != 1)"),
+      'assistant_mask'),
+    q('q2', 'autograd.grad through the loss', "def dpo_weight(pc, pr, rc, rr, beta=0.1):\n"
+      "    pc = pc.detach().clone().requires_grad_(True)\n"
+      "    loss = -F.logsigmoid(beta * ((pc - rc) - (pr - rr))).sum()\n"
+      "    (grad,) = torch.autograd.grad(loss, pc)\n"
+      "    return -grad / beta\n", 'autograd'),
+    q('q2', 'backward through the loss', "def dpo_weight(pc, pr, rc, rr, beta=0.1):\n"
+      "    pc = pc.detach().clone().requires_grad_(True)\n"
+      "    (-F.logsigmoid(beta * ((pc - rc) - (pr - rr))).sum()).backward()\n"
+      "    return -pc.grad / beta\n", 'autograd'),
     q('q2', 'a float', plant(WEIGHT, "    return torch.sigmoid(-beta * margin)",
                              "    return float(torch.sigmoid(-beta * margin)[0])"), 'torch.Tensor'),
     q('q3', 'a tensor', plant(KL, "        return float(kl[mask[:, 1:]].mean())",
@@ -45,11 +56,9 @@ ALTERNATIVES = [
           "                    break\n"
           "                t += 1\n"
           "    return mask\n"),
-    right('q2', 'autograd', "def dpo_weight(pc, pr, rc, rr, beta=0.1):\n"
-          "    pc = pc.detach().clone().requires_grad_(True)\n"
-          "    loss = -F.logsigmoid(beta * ((pc - rc) - (pr - rr))).sum()\n"
-          "    (grad,) = torch.autograd.grad(loss, pc)\n"
-          "    return -grad / beta\n"),
+    right('q2', 'the margin spelled out per side', "def dpo_weight(pc, pr, rc, rr, beta=0.1):\n"
+          "    chosen, rejected = pc - rc, pr - rr\n"
+          "    return 1 / (1 + torch.exp(beta * (chosen - rejected)))\n"),
     right('q3', 'full logits, sliced after', "@torch.no_grad()\n"
           "def mean_token_kl(policy, reference, ids, mask):\n"
           "    p = policy(ids).log_softmax(-1)[:, :-1]\n"
