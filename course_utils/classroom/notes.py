@@ -92,20 +92,17 @@ DISCUSSION = {
             "layers grow only 10×), and 100× the memory for the weight matrix where it is stored (the training "
             "path keeps it for the backward pass). Fused kernels avoid storing it but still compute every score."),
            ],
-    "04": [("Section 6 trains Post-LN and Pre-LN from two embedding starts, six seeds each. What does the 2×2 show, "
+    "04": [("Section 6 trains Post-LN and Pre-LN from two embedding starts, six seeds each. What does it show, "
             "and what does it not show?",
-            "From lesson 01's start (tokens RMS 1.01 against the positions' 0.71) every run of both placements left "
-            "the plateau (20-step loss below 0.6) by step 116: there the placements train alike. From nn.Embedding's "
-            "start (tokens RMS 5.76, 8 times the positions) Pre-LN still left it on all 6 seeds, later (steps "
-            "181-293), and Post-LN on 3 of 6; the other 3 were stuck through step 1,000. The 8:1 ratio of tokens to "
-            "positions is the lesson's untested candidate for the late exit of both placements. Xiong et al.'s claim "
-            "is about depth (the last layer's gradient keeps its size in Post-LN, shrinks in Pre-LN as layers are "
-            "added), which the 4-layer stacks do not vary: at layer 4 Post-LN's W2 gradient is above Pre-LN's from "
-            "both starts (0.207 vs 0.025, 0.278 vs 0.222). The stalled variant's first attention stands out: Post-LN "
-            "feeds it the raw sum (RMS 5.71, scores about 33 times larger than from LN's RMS 1), and a query's top "
-            "weight is 0.73 against 0.10-0.11. Not shown: that this sharpness causes the stall, or what a warmup "
-            "would change. 3 of 6 against 0 of 6 is a hint, not a proof (all 3 failures landing on Post-LN by chance:"
-            " 20/220 ≈ 0.09)."),
+            "From lesson 01's start every run left the plateau (20-step loss below 0.6) by step 116; from "
+            "nn.Embedding's start (tokens RMS 5.76, 8 times the positions) every run left it later than its paired "
+            "run (same placement and seed) from lesson 01's start: 12 of 12 pairs, p = 1/4096 by a sign test. The "
+            "placement mattered from both starts: from lesson 01's start Post-LN was later on 6 of 6 seeds (by 2 to "
+            "34 steps, p = 1/64); from the default start it was stuck on 3 of 6 seeds (through step 1,000), Pre-LN "
+            "on none (p = 1/8). On those 3 seeds a 400-step warmup and a constant 1e-3 without warmup both freed "
+            "all 3 (steps 204/315/146 and 268/144/161). Not shown: that Post-LN needs warmup (only that the full "
+            "rate 3e-3 from step 1 was too large for it from this start), nor why (Liu et al. 2020: unbalanced "
+            "gradients are not the root cause)."),
            ],
     "05": [("A classifier reaches the majority-class accuracy. How do you tell whether it learned anything?",
             "Compare with baselines (the majority class, a simple count model), read per-class recall or balanced "
