@@ -20,8 +20,19 @@ import torch.nn.functional as F
 
 from ..mlm import IGNORE_INDEX, accuracy_at_mask, mask_tokens, masked_accuracy, whole_word_mask
 from ..tokenization import MASK_ID, N_SPECIAL_TOKENS
-from .asserts import Case, Draw, Raised, attempt, check_function
-from .core import Exercise, Mismatch, Mistake, solution_of
+from .asserts import (
+    Case,
+    Draw,
+    Raised,
+    attempt,
+    call_learner,
+    check_function,
+    check_model_kept,
+    check_support,
+    module_state,
+    same_content,
+)
+from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 
 
 def kind_of(problem):
@@ -80,7 +91,7 @@ def tying_problem(tie, case: Case) -> tuple[str, str] | None:
 
 
 def check_tie_weights(ns) -> None:
-    tie, draw = ns["tie_weights"], Draw()
+    tie, draw, cases = ns["tie_weights"], Draw(), []
     small_vocab, small_d = draw.distinct(2, 3, 12)
     for vocab, d_model, bias in ((small_vocab, small_d, True), (draw.integer(100, 400), draw.integer(8, 32), True),
                                  (draw.integer(20, 90), draw.integer(4, 16), False)):
@@ -88,11 +99,21 @@ def check_tie_weights(ns) -> None:
             torch.manual_seed(draw.rng.randrange(2 ** 31))
             model = TinyMLM(vocab, d_model, bias)
         note = "" if bias else ", output layer without bias"
-        case = Case(f"vocab_size {vocab}, d_model {d_model}{note}", (model,))
-        found = tying_problem(tie, case)
+        cases.append(Case(f"vocab_size {vocab}, d_model {d_model}{note}", (model,)))
+        found = tying_problem(tie, cases[-1])
         if found:
-            raise Mismatch(f"on {case.description}: {found[1]}.", case, found[0], tie, kind_of(tying_problem),
-                           operator.eq)
+            raise Mismatch(f"on {cases[-1].description}: {found[1]}.", cases[-1], found[0], tie,
+                           kind_of(tying_problem), operator.eq)
+    for case in cases:               # beyond the tie nothing changes: modes, requires_grad, the bias, E's values
+        model = copy.deepcopy(case.args[0])
+        before = module_state(model)
+        call_learner(tie, "tie_weights", case.description, model)
+        check_model_kept(before, model, "model", "tie_weights", case.description,
+                         allowed=("output.weight", "embedding.weight"))
+        if not any(same_content(model.output.weight.detach(), before["values"][key])
+                   for key in ("embedding.weight", "output.weight")):
+            raise ExerciseFailure(f"on {case.description}: the shared weight holds neither the embedding's values nor "
+                                  "the output layer's: tying shares one of the two existing matrices, unchanged.")
 
 
 def tie_by_copy(model):
@@ -110,10 +131,6 @@ def tie_new_parameter(model):
     return model
 
 
-def tie_without_return(model):
-    model.output.weight = model.embedding.weight
-
-
 Q1_MISTAKES = (
     Mistake("copy of the values", "the values match but they are two tensors (a copy): after one optimizer step "
             "they drift apart — the symptom above. Assign the Parameter itself (no .data, no .clone())",
@@ -123,7 +140,8 @@ Q1_MISTAKES = (
             "gradient. Assign the embedding's Parameter itself", tie_new_parameter),
     Mistake("transposed", "nn.Linear(d_model, vocab_size) stores its weight as (out, in) = (vocab_size, d_model), "
             "exactly the embedding's shape: no transpose needed", tie_transposed),
-    Mistake("model not returned", "return the model (after tying it)", tie_without_return),
+    Mistake("model not returned", "return the model (after tying it)",
+            lambda model: setattr(model.output, "weight", model.embedding.weight)),
 )
 
 
@@ -144,19 +162,23 @@ def fate_case(draw: Draw, batch: int, seq: int, vocab_size: int, note: str = "")
     ids = draw.randint(N_SPECIAL_TOKENS, vocab_size, (batch, seq))
     logits = draw.randn(batch, seq, vocab_size)
     inputs, labels = ids.clone(), torch.full((batch, seq), IGNORE_INDEX)
+    others = [t for t in range(1, N_SPECIAL_TOKENS) if t != MASK_ID]          # [UNK], [CLS], [SEP], BOS, EOS
+    for row, col in zip(draw.randint(0, batch, (seq,)).tolist(), draw.randint(0, seq, (seq,)).tolist()):
+        inputs[row, col] = draw.rng.choice(others)                              # unlabelled unless chosen below
     empty = draw.integer(1, batch - 1) if batch > 1 else -1
     for row in range(batch):
         if row == empty:
             continue
         chosen = draw.rng.sample(range(seq), draw.integer(1, seq))
         for col in ((0, 1, 2) if row == 0 else ()) + tuple(c for c in chosen if row or c > 2):
-            labels[row, col] = ids[row, col]
+            labels[row, col], inputs[row, col] = ids[row, col], ids[row, col]
             fate = ("[MASK]", "random", "unchanged")[col] if row == 0 and col < 3 else (
                 "[MASK]" if draw.values.random() < 0.6 else draw.rng.choice(("random", "unchanged")))
             if fate == "[MASK]":
                 inputs[row, col] = MASK_ID
-            elif fate == "random":
-                inputs[row, col] = ids[row, col] + 1 if ids[row, col] + 1 < vocab_size else N_SPECIAL_TOKENS
+            elif fate == "random":             # another real id, or now and then another special id
+                inputs[row, col] = draw.rng.choice(others) if col == 1 or draw.values.random() < 0.3 else (
+                    ids[row, col] + 1 if ids[row, col] + 1 < vocab_size else N_SPECIAL_TOKENS)
             if draw.values.random() < {"[MASK]": 0.4, "random": 0.2, "unchanged": 0.9}[fate]:
                 logits[row, col, ids[row, col]] = logits[row, col].max() + 1.0
     return Case(f"batch {batch}, seq {seq}, vocab_size {vocab_size}" + (f" — {note}" if note else ""),
@@ -224,13 +246,14 @@ def masking_cases(draw: Draw) -> list[Case]:
         rows, firsts = [], []
         for r in range(batch):
             n_words = 0 if (empty_row and r == batch - 1) else (words or draw.integer(1, max_words))
-            row, first = [2], [False]
+            bos_eos = r % 2 == 1                                 # BOS (5) and EOS (6) beside the words
+            row, first = [2, 5] if bos_eos else [2], [False] * (1 + bos_eos)
             for _ in range(n_words):
                 pieces = draw.integer(1, 3)
                 row += [draw.integer(N_SPECIAL_TOKENS, size - 1) for _ in range(pieces)]
                 first += [True] + [False] * (pieces - 1)
-            rows.append(row + [3])
-            firsts.append(first + [False])
+            rows.append(row + ([6, 3] if bos_eos else [3]))
+            firsts.append(first + [False] * (1 + bos_eos))
         ids = torch.zeros(batch, max(map(len, rows)), dtype=torch.long)
         starts = torch.zeros(ids.shape, dtype=torch.bool)
         for r, (row, first) in enumerate(zip(rows, firsts)):
@@ -315,17 +338,21 @@ def masking_problem(function, case: Case) -> tuple[str, str] | None:
 
 
 def check_whole_word_mask(ns) -> None:
-    function = ns["whole_word_mask"]
-    cases = masking_cases(Draw())
+    function, draw = ns["whole_word_mask"], Draw()
+    cases = masking_cases(draw)
     for case in cases:
         found = masking_problem(function, case)
         if found:   # a mistake is named when its variant breaks the same property here and on the other cases
             raise Mismatch(f"on {case.description}: {found[1]}.", case, found[0], function, kind_of(masking_problem),
                            operator.eq, tuple(c for c in cases if c is not case))
-
-
-def pieces_alone(ids, starts, vocab_size, generator, select_prob=0.15):
-    return mask_tokens(ids, vocab_size, generator, select_prob)
+    where, drawn = "64 rows of 30 pieces, vocab_size 12, select_prob 0.5", []   # the random ids: every one in [7, 12)
+    ids = torch.cat([torch.full((64, 1), 2), draw.randint(N_SPECIAL_TOKENS, 12, (64, 30)), torch.full((64, 1), 3)], 1)
+    starts = ((draw.randint(0, 2, ids.shape) == 1) | (torch.arange(32) == 1)) & (ids >= N_SPECIAL_TOKENS)
+    for seed in range(4):
+        inputs, _ = call_learner(function, "whole_word_mask", where, ids.clone(), starts.clone(), 12,
+                                 torch.Generator().manual_seed(seed), select_prob=0.5, forbidden=FORBIDDEN)
+        drawn.append(inputs[(inputs != ids) & (inputs != MASK_ID)])
+    check_support(torch.cat(drawn), N_SPECIAL_TOKENS, 12, "whole_word_mask", where, "random replacement ids")
 
 
 def starts_only(ids, starts, vocab_size, generator, select_prob=0.15):
@@ -354,7 +381,9 @@ def in_place(ids, starts, vocab_size, generator, select_prob=0.15):
 
 Q3_MISTAKES = (
     Mistake("pieces chosen one by one", "each piece was chosen on its own, as in BERT's masking: choose *words* — "
-            "a word's pieces are chosen together or not at all", pieces_alone),
+            "a word's pieces are chosen together or not at all",
+            lambda ids, starts, vocab_size, generator, select_prob=0.15: mask_tokens(ids, vocab_size, generator,
+                                                                                    select_prob)),
     Mistake("first piece only", "only the first piece of each chosen word is chosen: spread the choice to every "
             "piece up to the next start", starts_only),
     Mistake("specials chosen", "a special token got chosen: words are made of real pieces (ids ≥ 7) only",
