@@ -1,6 +1,6 @@
 """Exercises of notebook 10 (scaling out): what each rank sends in a ring all-reduce of any size; the capstone:
 gradients all-reduced in buckets from backward hooks, overlapping the rest of backward, compared with
-DistributedDataParallel on two processes; and a prediction of what bfloat16 saves on a checkpointed model.
+DistributedDataParallel on two processes; and what a checkpointed model keeps as a formula in its depth.
 
 Each check draws fresh inputs (:class:`~.asserts.Draw`); the references are the ring's chunk sizes and the package's
 :class:`course_utils.distributed.BucketedAllReduce`, and each exercise declares its typical mistakes once, as
@@ -451,57 +451,51 @@ SYNC_MISTAKES = (
 )
 
 
-# ---------------------------------------------------------------------------- q3: bfloat16 meets checkpointing
-def near(value: float, target: float, share: float = 0.15) -> bool:
-    return abs(value - target) <= share * target
+# ---------------------------------------------------------------------------- q3: checkpointing a deeper model
+MIB = 2**20
+PER_LAYER = 64 * (6 + 14) * 128 * 4 / MIB   # each checkpointed layer of each stack keeps its float32 input
 
 
-def check_saved_prediction(ns) -> None:
-    predicted = ns["predicted_mib"]
-    if isinstance(predicted, torch.Tensor) and predicted.numel() == 1:
-        predicted = predicted.item()
-    if isinstance(predicted, bool) or not isinstance(predicted, (int, float)) or not predicted > 0:
-        raise ExerciseFailure("write your prediction in `predicted_mib`: a positive number of MiB (a float), "
-                              f"got {predicted!r}")
+def checkpointed_mib_reference(n_layers: int) -> float:
+    """MiB that section 7's checkpointed translator (d_model 128, its 64-row batch: 6 source, 15 target tokens)
+    keeps for backward with ``n_layers`` encoder and ``n_layers`` decoder layers, measured."""
     from .. import tasks
     from ..memory import checkpoint_layers, saved_activation_bytes
 
-    # section 7's model (lesson 07's translator, d_model 128) on its 64-row batch, float32 or under bf16 autocast
-    task = tasks.build_task("translator", "tiny", d_model=128, n_heads=4, d_ff=256, n_layers=2, batch_size=64)
+    task = tasks.build_task("translator", "tiny", d_model=128, n_heads=4, d_ff=256, n_layers=1, batch_size=64)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        plain = task.build_model()
-    checkpointed = copy.deepcopy(plain)
-    checkpoint_layers(checkpointed)
+        model = task.build_model()
+    for stack in (model.encoder, model.decoder):   # what is kept does not depend on the weights' values
+        stack.layers = nn.ModuleList(copy.deepcopy(stack.layers[0]) for _ in range(n_layers))
+    checkpoint_layers(model)
+    return saved_activation_bytes(lambda: task.loss_sum(model, task.train_batches[0]), model) / MIB
 
-    def saved(net, bf16):
-        def step():
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                return task.loss_sum(net, task.train_batches[0])
-        return saved_activation_bytes(step, net) / 2**20
 
-    table = {"float32": saved(plain, False), "bf16 autocast": saved(plain, True),
-             "checkpointing": saved(checkpointed, False), "checkpointing + bf16 autocast": saved(checkpointed, True)}
-    measured = table["checkpointing + bf16 autocast"]
-    if not near(predicted, measured):   # the measurement stays hidden: the learner measures it with saved_bytes
-        raise Mismatch("your prediction is more than 15 % away from what the checkpointed model keeps under bf16 "
-                       "autocast: measure it with saved_bytes (and its dtype argument), then explain the gap",
-                       Case("the checkpointed model under bf16 autocast, 64 rows"), {"predicted": predicted, **table},
-                       predicted, run=no_rerun, same=lambda a, b: False)
-    print(f"{'saved for backward':>29} | MiB\n" + "\n".join(f"{k:>29} | {v:.2f}" for k, v in table.items())
-          + f"\n{'your prediction':>29} | {predicted:.2f}")
+def check_checkpointed_mib(ns) -> None:
+    draw = Draw()
+    depths = [1, draw.integer(3, 8), draw.integer(12, 24)]
+    cases = [Case(f"n_layers={n} (the check measures it)", (n,)) for n in depths]
+    check_function(learner_function(ns, "checkpointed_mib"), checkpointed_mib_reference, cases, "checkpointed_mib",
+                   probes=cases, atol=1e-3, rtol=0.01)
+
+
+def deeper(per_layer: float):   # 3.50 MiB measured at 2 layers, and per_layer MiB for each layer more
+    return lambda n_layers: 3.4974 + (n_layers - 2) * per_layer
 
 
 SAVED_MISTAKES = (
-    Mistake("a quarter off", "bf16 saved a quarter without checkpointing because the products' saved inputs "
-            "became bfloat16; checkpointing keeps only each layer's input, the residual stream, which autocast "
-            "leaves in float32 — measure with saved_bytes(..., dtype=torch.bfloat16) what is still bfloat16",
-            variant=2.63, shows=lambda case, got, _: near(got["predicted"], 0.75 * got["checkpointing"])),
-    Mistake("halved", "bfloat16 halves only the tensors stored as bfloat16; checkpointing keeps each layer's "
-            "input, which autocast leaves in float32", variant=1.75,
-            shows=lambda case, got, _: near(got["predicted"], got["checkpointing"] / 2)),
-    Mistake("bf16 alone", "that is bf16 autocast without checkpointing: checkpointing still keeps only each "
-            "layer's input", variant=16.08, shows=lambda case, got, _: near(got["predicted"], got["bf16 autocast"])),
+    Mistake("proportional to depth", "part of what the checkpointed model keeps does not grow with depth (the "
+            "embeddings', the output layer's and the loss's saved tensors): only each layer's input is added per "
+            "layer", variant=lambda n_layers: 3.4974 * n_layers / 2),
+    Mistake("the encoder's input only", "a decoder layer keeps its input too: 64 rows × 14 target tokens × 128 "
+            "float32 numbers", variant=deeper(64 * 6 * 128 * 4 / MIB)),
+    Mistake("the memory once per decoder layer", "every decoder layer reads the same encoder output: one tensor, "
+            "kept once however deep the decoder", variant=deeper(PER_LAYER + 64 * 6 * 128 * 4 / MIB)),
+    Mistake("15 target tokens", "the decoder reads the target without its last token: 14 positions, not 15",
+            variant=deeper(64 * (6 + 15) * 128 * 4 / MIB)),
+    Mistake("2 bytes a number", "without autocast the layers' inputs are float32: 4 bytes a number",
+            variant=deeper(PER_LAYER / 2)),
 )
 
 
@@ -559,14 +553,15 @@ q2 = Exercise(
 )
 
 q3 = Exercise(
-    name="bfloat16 and checkpointing together",
-    variables=("predicted_mib",),
-    checker=check_saved_prediction,
-    hints=("Which tensors does checkpointing keep for backward, and which of them does autocast turn into "
-           "bfloat16? Measure both dtypes with saved_bytes(..., dtype=...).",
-           "Autocast casts the inputs of matrix products, inside the layers; a layer's input is the residual "
-           "stream, float32. Little of what checkpointing keeps becomes bfloat16."),
-    solution=solution_of("lesson10", "predicted_mib"),
+    name="Checkpointing a deeper model",
+    variables=("checkpointed_mib",),
+    checker=check_checkpointed_mib,
+    hints=("A checkpointed layer keeps only its inputs. Which tensors enter an encoder layer and a decoder layer, "
+           "and which is the same tensor for every decoder layer? big_batch's shapes give the rows and lengths; "
+           "the decoder reads the target without its last token.",
+           "Each layer more of each stack adds 64 × (6 + 14) × 128 × 4 bytes = 0.625 MiB; the rest of section 7's "
+           "3.50 MiB does not grow with depth."),
+    solution=solution_of("lesson10", "checkpointed_mib"),
     mistakes=SAVED_MISTAKES,
-    success="Correct! Checkpointing keeps the float32 residual stream, so bfloat16 saves little on top of it.",
+    success="Correct! A checkpointed model keeps one input per layer: 0.625 MiB a layer of each stack here.",
 )

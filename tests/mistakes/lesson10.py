@@ -82,16 +82,21 @@ def planted(old: str, new: str) -> str:
     return SOLUTION.replace(old, new)
 
 
-# ---------------------------------------------------------------------------- q3: bfloat16 meets checkpointing
+# ---------------------------------------------------------------------------- q3: checkpointing a deeper model
+DEPTH = "def checkpointed_mib(n_layers):\n"
 SAVED_MISTAKES = [
-    Mistake("lesson10", "q3", "the float32 whole batch", "predicted_mib = 21.34\n", "15 %", PRELUDE),
-    Mistake("lesson10", "q3", "savings subtracted past zero", "predicted_mib = 3.50 - (21.34 - 16.08)\n",
-            "positive number", PRELUDE),
-    Mistake("lesson10", "q3", "a string", "predicted_mib = '3.3 MiB'\n", "positive number", PRELUDE),
+    Mistake("lesson10", "q3", "the float32 model without checkpointing", DEPTH + "    return 21.34 * n_layers / 2\n",
+            "should", PRELUDE),
+    Mistake("lesson10", "q3", "a constant", DEPTH + "    return 3.50\n", "should", PRELUDE),
+    Mistake("lesson10", "q3", "a string", DEPTH + "    return f'{3.5 + (n_layers - 2) * 0.625} MiB'\n", "should",
+            PRELUDE),
 ]
 SAVED_ALTERNATIVES = [
-    Alternative("lesson10", "q3", "no saving at all", "predicted_mib = 3.50\n", PRELUDE),
-    Alternative("lesson10", "q3", "a rounded tensor", "predicted_mib = torch.tensor(3.3)\n", PRELUDE),
+    Alternative("lesson10", "q3", "two measurements, extrapolated", DEPTH
+                + "    at_1, at_2 = 2.8724, 3.4974\n    return at_1 + (n_layers - 1) * (at_2 - at_1)\n", PRELUDE),
+    Alternative("lesson10", "q3", "in bytes, then MiB", DEPTH
+                + "    kept = 3_667_332 + n_layers * 64 * (6 + 14) * 128 * 4 - 2 * 655_360\n"
+                "    return kept / 2**20\n", PRELUDE),
 ]
 
 MISTAKES = RING_MISTAKES + SAVED_MISTAKES + [
