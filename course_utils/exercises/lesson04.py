@@ -19,8 +19,11 @@ from ..models import Encoder
 from .asserts import (
     Case,
     Draw,
+    Raised,
+    attempt,
     backpropagate_both,
     call_learner,
+    check_block_scales,
     check_function,
     compare_gradients,
     copy_weights,
@@ -30,6 +33,8 @@ from .asserts import (
     learner_function,
     own_module_class,
     randomise_norms,
+    same_output,
+    scaled_case,
 )
 from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 
@@ -128,6 +133,14 @@ def masked_batch_norm_cases(draw: Draw) -> list[Case]:
     return cases
 
 
+def variance_by_moments(x, real, eps=1e-5):
+    """The variance as E[x²] − E[x]²: exact algebra, but two large nearly equal numbers subtracted in float32."""
+    tokens = x[real]
+    mean = tokens.mean(0)
+    out = (x - mean) / torch.sqrt((tokens ** 2).mean(0) - mean ** 2 + eps)
+    return torch.where(real[..., None], out, torch.zeros((), dtype=x.dtype))
+
+
 def mean_only_fixed(x, real, eps=1e-5):
     """Half of the fix: the mean over the real tokens, the variance still over every position of the zeroed x."""
     x = x * real[..., None]
@@ -146,14 +159,19 @@ def only_scale_differs(case: Case, got, answer) -> bool:
     return torch.allclose(got, expected * (got.std(0) / expected.std(0)), atol=1e-4, rtol=1e-4)
 
 
+def check_masked_batch_norm(ns) -> None:
+    """The contract on the cases, the first one again with 1000 added to every number right after it (a variance
+    that cancels catastrophically, or statistics kept from the previous call of the same shape, show there)."""
+    cases = masked_batch_norm_cases(Draw())
+    check_function(learner_function(ns, "masked_batch_norm"), masked_standardised, cases, "masked_batch_norm",
+                   forbidden={"torch.nn.functional.batch_norm": F.batch_norm, "torch.batch_norm": torch.batch_norm},
+                   twins=[scaled_case(cases[0], 1.0, 1e3)], atol=1e-4, rtol=1e-4)
+
+
 q2 = Exercise(
     name="BatchNorm that skips padding",
     variables=("masked_batch_norm",),
-    checker=lambda ns: check_function(
-        learner_function(ns, "masked_batch_norm"), masked_standardised, masked_batch_norm_cases(Draw()),
-        "masked_batch_norm", forbidden={"torch.nn.functional.batch_norm": F.batch_norm,
-                                        "torch.batch_norm": torch.batch_norm},
-        atol=1e-4, rtol=1e-4),
+    checker=check_masked_batch_norm,
     hints=("Setting padding to 0 does not take it out of a mean: count how many vectors x.mean(dim=(0, 1)) averages "
            "over, and how many of them are real tokens.",
            "Select the real tokens' vectors with the boolean mask, take mean and variance (unbiased=False) over "
@@ -181,6 +199,10 @@ q2 = Exercise(
                 variant=lambda x, real, eps=1e-5: masked_standardised(x, real, eps, unbiased=True)),
         Mistake("eps ignored", "your function takes eps but always uses 1e-5: use the argument",
                 variant=lambda x, real, eps=1e-5: masked_standardised(x, real, 1e-5)),
+        Mistake("variance as E[x²] − E[x]²", "right on ordinary inputs, wrong once 1000 is added to every number: "
+                "E[x²] − E[x]² subtracts two large, nearly equal numbers and float32 loses the difference "
+                "(catastrophic cancellation). Take the variance from the differences, ((x − mean)²).mean(0), "
+                "or tokens.var(dim=0, unbiased=False)", variant=variance_by_moments),
         Mistake("only the mean fixed", "the mean now skips the padding, but the variance still averages over it: "
                 "take the variance over the real tokens too, x[real].var(dim=0, unbiased=False)",
                 variant=lambda x, real, eps=1e-5: mean_only_fixed(x, real, eps), shows=only_scale_differs),
@@ -190,12 +212,14 @@ q2 = Exercise(
 
 # ---------------------------------------------------------------------------- q3: the residual stream
 def stream_cases(draw: Draw) -> list[Case]:
+    """A Pre-LN and a Post-LN Encoder of 2-5 layers, then a Pre-LN one of 12 (past 10 layers, names sorted as text
+    run '10' and '11' before '2')."""
     cases = []
-    for placement in ("pre", "post"):
+    for placement, layers in (("pre", None), ("post", None), ("pre", 12)):
         heads = draw.integer(1, 3)
         d_model = heads * draw.integer(3, 6)
         config = TransformerConfig(vocab_size=2, d_model=d_model, n_heads=heads, d_ff=draw.integer(5, 30),
-                                   n_layers=draw.integer(2, 5), dropout=0.0, norm=placement)
+                                   n_layers=layers or draw.integer(2, 5), dropout=0.0, norm=placement)
         torch.manual_seed(draw.integer(0, 10 ** 6))
         encoder = Encoder(config).eval()
         randomise_norms(encoder, draw.generator())
@@ -208,14 +232,16 @@ def stream_cases(draw: Draw) -> list[Case]:
     return cases
 
 
-def stream_variant(measure=lambda x, real, encoder: x[real].norm(dim=-1).mean(), with_mask=True, with_input=False):
+def stream_variant(measure=lambda x, real, encoder: x[real].norm(dim=-1).mean(), with_mask=True, with_input=False,
+                   by_name=False):
     """The reference (after each layer, before the final norm: the mean ‖x_t‖ over the real tokens, ``(n_layers,)``)
     or, through the keywords, a variant of it with one typical mistake."""
     def variant(encoder, x, mask):
         real = mask[:, 0, 0, :]
         norms = [measure(x, real, encoder)] if with_input else []
+        layers = [layer for _, layer in sorted(encoder.layers.named_children())] if by_name else encoder.layers
         with torch.no_grad():
-            for layer in encoder.layers:
+            for layer in layers:
                 x = layer(x, mask) if with_mask else layer(x)
                 norms.append(measure(x, real, encoder))
         return torch.stack(norms)
@@ -247,6 +273,9 @@ q3 = Exercise(
                 variant=stream_variant(with_input=True)),
         Mistake("sum instead of mean", "you summed the norms; take their mean over the real tokens",
                 variant=stream_variant(lambda x, real, e: x[real].norm(dim=-1).sum())),
+        Mistake("layers in name order", "right with fewer than 10 layers, wrong with 12: your layers ran in another "
+                "order than the encoder's (names sorted as text put '10' and '11' before '2'). Loop over "
+                "encoder.layers itself, in the order it holds them", variant=stream_variant(by_name=True)),
     ),
 )
 
@@ -275,6 +304,14 @@ def parallel_variant(wiring):
 
 def attend(block, h, mask):
     return block.self_attn(h, h, h, mask)[0]
+
+
+def parallel_built(change):
+    """A class with the learner's signature whose ``__init__`` builds the reference, then ``change(block)``."""
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.1):
+        ParallelReference.__init__(self, d_model, n_heads, d_ff, dropout)
+        change(self)
+    return type("ParallelVariant", (ParallelReference,), {"__init__": __init__})
 
 
 PARALLEL_LAYOUT = ("self_attn (MultiHeadAttention), feed_forward.linear1 (d_model → d_ff), feed_forward.linear2 "
@@ -312,6 +349,29 @@ def run_parallel(answer: type, case: Case) -> torch.Tensor:
                         mask.clone(), forbidden=BLOCK_FORBIDDEN).detach()
 
 
+SCALES = ((1e3, 1.0), (1e-3, 1.0), (1.0, 10.0))   # check_block_scales' runs: x ×1000, x ×0.001, every weight ×10
+
+
+def run_scaled(answer: type, case: Case) -> tuple:
+    """``answer``'s outputs on ``case`` in check_block_scales' three runs (to name a mistake its check refused)."""
+    sizes, x, mask = case.args
+    block = parallel_pair(answer, sizes)[1]
+    outputs = []
+    for scale, weights in SCALES:
+        with torch.no_grad():
+            for p in block.parameters():
+                p.mul_(weights)
+            got = attempt(lambda x: block(x, mask), "ParallelEncoderLayer", (x * scale,), {})
+            for p in block.parameters():
+                p.div_(weights)
+        outputs.append(got if isinstance(got, Raised) else got.detach())
+    return tuple(outputs)
+
+
+def same_scaled(a: tuple, b: tuple) -> bool:
+    return all(same_output(p, q, 1e-5 * max(scale, weights), 1e-3) for p, q, (scale, weights) in zip(a, b, SCALES))
+
+
 def check_parallel(ns) -> None:
     answer = own_module_class(ns["ParallelEncoderLayer"], "ParallelEncoderLayer", "course_utils.exercises")
     cases = parallel_cases(Draw())
@@ -332,6 +392,15 @@ def check_parallel(ns) -> None:
         backpropagate_both(reference, expected, block, got, "ParallelEncoderLayer", case.description)
         compare_gradients(gradients(reference, {"x": x_ref}), gradients(block, {"x": x_own}), "ParallelEncoderLayer",
                           case.description)
+    case = cases[0]
+    sizes, x, mask = case.args
+    reference, block = parallel_pair(answer, sizes)
+    try:
+        check_block_scales(lambda x: block(x, mask), lambda x: reference(x, mask), x, "ParallelEncoderLayer",
+                           case.description, weights=(block, reference))
+    except ExerciseFailure as failure:   # the table names the constant (a LayerNorm eps, a clipped activation)
+        scaled = Case(f"{case.description}, x ×1000, x ×0.001 and every weight ×10", case.args)
+        raise Mismatch(str(failure), scaled, run_scaled(answer, scaled), answer, run_scaled, same_scaled) from None
     sizes, x, mask = cases[-1].args
     block = instantiate(answer, "ParallelEncoderLayer", "(d_model, n_heads, d_ff, dropout=0.1)", sizes[0],
                         sizes[1], sizes[2], 0.5).train()
@@ -397,5 +466,12 @@ q4 = Exercise(
         Mistake("mask ignored", "the attention branch ignores the mask: pass it, self_attn(h, h, h, mask)",
                 variant=parallel_variant(lambda b, x, m: (lambda h: x + attend(b, h, None) + b.feed_forward(h))(
                     b.norm(x)))),
+        Mistake("LayerNorm eps changed", "right on ordinary inputs, wrong on tiny ones (x ×0.001), where the eps "
+                "inside the square root matters: your LayerNorm's eps is not the default 1e-5. Use "
+                "nn.LayerNorm(d_model)", variant=parallel_built(lambda b: setattr(b.norm, "eps", 1e-12))),
+        Mistake("clipped activation", "right on ordinary activations, wrong on large ones (every weight ×10): your "
+                "feed-forward network clips them (ReLU6, hardtanh, clamp(max=…)?). Its nonlinearity is ReLU, "
+                "max(x, 0), unbounded above",
+                variant=parallel_built(lambda b: setattr(b.feed_forward, "activation", nn.ReLU6()))),
     ),
 )
