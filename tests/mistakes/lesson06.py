@@ -24,6 +24,24 @@ MISTAKES = [
       '    model.output.weight = model.embedding.weight\n'
       '    return model\n',
       "bias changed"),
+    q('q1', 'returned in eval mode',
+      'def tie_weights(model):\n'
+      '    model.output.weight = model.embedding.weight\n'
+      '    return model.eval()\n',
+      'in eval mode'),
+    q('q1', 'the embedding rescaled before tying',
+      'def tie_weights(model):\n'
+      '    model.embedding.weight.data.mul_(2.0)\n'
+      '    model.output.weight = model.embedding.weight\n'
+      '    return model\n',
+      "neither the embedding's values nor the output layer's"),
+    q('q2', '[MASK] read as [MASK] or [SEP]',
+      'def accuracy_by_fate(logits, inputs, labels):\n'
+      '    hit, sel = logits.argmax(-1) == labels, labels != -100\n'
+      '    fates = {"[MASK]": (inputs == 4) | (inputs == 3), "random": (inputs != 4) & (inputs != labels),\n'
+      '             "unchanged": inputs == labels}\n'
+      '    return {k: hit[sel & w].float().mean().item() for k, w in fates.items()}\n',
+      "['[MASK]'] should be"),
     q('q2', 'tensors, not floats',
       'def accuracy_by_fate(logits, inputs, labels):\n'
       '    hit, sel = logits.argmax(-1) == labels, labels != -100\n'
@@ -49,6 +67,16 @@ MISTAKES = [
       'def whole_word_mask(ids, starts, vocab_size, generator, select_prob=0.15):\n'
       '    return mlm.whole_word_mask(ids, starts, vocab_size, generator, select_prob)\n',
       "calls the package's course_utils.mlm.whole_word_mask"),
+    q('q3', 'BOS and EOS taken for real pieces',
+      'from course_utils.exercises.solutions import lesson06 as s\n'
+      'import inspect\n'
+      'exec(inspect.getsource(s.whole_word_mask).replace("real = ids >= 7", "real = ids >= 5"))\n',
+      'got a label'),
+    q('q3', 'random ids one short of vocab_size',
+      'from course_utils.exercises.solutions import lesson06 as s\n'
+      'import inspect\n'
+      'exec(inspect.getsource(s.whole_word_mask).replace("randint(7, vocab_size,", "randint(7, vocab_size - 1,"))\n',
+      'random replacement ids should be drawn from every id in'),
     q('q3', 'float labels',
       'def whole_word_mask(ids, starts, vocab_size, generator, select_prob=0.15):\n'
       '    return ids.clone(), torch.full(ids.shape, -100.0)\n',
