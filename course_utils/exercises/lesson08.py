@@ -1,16 +1,16 @@
 """Exercises of lesson 08 (a decoder-only GPT): training pairs cut from a token stream, found from their symptom (q1),
-top-p filtering after the page's top-k (q2), and the capstone, sampling through a KV cache (q3).
+top-p filtering after the page's top-k (q2), and the capstone, greedy generation past the context (q3).
 
-Every check draws fresh inputs (:class:`~.asserts.Draw`) and compares the learner's function with the package's
-(q1: :func:`course_utils.losses.shift_for_lm` on windows of the stream, :func:`course_utils.decoding.top_p_filter`,
-:func:`course_utils.decoding.generate`), which is the reference; each exercise declares its typical mistakes once,
-in its table (see :mod:`.core`).
+Every check draws fresh inputs (:class:`~.asserts.Draw`) and compares the learner's function with the reference
+(q1: :func:`course_utils.losses.shift_for_lm` on windows of the stream, q2: :func:`course_utils.decoding.top_p_filter`,
+q3: :func:`generate_long_reference`, every window re-read, plus the count of positions fed); each exercise declares
+its typical mistakes once, in its table (see :mod:`.core`).
 """
 from __future__ import annotations
 
 import math
 import operator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -23,7 +23,6 @@ from .asserts import (
     attempt,
     call_learner,
     check_function,
-    check_generator_use,
     check_inputs_kept,
     close,
     difference,
@@ -68,6 +67,35 @@ def check_training_pairs(ns) -> None:
                    forbidden={"the package's course_utils.losses.shift_for_lm": losses.shift_for_lm})
 
 
+def colleague_pairs(stream: torch.Tensor, starts: torch.Tensor, block: int):
+    """The colleague's pairs that the lesson trains on before the learner writes their own (exercise 1): the right
+    inputs, targets one position too early, ``stream[i - 1]``; also the table's "previous token" mistake."""
+    idx = starts[:, None] + torch.arange(block)
+    return stream[idx], stream[idx - 1]
+
+
+def colleague_train(make_pairs, stream: torch.Tensor, config, steps: int = 100, block: int = 32) -> None:
+    """The colleague's loop of exercise 1: a fresh :class:`~course_utils.language_model.DecoderOnlyLM` of ``config``
+    (seed 0), AdamW at 1e-2, 32 windows of ``block`` tokens per step cut by ``make_pairs(stream, starts, block)``;
+    prints the loss every 25 steps."""
+    from .. import seed_everything
+    from ..language_model import DecoderOnlyLM
+
+    seed_everything(0)
+    model = DecoderOnlyLM(config)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    draw = torch.Generator().manual_seed(0)
+    for step in range(1, steps + 1):
+        starts = torch.randint(1, len(stream) - block - 1, (32,), generator=draw)
+        inputs, targets = make_pairs(stream, starts, block)
+        loss = nn.functional.cross_entropy(model(inputs).flatten(0, 1), targets.flatten())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % 25 == 0:
+            print(f"step {step}: loss {loss.item():.3f}")
+
+
 PAIRS = training_pairs_reference
 PAIRS_MISTAKES = (
     Mistake("not a pair", "`training_pairs` should return a pair (inputs, targets)",
@@ -75,8 +103,7 @@ PAIRS_MISTAKES = (
             shows=lambda case, got, _: not (isinstance(got, (tuple, list)) and len(got) == 2)),
     Mistake("previous token", "the colleague's bug: the targets are the tokens *before* the inputs, stream[i - 1], "
             "and with a causal mask a position sees the token before it, so the model copies it. The target of "
-            "stream[i] is stream[i + 1]", variant=lambda stream, starts, block: (
-                PAIRS(stream, starts, block)[0], stream[starts[:, None] + torch.arange(block) - 1])),
+            "stream[i] is stream[i + 1]", variant=colleague_pairs),
     Mistake("no shift", "no shift: with targets equal to the inputs, position t is asked for the token it reads — "
             "the model learns to copy. The target of stream[i] is stream[i + 1]",
             variant=lambda stream, starts, block: (PAIRS(stream, starts, block)[0],) * 2),
@@ -197,6 +224,8 @@ def top_p_cases(draw: Draw) -> list[Case]:
     wide = draw.randn(rows, vocab, scale=2.0).double()
     p_plain, p_spreads = nucleus_p(draw, plain, 0.5, 0.9), nucleus_p(draw, spreads, 0.3, 0.95)
     p_forbidden, p_wide = nucleus_p(draw, forbidden, 0.4, 0.9), nucleus_p(draw, wide, 0.4, 0.9)
+    large = plain * 100
+    p_large = nucleus_p(draw, large, 0.5, 0.9)
     return [
         Case(f"1 row of {small} logits, p={below} (below its largest probability {largest:.3f}: only the most "
              "probable token stays)", (single, below)),
@@ -207,6 +236,8 @@ def top_p_cases(draw: Draw) -> list[Case]:
              (forbidden, p_forbidden)),
         Case(f"{rows} rows of {vocab} float64 logits, p={p_wide}", (wide, p_wide)),
         exact_mass_case(draw, 0.75), exact_mass_case(draw, 0.5),
+        Case(f"{rows} rows of {vocab} logits in the hundreds, p={p_large} (a softmax without its maximum subtracted "
+             "overflows)", (large, p_large)),
     ]
 
 
@@ -248,7 +279,16 @@ def rule(name: str):
     return lambda logits, p: keep_only(logits, nucleus_rules(logits, p)[name])
 
 
+def overflowing_top_p(logits: torch.Tensor, p: float) -> torch.Tensor:
+    """The package's rule with the softmax written exp(l) / Σ exp(l): inf / inf = NaN once logits pass ~88."""
+    exp = logits.exp()
+    return keep_only(logits, decoding.top_p_filter((exp / exp.sum(dim=-1, keepdim=True)).log(), p).isfinite())
+
+
 TOP_P_MISTAKES = (
+    Mistake("softmax overflows", "your softmax overflowed on large logits: exp of a few hundred is inf in float32, "
+            "and inf / inf is NaN. Subtract each row's largest logit first, or use torch.softmax",
+            variant=overflowing_top_p),
     Mistake("p=1.0 keeps every token", "p=1.0 must keep every token (the whole distribution): with float rounding the "
             "mass before the last tokens can reach 1, so keep a token while the mass before it is below p",
             variant=lambda logits, p: decoding.top_p_filter(logits, p) if p < 1 else keep_only(logits, torch.isfinite(
@@ -279,8 +319,8 @@ q1 = Exercise(
     name="Training pairs from a token stream, found from their symptom",
     variables=("training_pairs",),
     checker=check_training_pairs,
-    hints=("Print one row of the colleague's inputs and targets side by side as tokens: at position t, which token "
-           "does the model read, and which is it asked for? Can a causal model see that token?",
+    hints=("Look at the printed row of the colleague's pairs: at position t, which token does the model read, and "
+           "which is it asked for? Can a causal model see that token?",
            "Build the input positions, one row per start: start + 0, 1, …, block - 1 (broadcast a column of starts "
            "against a range). The inputs are the stream at those positions, the targets the stream one position "
            "further on; both (rows, block). Return the pair (inputs, targets)."),
@@ -309,98 +349,51 @@ q2 = Exercise(
 )
 
 
-# ---------------------------------------------------------------------------- q3 (capstone): sampling with a KV cache
-GENERATE_PARAMETERS = ("(model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None, "
-                       "forbidden_ids=())")
-
-
-GENERATE_FORBIDDEN = {  # the package's decoders and logits pipeline (its filters, or the learner's, may be used)
+# ---------------------------------------------------------------------------- q3 (capstone): past the context
+LONG_FORBIDDEN = {  # the package's decoders (they stop at max_len anyway)
     "the package's course_utils.decoding.generate": decoding.generate,
-    "the package's course_utils.decoding.next_token_logits": decoding.next_token_logits,
-    "the package's course_utils.decoding.greedy_decode": decoding.greedy_decode,
-    "the package's course_utils.decoding.beam_search": decoding.beam_search}
+    "the package's course_utils.decoding.greedy_decode": decoding.greedy_decode}
 
 
-def gpt_config(draw: Draw, n_layers: int, max_len: int, dropout: float, avoid: tuple[int, ...] = ()):
-    """A lesson-08 config (Pre-LN, learned positions, tied head) of random sizes: heads, d_head, d_ff, vocab and
-    max_len all different, and a pad_id other than the course's 0."""
+def gpt_config(draw: Draw, max_len: int):
+    """A lesson-08 config (Pre-LN, learned positions, tied head, dropout on) of random sizes, without a padding id
+    (a generated token is never hidden as padding)."""
     from ..config import TransformerConfig
 
-    heads, d_head = draw.distinct(2, 2, 6, avoid=avoid)
-    d_model = heads * d_head
-    d_ff = draw.choice([n for n in range(d_model + 1, 3 * d_model + 3)
-                        if n not in (heads, d_head, max_len, 4 * d_model) + avoid])
-    vocab = draw.choice([n for n in range(20, 61) if n not in (d_model, d_ff, max_len) + avoid])
-    pad_id = draw.integer(1, vocab - 1)
-    return TransformerConfig(vocab_size=vocab, d_model=d_model, n_heads=heads, d_ff=d_ff, n_layers=n_layers,
-                             max_len=max_len, dropout=dropout, norm="pre", positional="learned", pad_id=pad_id)
-
-
-def real_ids(draw: Draw, config, batch: int, seq: int) -> torch.Tensor:
-    """``(batch, seq)`` ids of real tokens (never pad_id) spanning the vocabulary: 0 (the course's usual pad id,
-    an ordinary token here) and vocab - 1 occur where they fit."""
-    pool = torch.tensor([i for i in range(config.vocab_size) if i != config.pad_id])
-    ids = pool[torch.randint(len(pool), (batch, seq), generator=draw.generator())]
-    flat = ids.view(-1)
-    for position, token in zip(torch.randperm(flat.numel(), generator=draw.generator()).tolist(),
-                               [t for t in (0, config.vocab_size - 1) if t != config.pad_id]):
-        flat[position] = token
-    return ids
+    heads, d_head = draw.distinct(2, 2, 6)
+    vocab = draw.integer(20, 60)
+    return TransformerConfig(vocab_size=vocab, d_model=heads * d_head, n_heads=heads, d_ff=draw.integer(8, 40),
+                             n_layers=draw.integer(1, 2), max_len=max_len, dropout=0.3, norm="pre",
+                             positional="learned", pad_id=None)
 
 
 @dataclass
-class ModelCall:
-    """What the stand-in model saw on one call of the learner's loop."""
-
-    training: bool
-    grad: bool
-    length: int
-    cache: Any
-
-
-@dataclass
-class GenerateCase:
-    """One input of the sampling check: a factory of fresh models (the same weights, handed over in train mode),
-    the prompt, the settings given to the learner's function, the generator's seed and the package's tokens."""
+class LongCase:
+    """One input of the check: a factory of fresh models (one set of weights, handed over in train mode, each
+    recording the positions it is fed per call and whether it ran in eval mode without gradients), the prompt and
+    how many tokens to add."""
 
     description: str
     make_model: Any
     prompt: torch.Tensor
     max_new_tokens: int
-    settings: dict
-    seed: int
-    expected: torch.Tensor = None
-    _reference: Any = None
-
-    def reference_model(self) -> nn.Module:
-        """One model of the case in eval mode, for the checker's own runs (the learner always gets a fresh one)."""
-        if self._reference is None:
-            self._reference = self.make_model().eval()
-        return self._reference
 
     @property
-    def sampling(self) -> bool:
-        return self.settings.get("temperature", 1.0) != 0
-
-    def arguments(self) -> dict:
-        """The keyword arguments of one call: the settings, and a fresh generator seeded with the case's seed."""
-        arguments = dict(self.settings)
-        if self.sampling:
-            arguments["generator"] = torch.Generator().manual_seed(self.seed)
-        return arguments
+    def fewest_positions(self) -> int:
+        """Positions fed by the rule of the task: through the cache while the row fits, then a full window of
+        max_len per new token."""
+        max_len, prompt_len = self.make_model.max_len, self.prompt.size(1)
+        fitting = max_len - prompt_len + 1                   # tokens scored from a row of at most max_len
+        return prompt_len + min(self.max_new_tokens, fitting) - 1 + max_len * max(0, self.max_new_tokens - fitting)
 
 
-def lm_factory(config, seed: int, logit_scale: float):
-    """Fresh models with one set of weights (the final norm's gain scaled, so the next-token distributions are
-    neither flat nor one-hot), in train mode with dropout on; each :class:`~course_utils.language_model.DecoderOnlyLM`
-    records every call: its mode, whether gradients were on, how many tokens it was fed and the cache it was given."""
+def lm_factory(config, seed: int):
     from ..language_model import DecoderOnlyLM
 
     class RecordingLM(DecoderOnlyLM):
         def forward(self, ids, cache=None):
-            length = ids.size(-1) if isinstance(ids, torch.Tensor) and ids.dim() else 0
-            self.calls.append(ModelCall(any(m.training for m in self.modules()), torch.is_grad_enabled(), length,
-                                        cache))  # every submodule: model.training = False is not eval()
+            self.calls.append((ids.size(-1) if isinstance(ids, torch.Tensor) and ids.dim() else 0,
+                               any(m.training for m in self.modules()) or torch.is_grad_enabled()))
             return super().forward(ids, cache)
 
     def make() -> nn.Module:
@@ -408,342 +401,161 @@ def lm_factory(config, seed: int, logit_scale: float):
             torch.manual_seed(seed)
             model = RecordingLM(config)
         model.calls = []
-        with torch.no_grad():
-            model.norm.weight.mul_(logit_scale)
+        with torch.no_grad():  # positions that weigh (so a shifted window shows) and few near-ties for the arg-max
+            model.embedding.positions.table.weight.mul_(4.0)
+            model.norm.weight.mul_(3.0)
         return model.train()
+    make.max_len = config.max_len
     return make
 
 
-def generate_cases(draw: Draw) -> list[GenerateCase]:
-    """From the smallest input to the largest: greedy with a forbidden first choice (batch 1, a one-token prompt);
-    plain sampling (batch 1, the defaults); top-k; top-p; top-k and top-p together with a prompt that leaves room
-    for exactly max_new_tokens. Sizes, ids and settings drawn per check; the forbidden ids include a token the
-    model ranks first, and the generator's seed is one under which every typical mistake draws other tokens."""
+def long_cases(draw: Draw) -> list[LongCase]:
+    """A one-token prompt; a prompt that fills the context; a batch of prompts of random length — each asked for
+    2 to 6 tokens more than the context holds."""
     cases = []
-    for index in range(5):
-        batch = 1 if index < 2 else draw.integer(2, 4)
-        prompt_len = 1 if index == 0 else draw.integer(2, 5)
-        n = draw.integer(6, 8) if batch == 1 else draw.integer(4, 6)
-        max_len = prompt_len + n if index == 4 else prompt_len + n + draw.integer(1, 4)
-        config = gpt_config(draw, 2 if index == 0 else 1, max_len, draw.choice((0.2, 0.3, 0.4)), avoid=(batch,))
-        scale = draw.choice((2.5, 3.0)) if index == 0 else draw.choice((1.0, 1.2, 1.4))
-        make_model = lm_factory(config, draw.integer(0, 2 ** 30), scale)
-        prompt = real_ids(draw, config, batch, prompt_len)
-        others = [i for i in range(config.vocab_size) if i != config.pad_id]
-        with torch.no_grad():  # the most probable first token of every row (what greedy would pick)
-            firsts = make_model().eval()(prompt)[:, -1].argmax(dim=-1).tolist()
-        top = firsts[0]
-        if index == 0:
-            settings = {"temperature": 0, "forbidden_ids": [top, draw.choice([i for i in others if i != top])]}
-            text = (f"greedy (temperature=0), forbidden_ids={settings['forbidden_ids']} ({top} is the model's first "
-                    "choice)")
-        elif index == 1:
-            settings = {"temperature": draw.choice((0.7, 1.3, 1.6))}
-            text = f"temperature={settings['temperature']}, no filter, top_k/top_p/forbidden_ids left at their defaults"
-        elif index == 2:
-            k = draw.integer(2, 4)
-            favourites = tuple(dict.fromkeys(firsts))
-            settings = {"temperature": draw.choice((1.4, 1.7, 2)), "top_k": k,
-                        "forbidden_ids": favourites + (config.pad_id,)}
-            text = (f"temperature={settings['temperature']}, top_k={k}, forbidden_ids={settings['forbidden_ids']} "
-                    f"(a tuple: the rows' first choices and pad_id)")
-        elif index == 3:
-            settings = {"temperature": draw.choice((1.3, 1.5, 1.8)), "top_p": draw.choice((0.5, 0.6, 0.7))}
-            text = f"temperature={settings['temperature']}, top_p={settings['top_p']}"
-        else:
-            k = draw.integer(3, 5)
-            settings = {"temperature": draw.choice((1.0, 1.25, 1.5)), "top_k": k,
-                        "top_p": draw.choice((0.5, 0.6, 0.7)), "forbidden_ids": [top]}
-            text = (f"temperature={settings['temperature']}, top_k={k} then top_p={settings['top_p']}, "
-                    f"forbidden_ids=[{top}] (row 0's first choice); prompt + new tokens = max_len {max_len}")
-        description = (f"a random GPT (vocab {config.vocab_size}, pad_id {config.pad_id}, {config.n_layers} "
-                       f"block{'s' if config.n_layers > 1 else ''}, max_len {max_len}, handed over in train mode), "
-                       f"prompt of batch {batch} × {prompt_len} token{'s' if prompt_len > 1 else ''}, "
-                       f"max_new_tokens={n}, {text}")
-        case = GenerateCase(description, make_model, prompt, n, settings, 0)
-        case.seed = telling_seed(draw, case)
-        case.expected = package_generate(case)
+    for index in range(3):
+        max_len = draw.integer(5, 9)
+        config = gpt_config(draw, max_len)
+        batch = 1 if index < 2 else draw.integer(2, 3)
+        prompt_len = (1, max_len, draw.integer(2, max_len - 1))[index]
+        prompt = torch.randint(config.vocab_size, (batch, prompt_len), generator=draw.generator())
+        n = max_len - prompt_len + draw.integer(4, 8)
+        description = (f"a random GPT (vocab {config.vocab_size}, max_len {max_len}, {config.n_layers} block(s), "
+                       f"handed over in train mode), prompt {batch} × {prompt_len}, max_new_tokens={n}")
+        for _ in range(20):  # weights under which every declared mistake gives other tokens than the rule
+            case = LongCase(description, lm_factory(config, draw.integer(0, 2 ** 30)), prompt, n)
+            right = generate_long_reference(case.make_model(), prompt, n)
+            if all(not torch.equal(m.variant(case.make_model(), prompt, n), right) for m in Q3_MISTAKES):
+                break
         cases.append(case)
     return cases
 
 
-def as_key(tokens: torch.Tensor | None) -> tuple:
-    """Tokens as a hashable key (``("crash",)`` where a loop could not go on)."""
-    return ("crash",) if tokens is None else tuple(tokens.flatten().tolist())
+@torch.no_grad()
+def generate_long_reference(model, prompt_ids, max_new_tokens):
+    """Greedy tokens past the context: each next token scored from the last ``max_len`` tokens of the row, read
+    at positions 0 … max_len - 1 (no cache: the tokens are what is compared; the positions fed are counted
+    apart, :attr:`LongCase.fewest_positions`)."""
+    model.eval()
+    ids = prompt_ids.long()
+    for _ in range(max_new_tokens):
+        token = model(ids[:, -model.config.max_len:])[:, -1].argmax(dim=-1)
+        ids = torch.cat([ids, token[:, None]], dim=1)
+    return ids
 
 
-def run_generate(answer, case: GenerateCase) -> tuple:
-    """An answer's tokens on ``case`` — the learner's or a declared variant's, on a fresh model — as a key
-    (``("crash",)`` if it raised)."""
-    try:
-        return as_key(call_learner(lambda: answer(case.make_model(), case.prompt.clone(), case.max_new_tokens,
-                                                  **case.arguments()), "generate", case.description,
-                                   forbidden=GENERATE_FORBIDDEN))
-    except ExerciseFailure:
-        return ("crash",)
-
-
-def telling_seed(draw: Draw, case: GenerateCase, tries: int = 4) -> int:
-    """A generator seed under which as many declared mistakes as a few tries find draw other tokens than the
-    package (so each is rejected) and other tokens than one another (so each is named without ambiguity)."""
-    def planted_key(variant) -> tuple:  # a variant's tokens on the checker's own model (eval mode)
-        try:
-            return as_key(variant(case.reference_model(), case.prompt.clone(), case.max_new_tokens,
-                                  **case.arguments()))
-        except RuntimeError:  # every token of a row removed: the multinomial draw fails, as the learner's would
-            return ("crash",)
-
-    best, best_score = 0, (-1, -1)
-    for _ in range(tries):
-        case.seed = draw.integer(0, 2 ** 30)
-        right = as_key(package_generate(case))
-        outcomes = [planted_key(mistake.variant) for mistake in Q3_MISTAKES]
-        score = (sum(outcome != right for outcome in outcomes), len(set(outcomes + [right])))
-        if score > best_score:
-            best, best_score = case.seed, score
-    return best
-
-
-def package_generate(case: GenerateCase) -> torch.Tensor:
-    """What :func:`course_utils.decoding.generate` returns for ``case`` (no repetition penalty, no [EOS] stop, the
-    case's forbidden ids)."""
-    arguments = case.arguments()
-    forbidden = tuple(arguments.pop("forbidden_ids", ()))
-    return decoding.generate(case.make_model(), case.prompt.clone(), case.max_new_tokens, forbidden_ids=forbidden,
-                             **arguments)
-
-
-def planted(order=("forbid", "temperature", "top_k", "top_p"), position: int = -1, sampler: str = "multinomial",
-            temperature_op: str = "divide"):
-    """The capstone's loop with one typical change (the order of the steps, the position read, the sampler, the
-    temperature's operation): the variants of the table below. With the defaults it gives the package's tokens."""
-    def generate(model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None,
-                 forbidden_ids=()):
+def slid_cache(short_window: bool = False):
+    """The task's loop with the cache kept once the row no longer fits: the oldest position dropped from every
+    layer's keys and values (or, ``short_window``, the window re-read one token short)."""
+    def generate_long(model, prompt_ids, max_new_tokens):
         model.eval()
-        ids, cache = prompt_ids.clone(), model.new_cache()
-        step, forbidden = ids, torch.tensor(list(forbidden_ids), dtype=torch.long)
+        max_len, ids, cache = model.config.max_len, prompt_ids.long(), model.new_cache()
+        step = ids
         with torch.no_grad():
             for _ in range(max_new_tokens):
-                logits = model(step, cache)[:, position].float()
-                for operation in order:
-                    if operation == "forbid" and len(forbidden):
-                        logits = logits.index_fill(-1, forbidden, NEG_INF)
-                    elif temperature == 0 or operation == "forbid":
-                        continue
-                    elif operation == "temperature":
-                        logits = logits / temperature if temperature_op == "divide" else logits * temperature
-                    elif operation == "top_k" and top_k is not None:
-                        logits = decoding.top_k_filter(logits, top_k)
-                    elif operation == "top_p" and top_p is not None:
-                        logits = decoding.top_p_filter(logits, top_p)
-                if temperature == 0 or sampler == "argmax":
-                    token = logits.argmax(dim=-1)
+                if short_window and ids.size(1) > max_len:
+                    logits = model(ids[:, 1 - max_len:])
                 else:
-                    token = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator).squeeze(1)
-                ids = torch.cat([ids, token[:, None]], dim=1)
-                step = token[:, None]
+                    if cache.length == max_len:
+                        for layer in cache.self_attention:
+                            layer.keys, layer.values = layer.keys[:, :, 1:], layer.values[:, :, 1:]
+                    logits = model(step, cache)
+                token = logits[:, -1].argmax(dim=-1)
+                ids, step = torch.cat([ids, token[:, None]], dim=1), token[:, None]
         return ids
-    return generate
+    return generate_long
 
 
 Q3_MISTAKES = (
-    Mistake("forbidden ids ignored", "a forbidden id was generated: set the logits of forbidden_ids to -inf at every "
-            "step, before anything else", planted(order=("temperature", "top_k", "top_p"))),
-    Mistake("temperature ignored", "the temperature changed nothing: divide the logits by it (after the forbidden "
-            "ids, before the filters)", planted(order=("forbid", "top_k", "top_p"))),
-    Mistake("top_k ignored", "top_k was ignored: keep only the k largest logits (after the temperature, before "
-            "top-p)", planted(order=("forbid", "temperature", "top_p"))),
-    Mistake("top_p ignored", "top_p was ignored: keep only the nucleus (after top-k)",
-            planted(order=("forbid", "temperature", "top_k"))),
-    Mistake("forbidden ids set last", "the forbidden ids were set to -inf after the temperature and the filters: "
-            "set them first, so top-k and top-p choose among the allowed tokens only (a forbidden id among the top "
-            "k leaves fewer than k)", planted(order=("temperature", "top_k", "top_p", "forbid"))),
-    Mistake("temperature after the filters", "the temperature was applied after the filters: divide by it first "
-            "(after the forbidden ids) — top-p measures the nucleus of the distribution the temperature reshaped",
-            planted(order=("forbid", "top_k", "top_p", "temperature"))),
-    Mistake("top-p before top-k", "top-p ran before top-k: the order is top-k first, then top-p on what top-k kept",
-            planted(order=("forbid", "temperature", "top_p", "top_k"))),
-    Mistake("temperature multiplied", "you multiplied the logits by the temperature: divide them (below 1 "
-            "sharpens, above 1 flattens)", planted(temperature_op="multiply")),
-    Mistake("first position read", "the first step read the logits of the prompt's *first* position: the next "
-            "token is scored at the last position, logits[:, -1]", planted(position=0)),
-    Mistake("arg-max instead of a draw", "you took the arg-max although the temperature is not 0: sample, "
-            "torch.multinomial(probs, 1, generator=generator)", planted(sampler="argmax")),
+    Mistake("cache slid", "the cache was kept once the row passed max_len (its oldest position dropped): its keys "
+            "and values were computed with each token's *old* position added, and from tokens that have left the "
+            "window. When the window slides, every token's position changes, so nothing cached is valid: re-read "
+            "the last max_len tokens", slid_cache()),
+    Mistake("window one short", "past the context you scored from the last max_len - 1 tokens: the window holds "
+            "max_len tokens, ids[:, -max_len:]", slid_cache(short_window=True)),
 )
 
 
-def cache_problem(calls: list[ModelCall], case: GenerateCase) -> str | None:
-    """What is wrong with the way the learner's loop fed the model (``None``: each token once, through one cache)."""
-    if not calls:
-        return None
-    prompt_len = case.prompt.size(1)
-    if any(call.cache is None for call in calls):
-        fed = ", ".join(str(call.length) for call in calls[:6]) + (" …" if len(calls) > 6 else "")
-        return ("your loop calls the model without a KV cache (tokens fed per call: "
-                f"{fed}): create cache = model.new_cache() once, pass it at every call, and after the prompt feed "
-                "only the newest token (batch, 1) — the cache remembers the rest")
-    if len({id(call.cache) for call in calls}) > 1:
-        return ("your loop makes a new cache at every step, so the model forgets the earlier tokens: create "
-                "cache = model.new_cache() once, before the loop, and pass the same object at every call")
-    fed = sum(call.length for call in calls)
-    if fed > prompt_len + case.max_new_tokens:
-        lengths = ", ".join(str(call.length) for call in calls[:6]) + (" …" if len(calls) > 6 else "")
-        return (f"your loop feeds tokens the cache already holds (tokens fed per call: {lengths}; the prompt has "
-                f"{prompt_len}): with a KV cache each token passes through the model once — the prompt at the "
-                "first call, then only the newest token, token[:, None]")
+def run_long(answer, case: LongCase) -> tuple:
+    try:
+        got = call_learner(lambda: answer(case.make_model(), case.prompt.clone(), case.max_new_tokens),
+                           "generate_long", case.description, forbidden=LONG_FORBIDDEN)
+    except ExerciseFailure:
+        return ("crash",)
+    return tuple(got.flatten().tolist()) if isinstance(got, torch.Tensor) else ("not a tensor",)
+
+
+def long_error_hint(error: BaseException) -> str | None:
+    if "max_len" in str(error) or "context" in str(error):
+        return ("The model was fed more positions than its context holds: a cache cannot grow past max_len, and "
+                "it cannot slide either — once the row is longer, feed the last max_len tokens without it")
     return None
 
 
-def generate_error_hint(error: BaseException) -> str | None:
-    text = str(error)
-    if isinstance(error, TypeError) and ("positional argument" in text or "keyword argument" in text):
-        return f"The function is generate{GENERATE_PARAMETERS}: give it exactly these parameters"
-    if ("exceeds" in text and "max_len" in text) or "context" in text:
-        return ("The model was fed more positions than its context holds: with the KV cache, feed only the newest "
-                "token after the prompt")
-    if "probability tensor contains" in text or "invalid multinomial" in text:
-        return ("torch.multinomial needs probabilities (≥ 0, not all 0): take the softmax of the filtered logits "
-                "— and temperature 0 means greedy, the arg-max, with no division")
-    if "zero-dim" in text or "same number of dimensions" in text or "dimension 0" in text:
-        return "Keep the batch axis, with batch 1 too: token[:, None] is the column to append (no .squeeze())"
-    return None
-
-
-def probes(case: GenerateCase) -> list[GenerateCase]:
-    """Other inputs that tell apart mistakes which give the same tokens on ``case``: other seeds, another
-    temperature, a wide nucleus at a high temperature, and — with both filters — a top-k that cuts every nucleus
-    and one that cuts none (four prompts where the case has fewer, so that every draw counts)."""
-    config = case.reference_model().config
-    pool = torch.tensor([i for i in range(config.vocab_size) if i != config.pad_id])
-    others = pool[torch.randint(len(pool), (4 - min(case.prompt.size(0), 3), case.prompt.size(1)),
-                                generator=torch.Generator().manual_seed(7))]
-    wide = torch.cat([case.prompt, others])
-    temperature = case.settings.get("temperature", 1.0)
-    other = 2.2 if temperature < 1.5 else 0.6
-    found = [replace(case, seed=101),
-             replace(case, seed=202, prompt=wide, settings={**case.settings, "temperature": other})]
-    if "top_p" in case.settings:
-        found.append(replace(case, seed=505, prompt=wide,
-                             settings={**case.settings, "temperature": 3.0, "top_p": 0.95}))
-    if "top_k" in case.settings and "top_p" in case.settings:
-        found += [replace(case, seed=303, prompt=wide, settings={**case.settings, "top_k": 2, "top_p": 0.95}),
-                  replace(case, seed=404, prompt=wide,
-                          settings={**case.settings, "top_k": config.vocab_size // 2, "top_p": 0.3})]
-    return found
-
-
-def mismatch_message(case: GenerateCase, got: torch.Tensor) -> str:
-    """The contract's own message where the learner's tokens differ from the package's (no declared mistake)."""
-    expected, prompt_len = case.expected, case.prompt.size(1)
-    if not case.sampling:
-        return (f"greedy decoding (temperature=0) picks the arg-max of the last position's logits, the forbidden ids "
-                f"excluded: expected {expected.tolist()}, got {got.tolist()}")
-    row, step = (got != expected).nonzero()[0].tolist()
-    return (f"row {row}, new token {step - prompt_len + 1}: the package draws {int(expected[row, step])}, yours "
-            f"{int(got[row, step])} (expected {expected.tolist()}, got {got.tolist()}). Each step: the last "
-            "position's logits as float32 → forbidden ids to -inf → ÷ temperature → top-k → top-p → softmax → "
-            "one torch.multinomial(probs, 1, generator=generator) draw per row")
-
-
-def check_generate(ns) -> None:
-    function = own_function(ns["generate"], "generate", "course_utils.decoding.generate")
-    for case in generate_cases(Draw()):
-        where = case.description
-        model = case.make_model()
-        prompt = snapshot(case.prompt)
-        try:
-            got = call_learner(function, "generate", where, model, prompt, case.max_new_tokens,
-                               forbidden=GENERATE_FORBIDDEN, error_hint=generate_error_hint, **case.arguments())
-        except ExerciseFailure as failure:
-            problem = cache_problem(model.calls, case)
-            if problem:
-                raise ExerciseFailure(f"on {where}: {problem}.") from None
-            forbid_last = next(m for m in Q3_MISTAKES if m.name == "forbidden ids set last")
-            if "probability tensor" in str(failure) and run_generate(forbid_last.variant, case) == ("crash",):
-                raise ExerciseFailure(f"on {where}: your `generate` crashed where every token the filters kept "
-                                      f"was forbidden: {forbid_last.message}.") from None
-            raise failure from None
-        check_inputs_kept({"prompt_ids": case.prompt}, {"prompt_ids": prompt}, "generate", where)
-        if not model.calls:
-            raise ExerciseFailure(f"on {where}: your `generate` never called the model.")
-        if any(call.training for call in model.calls):
-            raise ExerciseFailure(f"on {where}: the model (or one of its submodules) ran in training mode: "
-                                  "call model.eval() first — assigning model.training = False switches the top module "
-                                  "only — otherwise dropout changes every step's distribution.")
-        if any(call.grad for call in model.calls):
-            raise ExerciseFailure(f"on {where}: the model ran with gradients enabled: sampling needs no backward "
-                                  "pass, so run it under torch.no_grad() (or decorate the function with "
-                                  "@torch.no_grad()).")
-        problem = cache_problem(model.calls, case)
-        if problem:
-            raise ExerciseFailure(f"on {where}: {problem}.")
-        expected = case.expected
-        if not isinstance(got, torch.Tensor):
-            raise ExerciseFailure(f"on {where}: return the ids as a tensor (batch, prompt_len + max_new_tokens), "
-                                  f"got {type(got).__name__}.")
-        if got.dim() == 2 and got.shape == (expected.size(0), case.max_new_tokens):
-            raise ExerciseFailure(f"on {where}: you returned only the {case.max_new_tokens} new tokens: return the "
-                                  "prompt followed by them, (batch, prompt_len + max_new_tokens) = "
-                                  f"{tuple(expected.shape)}.")
-        if got.shape != expected.shape:
-            raise ExerciseFailure(f"on {where}: return ids of shape (batch, prompt_len + max_new_tokens) = "
-                                  f"{tuple(expected.shape)}, got {tuple(got.shape)}: exactly max_new_tokens new "
-                                  "tokens, no stop.")
-        if got.dtype != torch.long:
-            raise ExerciseFailure(f"on {where}: token ids are torch.long, got {got.dtype}.")
-        if not torch.equal(got[:, :case.prompt.size(1)], case.prompt):
-            raise ExerciseFailure(f"on {where}: the result must start with the prompt itself, then the new tokens.")
+def check_generate_long(ns) -> None:
+    function = own_function(ns["generate_long"], "generate_long", "course_utils.decoding.generate")
+    cases, runs = long_cases(Draw()), []
+    for case in cases:  # the tokens on every case first, so that a declared mistake is named where it shows
+        where, model, prompt = case.description, case.make_model(), snapshot(case.prompt)
+        got = call_learner(function, "generate_long", where, model, prompt, case.max_new_tokens,
+                           forbidden=LONG_FORBIDDEN, error_hint=long_error_hint)
+        check_inputs_kept({"prompt_ids": case.prompt}, {"prompt_ids": prompt}, "generate_long", where)
+        if any(flag for _, flag in model.calls):
+            raise ExerciseFailure(f"on {where}: the model ran in training mode or with gradients on: call "
+                                  "model.eval() and generate under torch.no_grad() (dropout would change the tokens).")
+        expected = generate_long_reference(case.make_model(), case.prompt, case.max_new_tokens)
+        if not isinstance(got, torch.Tensor) or got.shape != expected.shape or got.dtype != torch.long:
+            raise ExerciseFailure(f"on {where}: return long ids of shape (batch, prompt_len + max_new_tokens) = "
+                                  f"{tuple(expected.shape)}, the prompt first, got {show(got)}.")
         if not torch.equal(got, expected):
-            failure = Mismatch(f"on {where}: {mismatch_message(case, got)}.", case, as_key(got), function,
-                               run_generate, operator.eq, probes=tuple(probes(case)) if case.sampling else (),
-                               expected=as_key(expected))
-            if case.sampling and not any(mistake.names(failure) for mistake in Q3_MISTAKES):
-                # the generator's use, tried where every draw counts: the case's model at temperature 1, four
-                # prompts (same seed: same tokens whatever the global random state; another seed: other tokens)
-                hot = replace(probes(case)[1], settings={**case.settings, "temperature": 1.0})
-                check_generator_use(lambda generator, hot=hot: function(hot.make_model(), hot.prompt.clone(),
-                                                                        hot.max_new_tokens,
-                                                                        **{**hot.arguments(), "generator": generator}),
-                                    "generate", f"{where}, and the same model at temperature 1 with "
-                                                f"{hot.prompt.size(0)} prompts")
-            raise failure
+            row, step = (got != expected).nonzero()[0].tolist()
+            raise Mismatch(f"on {where}: row {row}, token {step}: expected {int(expected[row, step])}, got "
+                           f"{int(got[row, step])} (expected {expected.tolist()}, got {got.tolist()}). Greedy: the "
+                           "arg-max of the last position's logits; past max_len, from the last max_len tokens.",
+                           case, tuple(got.flatten().tolist()), function, run_long, operator.eq,
+                           probes=tuple(c for c in cases if c is not case), expected=tuple(expected.flatten().tolist()))
+        runs.append((case, model.calls))
+    for case, calls in runs:
+        fed, fewest = sum(length for length, _ in calls), case.fewest_positions
+        if fed != fewest:
+            per_call = ", ".join(str(length) for length, _ in calls[:10])
+            raise ExerciseFailure(f"on {case.description}: your tokens are right, but the model was fed {fed} "
+                                  f"positions in all (per call: {per_call} …) where the rule needs {fewest}: while "
+                                  "the row fits (at most max_len tokens) feed each token once through a KV cache; "
+                                  "past that, one full window of max_len per new token.")
 
 
 q3 = Exercise(
-    name="Capstone: sampling with a KV cache",
-    variables=("generate",),
-    checker=check_generate,
+    name="Capstone: generating past the context",
+    variables=("generate_long",),
+    checker=check_generate_long,
     mistakes=Q3_MISTAKES,
-    hints=("One model call per new token: the cache remembers everything fed before, so after the prompt only the "
-           "newest token goes in. Within a step the order is fixed — forbidden ids first, then the temperature "
-           "(0 means greedy), then top-k, then top-p, then one multinomial draw from the generator you are given. "
-           "Stuck? `from course_utils.decoding import generate` and move on.",
-           "Put the model in eval mode and switch gradients off; make one cache; the first input is the whole "
-           "prompt. For each of max_new_tokens steps: run the model on the current input with the cache; keep the "
-           "last position's scores as float32; fill the forbidden ids' scores with minus infinity; if the "
-           "temperature is 0 take the arg-max of every row; otherwise divide the scores by the temperature, apply "
-           "top-k if it is given, then top-p if it is given, turn the scores into probabilities (softmax over the "
-           "vocabulary) and draw one token per row with multinomial and the generator. Append the tokens as a new "
-           "column of the ids; that column, (batch, 1), is the next input. Return all the ids, prompt included."),
-    solution=solution_of("lesson08", "top_k_filter", "generate"),
-    success="Correct! The same tokens as course_utils.decoding.generate for greedy decoding and for sampling with "
-            "temperature, top-k and top-p, forbidden ids excluded — through the KV cache, one token per call, in "
-            "eval mode without gradients, drawn from the generator you were given.",
+    hints=("Two phases. While prompt + generated tokens number at most max_len, it is section 5's loop through a "
+           "cache. After that, ask yourself what a cached key holds: it was computed from its token *plus its "
+           "position*. Which positions do the tokens of the window have after one slide?",
+           "Keep `cache = model.new_cache()` and feed the newest token while ids.size(1) <= max_len. Once the row "
+           "is longer, call model(ids[:, -max_len:]) without a cache at every step and take the last position's "
+           "arg-max."),
+    solution=solution_of("lesson08", "generate_long"),
+    success="Correct! The cache serves the row while it fits; past max_len every token of the window moves to a "
+            "new position, so each new token costs a full window of max_len positions. Run the next cell to "
+            "compare your prediction.",
     task=(
-        "## Capstone · Sampling with a KV cache (about 30 minutes)\n\n"
-        "`generate_simple` feeds the whole row to the model for every new token. Write `generate(model, "
-        "prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None, forbidden_ids=())` "
-        "that feeds each token once, through `cache = model.new_cache()` (section 3: `model(ids, cache)` reads only "
-        "the new tokens). It returns what `generate_simple` returns without penalty or [EOS] stop: `(batch, "
-        "prompt_len + max_new_tokens)` long ids, the same tokens for the same seeded `generator` — a cache changes "
-        "the work, never the result. Top-p: yours or `decoding.top_p_filter`. The model arrives in training mode: "
-        "call `model.eval()` and generate under `torch.no_grad()`.\n\n"
-        "Checked: your tokens equal `decoding.generate`'s, seeded alike, on small random GPTs, one model call per "
-        "new token. Stuck? `q3.solution()`, or move on with `from course_utils.decoding import generate`."
+        "## Capstone · Generating past the context (about 25 minutes)\n\n"
+        "The model has positions 0 … max_len − 1 (64 here), so `decoding.generate` stops there. Write "
+        "`generate_long(model, prompt_ids, max_new_tokens)`: greedy decoding from a `(batch, P)` prompt without "
+        "padding, for any `max_new_tokens`, returning `(batch, P + max_new_tokens)` long ids. Each next token is "
+        "the arg-max of the last position's logits, scored from the whole row while it holds at most max_len "
+        "tokens, then from its last max_len tokens read as positions 0 … max_len − 1 (a sliding window). Feed "
+        "the model as few positions as this rule allows: a KV cache while the row fits; past that, decide what "
+        "the cache can keep. Call `model.eval()`; work under `torch.no_grad()`.\n\n"
+        "First predict how many positions it feeds for `The default value of the` (7 tokens with `[BOS]`) and 150 "
+        "new tokens; the cell after the check counts them.\n\n"
+        "Checked: your tokens and positions fed, on small random GPTs. Stuck? `q3.hint()`, `q3.solution()`, or "
+        "`from course_utils.exercises.lesson08 import generate_long_reference` (it re-reads every window)."
     ),
     starter=(
-        "def generate(model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None, generator=None,\n"
-        "             forbidden_ids=()):\n"
+        "def generate_long(model, prompt_ids, max_new_tokens):\n"
         "    raise NotImplementedError  # your code here\n"
     ),
 )

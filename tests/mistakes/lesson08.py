@@ -122,119 +122,35 @@ def capstone_right(exercise: str, name: str, code: str) -> Alternative:
 
 
 MISTAKES += [
-    # q3 (capstone): sampling with a KV cache — bugs planted in the solution (the declared ones live in Q3_MISTAKES)
-    capstone('q3', "the package's generate imported", "from course_utils.decoding import generate\n",
-             'use your own function'),
-    capstone('q3', "the package's generate behind a wrapper",
-             'import course_utils.decoding as D\n\n'
-             'def generate(model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None,\n'
-             '             generator=None, forbidden_ids=()):\n'
-             '    return D.generate(model, prompt_ids, max_new_tokens, temperature, top_k, top_p,\n'
-             '                      generator=generator, forbidden_ids=tuple(forbidden_ids))\n',
-             'use your own code'),
-    capstone('q3', "the package's logits pipeline",
-             plant(plant(plant(GENERATE, "            logits = logits / temperature\n",
-                               "            from course_utils.decoding import next_token_logits\n"
-                               "            logits = next_token_logits(logits, ids, temperature, top_k, top_p)\n"),
-                         "logits = top_k_filter(logits, top_k)", "pass"),
-                   "logits = decoding.top_p_filter(logits, top_p)", "pass"),
-             'use your own code'),
-    capstone('q3', 'no KV cache',
-             plant(plant(GENERATE, "model(step_input, cache)", "model(ids)"), "    cache = model.new_cache()\n", ""),
-             'without a KV cache'),
-    capstone('q3', 'the whole prefix fed into the cache', plant(GENERATE, "model(step_input, cache)",
-                                                                "model(ids, cache)"),
-             'the cache already holds'),
-    capstone('q3', 'a new cache every step',
-             plant(GENERATE, "model(step_input, cache)", "model(step_input, model.new_cache())"),
-             'new cache at every step'),
-    capstone('q3', 'eval mode forgotten', plant(GENERATE, "    model.eval()\n", ""), 'call model.eval()'),
-    capstone('q3', 'model.training = False instead of model.eval()',
-             plant(GENERATE, "    model.eval()\n", "    model.training = False\n"), 'switches the top module only'),
+    # q3 (capstone): generating past the context — bugs planted in the solution (the declared ones live in Q3_MISTAKES)
+    capstone('q3', "the package's generate imported", "from course_utils.decoding import generate as generate_long\n",
+             "course_utils.decoding.generate"),
+    capstone('q3', 'no KV cache while the row fits', plant(GENERATE, "        if ids.size(1) <= max_len:",
+                                                           "        if False:"), 'rule needs'),
+    capstone('q3', 'the cache kept growing past max_len',
+             plant(GENERATE, "        if ids.size(1) <= max_len:", "        if True:"), 'cannot grow past max_len'),
+    capstone('q3', 'the whole row fed into the cache', plant(GENERATE, "logits = model(step, cache)",
+                                                             "logits = model(ids, model.new_cache())"), 'rule needs'),
+    capstone('q3', 'eval mode forgotten', plant(GENERATE, "    model.eval()\n", ""), 'model.eval()'),
     capstone('q3', 'no_grad forgotten', plant(GENERATE, "@torch.no_grad()\n", ""), 'torch.no_grad()'),
-    capstone('q3', 'temperature 0 not greedy',
-             plant(GENERATE, "        if temperature == 0:\n", "        if temperature is None:\n"),
-             'temperature 0 means greedy'),
-    capstone('q3', 'the global random state', plant(GENERATE, "torch.multinomial(probs, 1, generator=generator)",
-                                                    "torch.multinomial(probs, 1)"), 'global random state'),
-    capstone('q3', 'a seed fixed inside', plant(GENERATE, "torch.multinomial(probs, 1, generator=generator)",
-                                                "torch.multinomial(probs, 1, generator=torch.Generator()"
-                                                ".manual_seed(0))"),
-             'does not draw from the generator'),
     capstone('q3', 'only the new tokens returned', plant(GENERATE, "    return ids\n",
-                                                         "    return ids[:, prompt_ids.size(1):]\n"),
-             'only the'),
-    capstone('q3', 'sampled from the logits', plant(GENERATE, "torch.multinomial(probs, 1, generator=generator)",
-                                                    "torch.multinomial(logits, 1, generator=generator)"),
-             'multinomial needs probabilities'),
-    capstone('q3', 'token squeezed (breaks batch 1)', plant(GENERATE, ".squeeze(1)", ".squeeze()"),
-             'Keep the batch axis'),
-    capstone('q3', 'int32 ids returned', plant(GENERATE, "    return ids\n", "    return ids.int()\n"),
-             'torch.long'),
+                                                         "    return ids[:, prompt_ids.size(1):]\n"), 'shape'),
+    capstone('q3', 'int32 ids returned', plant(GENERATE, "    return ids\n", "    return ids.int()\n"), 'long ids'),
 ]
 
 ALTERNATIVES += [
-    # q3: the package's filters, the prompt fed token by token, a preallocated output, per-row draws
-    capstone_right('q3', "the package's filters, F.softmax, index_fill",
-                   'from course_utils import decoding\n\n\n'
+    # q3: the two phases as two loops, the window read with narrow
+    capstone_right('q3', 'two loops, narrow',
                    '@torch.no_grad()\n'
-                   'def generate(model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None,\n'
-                   '             generator=None, forbidden_ids=()):\n'
+                   'def generate_long(model, prompt_ids, max_new_tokens):\n'
                    '    model.eval()\n'
-                   '    cache = model.new_cache()\n'
-                   '    out = prompt_ids\n'
-                   '    logits_all = model(prompt_ids, cache)\n'
-                   '    banned = torch.tensor(list(forbidden_ids), dtype=torch.long)\n'
-                   '    for step in range(max_new_tokens):\n'
-                   '        logits = logits_all[:, -1, :].float().index_fill(1, banned, float("-inf"))\n'
-                   '        if temperature == 0:\n'
-                   '            nxt = logits.argmax(-1, keepdim=True)\n'
-                   '        else:\n'
-                   '            logits = decoding.apply_temperature(logits, temperature)\n'
-                   '            if top_k:\n'
-                   '                logits = decoding.top_k_filter(logits, top_k)\n'
-                   '            if top_p is not None:\n'
-                   '                logits = decoding.top_p_filter(logits, top_p)\n'
-                   '            probs = F.softmax(logits, dim=-1)\n'
-                   '            nxt = torch.multinomial(probs, num_samples=1, generator=generator)\n'
-                   '        out = torch.cat((out, nxt), dim=-1)\n'
-                   '        if step < max_new_tokens - 1:\n'
-                   '            logits_all = model(nxt, cache)\n'
-                   '    return out\n'),
-    capstone_right('q3', 'prompt fed one token at a time, a preallocated output, one draw per row',
-                   'def generate(model, prompt_ids, max_new_tokens, temperature=1.0, top_k=None, top_p=None,\n'
-                   '             generator=None, forbidden_ids=()):\n'
-                   '    model.eval()\n'
-                   '    batch, prompt_len = prompt_ids.shape\n'
-                   '    out = torch.zeros(batch, prompt_len + max_new_tokens, dtype=torch.long)\n'
-                   '    out[:, :prompt_len] = prompt_ids\n'
-                   '    with torch.inference_mode():\n'
-                   '        cache = model.new_cache()\n'
-                   '        for t in range(prompt_len - 1):\n'
-                   '            model(prompt_ids[:, t:t + 1], cache)\n'
-                   '        current = prompt_ids[:, -1:]\n'
-                   '        for t in range(prompt_len, prompt_len + max_new_tokens):\n'
-                   '            scores = model(current, cache)[:, -1].to(torch.float32)\n'
-                   '            allowed = torch.ones(scores.shape[-1], dtype=torch.bool)\n'
-                   '            for i in forbidden_ids:\n'
-                   '                allowed[i] = False\n'
-                   '            scores = scores.masked_fill(~allowed, float("-inf"))\n'
-                   '            if temperature == 0:\n'
-                   '                chosen = scores.max(dim=-1).indices\n'
-                   '            else:\n'
-                   '                scores = scores / temperature\n'
-                   '                if top_k is not None:\n'
-                   '                    kth = scores.topk(top_k, dim=-1).values[:, -1:]\n'
-                   '                    scores = scores.masked_fill(scores < kth, float("-inf"))\n'
-                   '                if top_p is not None:\n'
-                   '                    p, order = scores.softmax(-1).sort(-1, descending=True)\n'
-                   '                    kept = p.cumsum(-1) - p < top_p\n'
-                   '                    keep = torch.zeros_like(p, dtype=torch.bool).scatter(-1, order, kept)\n'
-                   '                    scores = scores.masked_fill(~keep, float("-inf"))\n'
-                   '                probs = scores.softmax(dim=-1)\n'
-                   '                chosen = torch.stack([torch.multinomial(row, 1, generator=generator)[0]\n'
-                   '                                      for row in probs])\n'
-                   '            out[:, t] = chosen\n'
-                   '            current = out[:, t:t + 1]\n'
-                   '    return out\n'),
+                   '    L = model.config.max_len\n'
+                   '    ids, cache, step, left = prompt_ids.clone(), model.new_cache(), prompt_ids, max_new_tokens\n'
+                   '    while left and ids.size(1) <= L:\n'
+                   '        nxt = model(step, cache)[:, -1].argmax(-1, keepdim=True)\n'
+                   '        ids, step, left = torch.cat([ids, nxt], 1), nxt, left - 1\n'
+                   '    for _ in range(left):\n'
+                   '        window = ids.narrow(1, ids.size(1) - L, L)\n'
+                   '        ids = torch.cat([ids, model(window)[:, -1].argmax(-1, keepdim=True)], 1)\n'
+                   '    return ids\n'),
 ]
