@@ -541,7 +541,7 @@ q3 = Exercise(
             "new position, so each new token costs a full window of max_len positions. Run the next cell to "
             "compare your prediction.",
     task=(
-        "## Capstone · Generating past the context (about 25 minutes)\n\n"
+        "## Capstone · Generating past the context (about 30 minutes)\n\n"
         "The model has positions 0 … max_len − 1 (64 here), so `decoding.generate` stops there. Write "
         "`generate_long(model, prompt_ids, max_new_tokens)`: greedy decoding from a `(batch, P)` prompt without "
         "padding, for any `max_new_tokens`, returning `(batch, P + max_new_tokens)` long ids. Each next token is "
