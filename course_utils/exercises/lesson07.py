@@ -1,11 +1,10 @@
-"""Exercises of lesson 07 (translation): the size of a decoder layer (q1), a beam whose cache forgets its parents
-(q2: the symptom seen, which cache must follow predicted, the reorder written, then measured), and the capstone, a
-batched greedy decoder that uses the KV cache (q3).
+"""Exercises of lesson 07 (translation): the bytes a KV cache holds (q1: predicted, then measured), a beam whose
+cache forgets its parents (q2: the symptom seen, which cache must follow predicted, the reorder written, then
+measured), and the capstone, a batched greedy decoder that uses the KV cache (q3).
 
-Each check draws fresh inputs and compares the learner's answer with the package (a ``DecoderLayer``'s
-``count_parameters``, :meth:`course_utils.kv_cache.LayerCache.reorder`,
-:func:`course_utils.decoding.greedy_decode`); each exercise declares its typical mistakes once, in its table (see
-:mod:`.core`).
+Each check draws fresh inputs and compares the learner's answer with the package (a real cache's ``nbytes``,
+:meth:`course_utils.kv_cache.LayerCache.reorder`, :func:`course_utils.decoding.greedy_decode`); each exercise
+declares its typical mistakes once, in its table (see :mod:`.core`).
 """
 from __future__ import annotations
 
@@ -31,76 +30,100 @@ def special_ids(draw: Draw, vocab: int) -> tuple[int, int, int]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# q1: the parameters of a decoder layer — count_parameters of the package's DecoderLayer is the reference
+# q1 (predict, then measure): the bytes a KV cache holds — a real cache's nbytes is the reference
 # ---------------------------------------------------------------------------------------------------------------
 
-def package_count(d_model: int, d_ff: int, kind: str = "DecoderLayer") -> int:
-    """``count_parameters`` of the package's ``kind`` layer ("DecoderLayer" or "EncoderLayer"), one head."""
-    from .. import layers
-    from ..config import count_parameters
-
-    return count_parameters(getattr(layers, kind)(d_model, 1, d_ff, dropout=0.0))
+DTYPES = {2: torch.bfloat16, 4: torch.float32, 8: torch.float64}   # bytes per number -> a dtype of that size
+BASE = dict(d_model=512, n_layers=6, n_heads=8, bytes_per_number=2)   # the 2017 base model, 16-bit numbers
 
 
-def check_decoder_layer_parameters(ns) -> None:
-    """The prediction first (any sane ratio passes: it is kept, not graded), then the formula on random sizes with
-    no layer built, then the prediction printed beside the ratio the formula gives."""
-    from ..attention import MultiHeadAttention
-    from ..layers import DecoderLayer, PositionwiseFeedForward
+def measured_cache_bytes(d_model: int, n_layers: int, n_heads: int, src_len: int, positions: int,
+                         bytes_per_number: int) -> int:
+    """``nbytes`` of the KV cache of one sentence: a random :class:`~course_utils.models.Seq2SeqTransformer` of
+    these sizes, in a dtype of ``bytes_per_number`` bytes, fed ``positions`` target positions one at a time for a
+    source of ``src_len`` tokens."""
+    from ..config import TransformerConfig
+    from ..models import Seq2SeqTransformer
 
-    ratio = ns.get("my_ratio")
-    record = ("record your prediction in its cell first: `my_ratio` = how many times larger you expect a decoder "
-              "layer (512, 2048) to be than an encoder layer; then the formula.")
-    formula = ns["decoder_layer_parameters"]
-    if ratio is Ellipsis:
+    config = TransformerConfig(vocab_size=11, tgt_vocab_size=11, d_model=d_model, n_heads=n_heads, d_ff=4,
+                               n_layers=n_layers, max_len=max(src_len, positions) + 1, dropout=0.0)
+    model = Seq2SeqTransformer(config).to(DTYPES[bytes_per_number]).eval()
+    src = torch.randint(7, 11, (1, src_len), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        memory, cache = model.encode(src), model.new_cache()
+        for _ in range(positions):
+            model.decode(torch.full((1, 1), DEFAULT_BOS), memory, src, cache)
+    return cache.nbytes
+
+
+def check_kv_cache_bytes(ns) -> None:
+    """The prediction recorded (a positive number, not graded), then the formula against real caches of random
+    sizes, then prediction, formula and a measured base-size cache side by side."""
+    from ..kv_cache import KVCache, LayerCache
+    from ..models import Seq2SeqTransformer
+
+    guess, formula = ns.get("my_bytes_per_piece"), ns["kv_cache_bytes"]
+    record = ("record your prediction in its cell first: `my_bytes_per_piece` = the bytes one sentence's cache "
+              "grows by per generated piece in the 2017 base model (d_model 512, 6 layers, 8 heads, 16-bit numbers).")
+    if guess is Ellipsis:
         try:
-            formula(512, 2048)
+            formula(8, 2, 2, 3, 4, 4)
         except NotImplementedError:   # the untouched stub: "not attempted", not a missing prediction
             raise
         except Exception:  # noqa: BLE001 — the formula is checked below, once the prediction is recorded
             pass
         raise ExerciseFailure(record)
     try:
-        value = None if ratio is None else float(ratio)
+        guess = None if guess is None else float(guess)
     except (TypeError, ValueError):
-        raise ExerciseFailure(f"`my_ratio` should be a number such as 1.5, got {ratio!r}.") from None
-    if value is not None and not 0.1 <= value <= 20:
-        raise ExerciseFailure(f"`my_ratio` = {value:g} is not a ratio of two layer sizes (it should be a number "
-                              "such as 1.5: decoder layer / encoder layer); a count goes in your function.")
-    built = {f"{where} (a built layer; count with a formula instead)": block for where, block in (
-        ("course_utils.layers.DecoderLayer", DecoderLayer),
-        ("course_utils.attention.MultiHeadAttention", MultiHeadAttention),
-        ("course_utils.layers.PositionwiseFeedForward", PositionwiseFeedForward),
-        ("torch.nn.Linear", nn.Linear), ("torch.nn.LayerNorm", nn.LayerNorm))}
+        raise ExerciseFailure(f"`my_bytes_per_piece` should be a number such as 1024, got {guess!r}.") from None
+    if guess is not None and not guess > 0:
+        raise ExerciseFailure(f"`my_bytes_per_piece` = {guess:g}: a growing cache holds more bytes: a positive number.")
     draw = Draw()
-    cases = [Case(f"d_model {d}, d_ff {f}", (d, f)) for d, f in zip(draw.distinct(3, 2, 40), draw.distinct(3, 3, 99))]
-    cases.append(Case("d_model 1, d_ff 1", (1, 1)))
-    check_function(formula, package_count, cases, "decoder_layer_parameters", probes=cases, forbidden=built)
-    if ratio is None:
+    cases = []
+    for bytes_per_number in (2, 8, 4):
+        d_head, n_heads, n_layers = draw.choice((2, 4)), draw.integer(2, 3), draw.integer(3, 4)   # 2 layers: K and V
+        src_len, positions = draw.distinct(2, 1, 6)
+        args = (d_head * n_heads, n_layers, n_heads, src_len, positions, bytes_per_number)
+        cases.append(Case(f"d_model {args[0]}, {n_layers} layers, {n_heads} heads, source {src_len} tokens, "
+                          f"{positions} positions fed, {bytes_per_number} bytes per number", args))
+    built = {f"{where} (a built model or cache; predict with a formula instead)": block for where, block in (
+        ("course_utils.models.Seq2SeqTransformer", Seq2SeqTransformer), ("course_utils.kv_cache.KVCache", KVCache),
+        ("course_utils.kv_cache.LayerCache", LayerCache))}
+    check_function(formula, measured_cache_bytes, cases, "kv_cache_bytes", probes=cases, forbidden=built, scales=())
+    if guess is None:
         raise ExerciseFailure(record)
-    encoder = package_count(512, 2048, "EncoderLayer")
-    measured = formula(512, 2048) / encoder
-    gap = "within 0.1" if abs(value - measured) <= 0.1 else f"off by {value - measured:+.2f}"
-    print(f"your prediction: {value:.3g} x; measured: {formula(512, 2048):,} / {encoder:,} = "
-          f"{measured:.3f} x ({gap})")
+    per_piece = formula(src_len=20, positions=2, **BASE) - formula(src_len=20, positions=1, **BASE)
+    measured = measured_cache_bytes(src_len=20, positions=2, **BASE) - measured_cache_bytes(src_len=20, positions=1,
+                                                                                               **BASE)
+    print(f"bytes per generated piece, base model, 16-bit: your prediction {guess:,.0f}; your formula {per_piece:,}; "
+          f"measured (cache.nbytes after 2 positions - after 1) {measured:,}\n"
+          f"one sentence, 20 source tokens, 25 pieces: {formula(src_len=20, positions=25, **BASE):,} bytes")
+
+
+def cache_bytes_with(pairs: int = 2, layers: bool = True, per_head: bool = False, self_part: bool = True,
+                     cross_part: bool = True, fixed_bytes: int | None = None):
+    """The right count with one slip: keys or values only, one layer, every head holding d_model numbers, a part
+    of the cache left out, or the bytes per number typed in."""
+    def variant(d_model, n_layers, n_heads, src_len, positions, bytes_per_number):
+        length = positions * self_part + src_len * cross_part
+        return (pairs * (n_layers if layers else 1) * d_model * (n_heads if per_head else 1) * length
+                * (fixed_bytes or bytes_per_number))
+    return variant
 
 
 Q1_MISTAKES = (
-    Mistake("cross-attention forgotten", "that is an encoder layer's count: a decoder layer has a second attention "
-            "block, cross-attention, with its own four projections (and its own LayerNorm)",
-            lambda d, f: package_count(d, f, "EncoderLayer")),
-    Mistake("third LayerNorm forgotten", "three sublayers, three LayerNorms: each has a gain and a bias of d_model "
-            "numbers", lambda d, f: package_count(d, f) - 2 * d),
-    Mistake("LayerNorm bias forgotten", "a LayerNorm has a gain *and* a bias, d_model numbers each",
-            lambda d, f: package_count(d, f) - 3 * d),
-    Mistake("attention biases forgotten", "every projection of the attention (W_Q, W_K, W_V, W_O) has a bias of "
-            "d_model numbers too", lambda d, f: package_count(d, f) - 8 * d),
-    Mistake("feed-forward biases forgotten", "both linear layers of the feed-forward network have a bias (d_ff and "
-            "d_model numbers)", lambda d, f: package_count(d, f) - f - d),
-    Mistake("output projection forgotten", "multi-head attention has four projections, W_Q, W_K, W_V *and* W_O, "
-            "each d_model x d_model plus a bias", lambda d, f: package_count(d, f) - 2 * (d * d + d)),
-    Mistake("one feed-forward matrix", "the feed-forward network has two matrices, d_model x d_ff and d_ff x "
-            "d_model", lambda d, f: package_count(d, f) - d * f),
+    Mistake("cross-attention's cache forgotten", "cross-attention caches its keys and values too: the memory "
+            "projected once per layer, src_len positions of them", cache_bytes_with(cross_part=False)),
+    Mistake("self-attention's cache forgotten", "the growing part is self-attention's: keys and values of every "
+            "target position fed so far, in every layer", cache_bytes_with(self_part=False)),
+    Mistake("keys only", "a cache keeps keys *and* values: two tensors per attention", cache_bytes_with(pairs=1)),
+    Mistake("one layer", "every decoder layer has its own attentions and so its own cache: times n_layers",
+            cache_bytes_with(layers=False)),
+    Mistake("d_model per head", "the heads split d_model: each holds d_model / n_heads numbers per position, so all "
+            "heads together hold d_model, not n_heads x d_model", cache_bytes_with(per_head=True)),
+    Mistake("4 bytes typed in", "use bytes_per_number: a float32 number is 4 bytes, but bfloat16 or float16 is 2 and "
+            "float64 8", cache_bytes_with(fixed_bytes=4)),
 )
 
 
@@ -565,17 +588,18 @@ Q3_MISTAKES = (
 # ---------------------------------------------------------------------------------------------------------------
 
 q1 = Exercise(
-    name="How big is a decoder layer?",
-    variables=("decoder_layer_parameters",),
-    checker=check_decoder_layer_parameters,
-    hints=("List the decoder layer's parts (section 2) and count each linear layer as weights plus bias, each "
-           "LayerNorm as gain plus bias. Which parts does the encoder layer lack?",
-           "Start from lesson 04's encoder-layer count: the decoder layer adds one attention block and one "
-           "LayerNorm. How many weights and biases does each hold?"),
-    solution=solution_of("lesson07", "my_ratio", "decoder_layer_parameters"),
+    name="What does the cache cost?",
+    variables=("kv_cache_bytes",),
+    checker=check_kv_cache_bytes,
+    hints=("Which attentions keep keys and values, in how many layers, and over how many positions each? How many "
+           "numbers does one position's keys hold, all heads together?",
+           "Self-attention keeps `positions` positions, cross-attention `src_len`; each position holds d_model keys "
+           "and d_model values per layer."),
+    solution=solution_of("lesson07", "my_bytes_per_piece", "kv_cache_bytes"),
     mistakes=Q1_MISTAKES,
-    success="Correct formula. Compare your prediction with the measured ratio above: cross-attention (four "
-            "projections and a LayerNorm) adds a third of an encoder layer at the base size.",
+    success="Correct: your formula equals real caches' nbytes. Compare your prediction with the measured growth "
+            "above: only self-attention's part grows, 2 x n_layers x d_model numbers per piece; the heads split "
+            "d_model and change nothing.",
 )
 
 q2 = Exercise(
@@ -606,7 +630,8 @@ q3 = Exercise(
     success="Correct! The same tokens as course_utils.decoding.greedy_decode, one new position per step through the "
             "cache, in eval mode without gradients.",
     task=(
-        "**Capstone — a batched greedy decoder with the KV cache (about 30 minutes).** Section 5's `translate_one` "
+        "**Capstone (Exercise 3) — a batched greedy decoder with the KV cache (about 20 minutes).** Section 5's "
+        "`translate_one` "
         "decodes one sentence and re-reads the whole prefix at every step. Write `cached_greedy_decode(model, "
         "src_ids, bos_id, eos_id, max_new_tokens, pad_id=0)` for a batch, using the cache:\n\n"
         "* `src_ids (batch, src_len)` → generated ids `(batch, steps)`, `torch.long`, without the `[BOS]`; "

@@ -21,24 +21,22 @@ ERRORS = lesson07.q2.solution
 DECODE = lesson07.q3.solution
 
 MISTAKES = [
-    q("q1", "prediction not recorded", plant(COUNT, "my_ratio = 4_204_032 / 3_152_384", "my_ratio = ..."),
+    q("q1", "prediction not recorded", plant(COUNT, "my_bytes_per_piece = 12_288", "my_bytes_per_piece = ..."),
       "record your prediction"),
-    q("q1", "a count instead of a ratio", plant(COUNT, "my_ratio = 4_204_032 / 3_152_384", "my_ratio = 4_204_032"),
-      "is not a ratio"),
-    q("q1", "the package's DecoderLayer counted", "from course_utils.config import count_parameters\n"
-      "from course_utils.layers import DecoderLayer\n\nmy_ratio = 1.5\n\n\n"
-      "def decoder_layer_parameters(d_model, d_ff):\n"
-      "    return count_parameters(DecoderLayer(d_model, 1, d_ff, dropout=0.0))\n",
-      "course_utils.layers.DecoderLayer (a built layer"),
-    q("q1", "a layer built from nn.Linear and counted", "my_ratio = 1.5\n\n\n"
-      "def decoder_layer_parameters(d_model, d_ff):\n"
-      "    parts = [nn.Linear(d_model, d_model) for _ in range(8)]\n"
-      "    parts += [nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)]\n"
-      "    parts += [nn.LayerNorm(d_model) for _ in range(3)]\n"
-      "    return sum(p.numel() for part in parts for p in part.parameters())\n",
-      "torch.nn.Linear (a built layer"),
-    q("q1", "a float count", plant(COUNT, "return 2 * attention + feed_forward + layer_norms",
-                                   "return float(2 * attention + feed_forward + layer_norms)"), "int"),
+    q("q1", "a prediction that is not a number", plant(COUNT, "my_bytes_per_piece = 12_288",
+                                                        'my_bytes_per_piece = "12 KiB"'), "should be a number"),
+    q("q1", "a real cache measured", "import torch\nfrom course_utils import Seq2SeqTransformer, TransformerConfig\n\n"
+      "my_bytes_per_piece = 1000\n\n\n"
+      "def kv_cache_bytes(d_model, n_layers, n_heads, src_len, positions, bytes_per_number):\n"
+      "    c = TransformerConfig(vocab_size=11, tgt_vocab_size=11, d_model=d_model, n_heads=n_heads, d_ff=4,\n"
+      "                          n_layers=n_layers, max_len=16, dropout=0.0)\n"
+      "    m = Seq2SeqTransformer(c).to({2: torch.bfloat16, 4: torch.float32, 8: torch.float64}[bytes_per_number])\n"
+      "    src, cache = torch.full((1, src_len), 7), m.new_cache()\n"
+      "    for _ in range(positions):\n"
+      "        m.decode(torch.full((1, 1), 5), m.encode(src), src, cache)\n"
+      "    return cache.nbytes\n", "a built model or cache"),
+    q("q1", "a float count", plant(COUNT, "return per_position * (positions + src_len) * bytes_per_number",
+                                   "return per_position * (positions + src_len) * bytes_per_number / 1.0"), "int"),
     q("q2", "prediction not recorded", plant(ERRORS, 'my_prediction = "self"', "my_prediction = ..."),
       "record your prediction"),
     q("q2", "a prediction that is not a choice", plant(ERRORS, 'my_prediction = "self"', "my_prediction = 2"),
@@ -71,13 +69,11 @@ MISTAKES = [
 ]
 
 ALTERNATIVES = [
-    right("q1", "sum of the parts as a list", "my_ratio = 1.3336\n\n\ndef decoder_layer_parameters(d, f):\n"
-          "    parts = [4 * d * d + 4 * d] * 2 + [d * f + f, f * d + d] + [2 * d] * 3\n    return sum(parts)\n"),
-    right("q1", "an honest prediction far from the count", "my_ratio = 2\n\n\n"
-          "def decoder_layer_parameters(d_model, d_ff):\n"
-          "    encoder_layer = 4 * d_model * d_model + 4 * d_model\n"
-          "    encoder_layer += 2 * d_model * d_ff + d_ff + d_model + 4 * d_model\n"
-          "    return encoder_layer + 4 * d_model * d_model + 6 * d_model\n"),
+    right("q1", "per layer and attention, summed", "my_bytes_per_piece = 2 ** 14\n\n\n"
+          "def kv_cache_bytes(d_model, n_layers, n_heads, src_len, positions, bytes_per_number):\n"
+          "    d_head = d_model // n_heads\n"
+          "    per_layer = 2 * n_heads * d_head * positions + 2 * n_heads * d_head * src_len\n"
+          "    return sum(per_layer for _ in range(n_layers)) * bytes_per_number\n"),
     right("q2", "index_select, a loop", "my_prediction = \"both\"\n\n\n"
           "def reorder_kv(layers, parents):\n    out = []\n    for k, v in layers:\n"
           "        out.append((k.index_select(0, parents), v.index_select(0, parents)))\n    return out\n"),
