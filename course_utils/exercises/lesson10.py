@@ -563,5 +563,5 @@ q3 = Exercise(
            "3.50 MiB does not grow with depth."),
     solution=solution_of("lesson10", "checkpointed_mib"),
     mistakes=SAVED_MISTAKES,
-    success="Correct! A checkpointed model keeps one input per layer: 0.625 MiB a layer of each stack here.",
+    success="Correct! A checkpointed model keeps one input per layer: here 0.625 MiB per encoder-decoder pair.",
 )
