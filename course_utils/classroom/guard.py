@@ -127,7 +127,9 @@ class Guard:
         self.trust = Trust(roots)
         self.full = Snapshot()
         self.core = Snapshot(core=True)
-        self.classes = {id(cls) for cls in _all_classes()}
+        gc.collect()   # classes already garbage go now: none is freed later, leaving its id to a learner's class
+        self.known_classes = tuple(_all_classes())   # held: no class made later can take one of their ids
+        self.classes = {id(cls) for cls in self.known_classes}
         self.meta_path = list(sys.meta_path)
         self.path_hooks = list(sys.path_hooks)
         self.signals = {number: signal.getsignal(number) for number in _signal_numbers()}
