@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 python -m course_utils.train gpt --threads 1 --checkpoint-dir RUN
     python -m course_utils.gpt_checkpoint RUN --seconds S  # writes checkpoints/gpt/model.pt, tokenizer.json, meta.json
 
-:func:`load_base_gpt` reads it back (lessons 08, 09 and 11 use it; :mod:`course_utils.instruct` re-exports it).
+:func:`load_base_gpt` reads it back (defined in :mod:`course_utils.instruct`, re-exported here for lessons 08 and 09).
 """
 from __future__ import annotations
 
@@ -14,43 +14,12 @@ from pathlib import Path
 
 import torch
 
-from .config import TransformerConfig
-from .errors import CourseTypeError, CourseValueError
-from .language_model import DecoderOnlyLM
-from .tokenization import BPETokenizer
-from .validation import describe
+from .instruct import BASE_DIR, SEED_RESULTS, load_base_gpt
 
 __all__ = ["BASE_DIR", "export_base", "load_base_gpt", "SEED_RESULTS", "stored_kneser_ney", "stored_seed_runs"]
 
-BASE_DIR = Path(__file__).parent / "checkpoints" / "gpt"
-SEED_RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "instruct_seeds.json"
 RECIPE_RUNS = SEED_RESULTS.parent / "gpt_recipe.json"
 BASELINES = SEED_RESULTS.parent / "lm_baselines.json"
-
-
-def load_base_gpt(folder: str | Path = BASE_DIR):
-    """``(model, tokenizer, meta)`` of the shipped base GPT (weights-only load, eval mode)."""
-    folder = check_existing("folder", folder, ("meta.json", "model.pt", "tokenizer.json"))
-    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-    model = DecoderOnlyLM(TransformerConfig(**meta["config"]))
-    model.load_state_dict(torch.load(folder / "model.pt", weights_only=True))
-    model.eval()
-    return model, BPETokenizer.load(folder / "tokenizer.json"), meta
-
-
-def check_existing(name: str, path: object, files: tuple[str, ...] = ()) -> Path:
-    """``path`` as a :class:`~pathlib.Path` to an existing file, or (with ``files``) a folder holding them."""
-    if not isinstance(path, (str, Path)) or str(path) == "":
-        raise CourseTypeError(f"{name} must be a str or pathlib.Path, got {describe(path)}")
-    path = Path(path)
-    if files:
-        missing = [f for f in files if not (path / f).is_file()]
-    else:
-        missing = [] if path.is_file() else [path.name]
-    if missing:
-        raise CourseValueError(f"{name}={str(path)!r} lacks {missing}; pass the path the default points to, or "
-                               "leave the argument out")
-    return path
 
 
 def stored_seed_runs(path: str | Path = RECIPE_RUNS) -> list[dict]:

@@ -31,9 +31,9 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
+from .config import TransformerConfig
 from .decoding import generate
 from .errors import CourseTypeError, CourseValueError
-from .gpt_checkpoint import BASE_DIR, SEED_RESULTS, check_existing, load_base_gpt
 from .language_model import DecoderOnlyLM
 from .losses import dpo_batch_loss_sum, response_logprobs, response_loss
 from .tokenization import BOS_ID, EOS_ID, PAD_ID, BPETokenizer
@@ -54,13 +54,41 @@ from .validation import (
     is_int,
 )
 
+BASE_DIR = Path(__file__).parent / "checkpoints" / "gpt"
+SEED_RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "instruct_seeds.json"
 USER, ASSISTANT = "<|user|>", "<|assistant|>"
 SPLITS = ("train", "validation", "test")
+
+
+# ------------------------------------------------------------------------------------------- the base model
+def load_base_gpt(folder: str | Path = BASE_DIR):
+    """``(model, tokenizer, meta)`` of the shipped base GPT (weights-only load, eval mode)."""
+    folder = check_existing("folder", folder, ("meta.json", "model.pt", "tokenizer.json"))
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    model = DecoderOnlyLM(TransformerConfig(**meta["config"]))
+    model.load_state_dict(torch.load(folder / "model.pt", weights_only=True))
+    model.eval()
+    return model, BPETokenizer.load(folder / "tokenizer.json"), meta
 
 
 def seed_results(path: str | Path = SEED_RESULTS) -> dict:
     """The stored results of lesson 11's runs over seeds 0-2 (written by ``benchmarks/instruct_seeds.py``)."""
     return json.loads(check_existing("path", path).read_text(encoding="utf-8"))
+
+
+def check_existing(name: str, path: object, files: tuple[str, ...] = ()) -> Path:
+    """``path`` as a :class:`~pathlib.Path` to an existing file, or (with ``files``) a folder holding them."""
+    if not isinstance(path, (str, Path)) or str(path) == "":
+        raise CourseTypeError(f"{name} must be a str or pathlib.Path, got {describe(path)}")
+    path = Path(path)
+    if files:
+        missing = [f for f in files if not (path / f).is_file()]
+    else:
+        missing = [] if path.is_file() else [path.name]
+    if missing:
+        raise CourseValueError(f"{name}={str(path)!r} lacks {missing}; pass the path the default points to, or "
+                               "leave the argument out")
+    return path
 
 
 # ------------------------------------------------------------------------------------------- chat template

@@ -3,6 +3,7 @@
 import torch
 import torch.distributed as dist
 
+
 def ring_sent(n_elements, world_size):
     # tensor_split: the first n_elements % world_size chunks hold one number more
     sizes = [n_elements // world_size + (c < n_elements % world_size) for c in range(world_size)]
