@@ -95,14 +95,14 @@ DISCUSSION = {
     "04": [("Section 6 trains Post-LN and Pre-LN from two embedding starts, six seeds each. What does it show, "
             "and what does it not show?",
             "From lesson 01's start every run left the plateau (20-step loss below 0.6) by step 116; from "
-            "nn.Embedding's start (tokens RMS 5.76, 8 times the positions) every run left it later than its paired "
-            "run (same placement and seed) from lesson 01's start: 12 of 12 pairs, p = 1/4096 by a sign test. The "
-            "placement mattered from both starts: from lesson 01's start Post-LN was later on 6 of 6 seeds (by 2 to "
-            "34 steps, p = 1/64); from the default start it was stuck on 3 of 6 seeds (through step 1,000), Pre-LN "
-            "on none (p = 1/8). On those 3 seeds a 400-step warmup and a constant 1e-3 without warmup both freed "
-            "all 3 (steps 204/315/146 and 268/144/161). Not shown: that Post-LN needs warmup (only that the full "
-            "rate 3e-3 from step 1 was too large for it from this start), nor why (Liu et al. 2020: unbalanced "
-            "gradients are not the root cause)."),
+            "nn.Embedding's start (tokens RMS 5.76, 8 times the positions) every run left it later than the same "
+            "placement and seed from lesson 01's start; a seed's two placements share weights and batches, so the "
+            "sign test counts seeds: 6 of 6, p = 1/64. The placement mattered from both starts: from lesson 01's "
+            "start Post-LN was later on 6 of 6 seeds (by 2 to 34 steps, p = 1/64); from the default start it was "
+            "later on 5 of 6 seeds (p = 7/64) and stuck on 3 (through step 1,000), Pre-LN on none (p = 1/8). On those"
+            " 3 seeds a 400-step warmup and a constant 1e-3 without warmup both freed all 3 (steps 204/315/146 and "
+            "268/144/161). Not shown: that Post-LN needs warmup (only that the full rate 3e-3 from step 1 was too "
+            "large for it from this start), nor why (Liu et al. 2020: unbalanced gradients are not the root cause)."),
            ],
     "05": [("A classifier reaches the majority-class accuracy. How do you tell whether it learned anything?",
             "Compare with baselines (the majority class, a simple count model), read per-class recall or balanced "
