@@ -228,7 +228,8 @@ def check_masked_max_pool(ns) -> None:
     pool = ns["masked_max_pool"]
     draw = Draw()
     cases = max_pool_cases(draw)
-    check_function(pool, masked_max_pool_reference, cases, "masked_max_pool", twins=max_pool_cases(draw.twin()))
+    check_function(pool, masked_max_pool_reference, cases, "masked_max_pool", twins=max_pool_cases(draw.twin()),
+                   scales=(1e3, 1e-3, 1e6))      # ×1e6: real values below a finite fill such as -1e4
     for case in (cases[2], cases[3], cases[-1]):
         check_input_gradients(pool, masked_max_pool_reference, case, "masked_max_pool", labels=("hidden",))
 
@@ -260,6 +261,9 @@ MAX_POOL_MISTAKES = (
     Mistake("padding filled with 0", "on a padded row whose real values of a feature are all negative, you "
             "return 0.0 for that feature: a value none of its real tokens has",
             variant=lambda hidden, ids, pad_id=0: hidden.masked_fill(padding(ids, pad_id), 0.0).amax(dim=1)),
+    Mistake("padding filled with -1e4", "a finite fill such as -1e4 wins once every real value of a feature is "
+            "below it (large activations): fill the padding with float('-inf')",
+            variant=lambda hidden, ids, pad_id=0: hidden.masked_fill(padding(ids, pad_id), -1e4).amax(dim=1)),
     Mistake("mean instead of max", "that is mean pooling (the lesson's); this exercise asks, for each feature, the "
             "largest value over the real tokens",
             variant=lambda hidden, ids, pad_id=0: (hidden * ~padding(ids, pad_id)).sum(1)
