@@ -186,12 +186,9 @@ q3 = Exercise(
         "Return a Python float in nats: KL(policy ‖ reference) of the two models' next-token distributions, exact "
         "over the vocabulary, averaged over the positions whose next token is a response token, both models reading "
         "the given ids (teacher forcing). It must stay finite for logits in the hundreds.\n\n"
-        "The objective's KL sums these per-token KLs along answers *sampled from the policy*; here the answers are "
-        "given (the held-out right ones): a proxy.\n\n"
         "After the check, on the held-out right answers: measure KL(dpo ‖ frozen). Then predict, as numbers, "
         "KL(frozen ‖ dpo) and the KL of a β = 1 model trained like `dpo`; measure both.\n\n"
-        "Stuck? `q3.hint()`; once you have tried, `q3.solution()` shows it, as does "
-        "`from course_utils.instruct import mean_token_kl`."),
+        "Stuck? `q3.hint()`, then `q3.solution()`, or `from course_utils.instruct import mean_token_kl`."),
     starter=("def mean_token_kl(policy, reference, ids, mask):\n"
              "    # your code here\n"
              "    raise NotImplementedError\n"),
