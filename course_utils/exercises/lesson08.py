@@ -74,10 +74,10 @@ def colleague_pairs(stream: torch.Tensor, starts: torch.Tensor, block: int):
     return stream[idx], stream[idx - 1]
 
 
-def colleague_train(make_pairs, stream: torch.Tensor, config, steps: int = 100, block: int = 32) -> None:
+def colleague_train(make_pairs, stream: torch.Tensor, config, steps: int = 100, block: int = 32) -> float:
     """The colleague's loop of exercise 1: a fresh :class:`~course_utils.language_model.DecoderOnlyLM` of ``config``
     (seed 0), AdamW at 1e-2, 32 windows of ``block`` tokens per step cut by ``make_pairs(stream, starts, block)``;
-    prints the loss every 25 steps."""
+    prints the loss every 25 steps and returns the last one."""
     from .. import seed_everything
     from ..language_model import DecoderOnlyLM
 
@@ -94,6 +94,7 @@ def colleague_train(make_pairs, stream: torch.Tensor, config, steps: int = 100, 
         optimizer.step()
         if step % 25 == 0:
             print(f"step {step}: loss {loss.item():.3f}")
+    return loss.item()
 
 
 PAIRS = training_pairs_reference
@@ -411,7 +412,8 @@ def lm_factory(config, seed: int):
 
 def long_cases(draw: Draw) -> list[LongCase]:
     """A one-token prompt; a prompt that fills the context; a batch of prompts of random length — each asked for
-    2 to 6 tokens more than the context holds."""
+    2 to 6 tokens more than the context holds; then the last case again with another prompt of the same shape
+    (fresh models: state kept from one call to the next, e.g. a cache per prompt shape, gives other tokens)."""
     cases = []
     for index in range(3):
         max_len = draw.integer(5, 9)
@@ -428,6 +430,12 @@ def long_cases(draw: Draw) -> list[LongCase]:
             if all(not torch.equal(m.variant(case.make_model(), prompt, n), right) for m in Q3_MISTAKES):
                 break
         cases.append(case)
+    vocab = case.make_model().config.vocab_size
+    other = case.prompt
+    while torch.equal(other, case.prompt):
+        other = torch.randint(vocab, case.prompt.shape, generator=draw.generator())
+    cases.append(LongCase(case.description.replace("prompt", "another prompt", 1), case.make_model, other,
+                          case.max_new_tokens))
     return cases
 
 
