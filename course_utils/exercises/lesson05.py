@@ -68,6 +68,7 @@ def rule_runs_8_tokens() -> tuple[int, tuple[tuple[int, float, int, float], ...]
     seed (seed, held-out accuracy, sequences predicted 1, recall of class 1)."""
     from ..config import TransformerConfig
     from ..models import TransformerClassifier
+    from ..small_loop import train_steps
 
     def sequences(n, generator):
         ids = torch.randint(7, 1000, (n, 8), generator=generator)
@@ -78,15 +79,12 @@ def rule_runs_8_tokens() -> tuple[int, tuple[tuple[int, float, int, float], ...]
     held_out, truth = sequences(1000, torch.Generator().manual_seed(1))
     config = TransformerConfig(vocab_size=1000, d_model=128, n_heads=4, d_ff=512, n_layers=2, max_len=64, dropout=0.1)
     runs = []
-    with torch.random.fork_rng(devices=[]):   # fit's loop at a constant rate (fit itself starts a progress thread)
+    with torch.random.fork_rng(devices=[]):   # lesson 00's loop at a constant rate, one pass over the batches
         for seed in range(3):
             torch.manual_seed(seed)
-            model = TransformerClassifier(config, n_classes=2).train()
+            model = TransformerClassifier(config, n_classes=2)
             optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
-            for ids, labels in batches:
-                optimizer.zero_grad()
-                F.cross_entropy(model(ids), labels).backward()
-                optimizer.step()
+            train_steps(model, iter(batches).__next__, F.cross_entropy, optimizer, len(batches))
             with torch.no_grad():
                 predicted = model.eval()(held_out).argmax(-1)
             runs.append((seed, (predicted == truth).float().mean().item(), int(predicted.sum()),
