@@ -53,7 +53,7 @@ def test_lesson_structure(path):
     code = "\n".join("".join(c["source"]) for c in code_cells(notebook))
     assert "Objectives" in markdown and re.search(r"\*\*Time:?\*\*", markdown), "objectives and time at the top"
     assert "## Summary" in markdown and "Common errors" in markdown, "summary and common errors at the end"
-    assert len(set(re.findall(r"\b(q\d+)\.check\(\)", code))) >= 2, "an exercise and a capstone at least"
+    assert len(set(re.findall(r"\b(q\d+)\.check\(\)", code))) >= 3, "at least three self-checking exercises"
     assert "seed_everything(" in code, "seed the notebook"
 
 
