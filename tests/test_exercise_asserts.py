@@ -11,7 +11,6 @@ from course_utils.exercises.asserts import (
     OwnWork,
     backpropagate_both,
     check_function,
-    check_generator_use,
     copy_weights,
     difference,
 )
@@ -84,14 +83,6 @@ def test_check_function_refuses_mutation_and_a_forbidden_call_and_names_the_case
                        forbidden={"the package's doubling": package_function})
     with pytest.raises(ExerciseFailure, match="on a batch of one: .*differs"):
         check_function(lambda x: x * 3, package_function, cases, "double")
-
-
-def test_generator_use_is_checked_both_ways():
-    check_generator_use(lambda g: torch.rand(3, generator=g), "draw", "3 numbers")
-    with pytest.raises(ExerciseFailure, match="global random state"):
-        check_generator_use(lambda g: torch.rand(3), "draw", "3 numbers")
-    with pytest.raises(ExerciseFailure, match="does not draw from the generator"):
-        check_generator_use(lambda g: torch.rand(3, generator=torch.Generator().manual_seed(0)), "draw", "3 numbers")
 
 
 class Block(nn.Module):

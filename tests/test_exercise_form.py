@@ -128,3 +128,25 @@ class Switchy(torch.nn.Module):
     def forward(self, x):
         return torch.relu(self.linear(x)) if self.training else self.linear(x)
 
+
+
+def test_offset_and_block_scale_refusals_can_be_named_by_a_mistake_table():
+    from course_utils.exercises.asserts import check_block_scales
+    from course_utils.exercises.core import Mismatch
+
+    def variance(x):
+        return ((x - x.mean(-1, keepdim=True)) ** 2).mean(-1)
+
+    def cancelling(x):
+        return (x ** 2).mean(-1) - x.mean(-1) ** 2
+
+    with pytest.raises(Mismatch, match=r"\+ 10000.*cancels catastrophically") as refused:
+        check_function(cancelling, variance, SCORES, "variance", offsets=(1e4,))
+    assert Mistake("E[x²] − E[x]²", "named", variant=cancelling).names(refused.value)
+    x = SCORES[0].args[0]
+    with pytest.raises(ExerciseFailure, match="×1000.*a constant that only matters here") as plain:
+        check_block_scales(torch.nn.functional.relu6, torch.relu, x, "block", "x (3, 5)")
+    assert not isinstance(plain.value, Mismatch)   # unchanged for a lesson that passes no `mismatch`
+    with pytest.raises(Mismatch, match="×1000.*a constant that only matters here"):
+        check_block_scales(torch.nn.functional.relu6, torch.relu, x, "block", "x (3, 5)",
+                           mismatch=lambda message: Mismatch(message, SCORES[0], None, None, None, None))

@@ -1,8 +1,5 @@
-"""Checker helpers shared by every lesson: tensor type/shape/closeness, the learner's own class, copying weights.
-
-Every helper raises :class:`~course_utils.exercises.core.ExerciseFailure` with a message that says what is wrong
-and how to fix it, so a lesson's checker reads as a list of expectations.
-"""
+"""Checker helpers shared by every lesson; each raises :class:`~.core.ExerciseFailure` saying what is wrong and how to
+fix it, so a lesson's checker reads as a list of expectations."""
 from __future__ import annotations
 
 import inspect
@@ -20,6 +17,10 @@ import torch.nn as nn
 from .core import PLANTED, ExerciseFailure, Mismatch, code_objects, raised_by_the_learner
 
 PACKAGE = "course_utils"
+OWN_WORK = "(The package's version is there to move on with when you are stuck; this check wants yours.)"
+GRAPH_CUT = ("something cuts the graph (.detach(), .data, .item(), torch.no_grad() or a new tensor built from values "
+             "inside forward). Keep every step a tensor operation.")
+PER_SHAPE = "(a cache, a mask or random numbers remembered per shape)"
 
 
 def learner_function(ns, name: str):
@@ -40,8 +41,7 @@ def max_difference(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def from_package(obj: Any) -> bool:
-    """Whether ``obj`` (a class or function) is the course package's own, or a class built on one (a declared
-    mistake's variant is the learner's answer in the tests, not the package's)."""
+    """Whether ``obj`` (a class or function) is the package's own or built on it (a declared variant is not)."""
     own = vars(obj).values() if isinstance(obj, type) else [obj]
     if any(getattr(f, "__code__", None) in PLANTED for f in own):
         return False
@@ -57,9 +57,8 @@ def own_module_class(obj: Any, name: str, package_path: str) -> type[nn.Module]:
                               f"got {type(obj).__name__}.")
     if from_package(obj):
         raise ExerciseFailure(f"`{name}` is the package's block ({package_path}), or built on it: use your own "
-                              f"class — write `class {name}(nn.Module):` with its own __init__ and forward. (The "
-                              "package's block is there to move on with when you are stuck; this check wants "
-                              "yours.)")
+                              f"class — write `class {name}(nn.Module):` with its own __init__ and forward. "
+                              + OWN_WORK.replace("version", "block"))
     if not issubclass(obj, nn.Module):
         raise ExerciseFailure(f"`{name}` should subclass nn.Module (`class {name}(nn.Module):`) and call "
                               "super().__init__() first, so its layers are registered as parameters.")
@@ -93,11 +92,8 @@ def instantiate(cls: type[nn.Module], name: str, signature: str, *args, **kwargs
 
 def copy_weights(package_block: nn.Module, learner_block: nn.Module, name: str, layout: str,
                  extra_hint: str = "") -> None:
-    """Copy the package block's *parameters* into the learner's; name every missing, extra or misshaped one.
-
-    Buffers (a scale, a cached table) are the learner's own business and may differ. ``layout`` lists the expected
-    attribute names (shown in the messages); ``extra_hint`` explains what an extra parameter usually means.
-    """
+    """Copy the package block's parameters (not buffers) into the learner's; name every missing, extra, shared or
+    misshaped one. ``layout``: the expected attribute names; ``extra_hint``: what an extra parameter usually means."""
     expected = dict(package_block.named_parameters())
     got = dict(learner_block.named_parameters(remove_duplicate=False))
     missing = [key for key in expected if key not in got]
@@ -143,24 +139,6 @@ def randomise_norms(module: nn.Module, generator: torch.Generator | None = None)
                 m.bias.copy_(0.5 * torch.randn(m.bias.shape, generator=generator))
 
 
-def check_generator_use(draw: Callable[[torch.Generator], Any], name: str, case: str) -> None:
-    """``draw(generator)`` calls the learner's code with ``generator``: two generators with one seed must give the
-    same result, another seed a different one — and the global random state must not matter."""
-    def run(seed: int) -> Any:
-        return snapshot(call_learner(lambda: draw(torch.Generator().manual_seed(seed)), name, case))
-    first = run(1234)
-    torch.rand(17)  # move the global generator on: an answer that uses it gives another draw
-    second = run(1234)
-    if not same_content(first, second):
-        raise ExerciseFailure(f"on {case}: two generators seeded alike gave different results: your `{name}` "
-                              "draws from the global random state. Pass the given generator to every random "
-                              "call (torch.rand(..., generator=generator)).")
-    if same_content(first, run(4321)) and same_content(first, run(99)):
-        raise ExerciseFailure(f"on {case}: generators with different seeds gave the same result: your `{name}` "
-                              "does not draw from the generator it is given (a fixed seed inside, or numbers drawn "
-                              "once and reused). Draw with generator=generator on every call.")
-
-
 def gradients(module: nn.Module, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor | None]:
     """Gradients of every parameter and input after ``backward()`` (``None`` where none arrived)."""
     grads = {f"parameter `{key}`": p.grad for key, p in module.named_parameters()}
@@ -177,8 +155,7 @@ def compare_gradients(expected: dict[str, torch.Tensor | None], got: dict[str, t
             continue
         if grad is None or (grad.abs().max() == 0 and reference.abs().max() > 1e-6):  # float noise is no gradient
             raise ExerciseFailure(f"{case}: the output is right but no gradient reaches the {key} of your `{name}`: "
-                                  "something cuts the graph (.detach(), .data, .item(), torch.no_grad() or a new "
-                                  "tensor built from values inside forward). Keep every step a tensor operation.")
+                                  + GRAPH_CUT)
         if not close(grad, reference, atol=1e-4, rtol=1e-3):
             raise ExerciseFailure(f"{case}: the output is right but the gradient of the {key} differs (by up to "
                                   f"{max_difference(grad, reference):.3g}): an in-place change or a detached "
@@ -187,12 +164,9 @@ def compare_gradients(expected: dict[str, torch.Tensor | None], got: dict[str, t
 
 
 def backward(value: torch.Tensor, name: str, case: str) -> None:
-    """``value.sum().backward()`` through the learner's code, explaining a graph it cut, or an in-place change of a
-    tensor autograd still needs (the error is then the forward's, reported as such)."""
+    """``value.sum().backward()`` through the learner's code, explaining a cut graph or an in-place change."""
     if not value.requires_grad:
-        raise ExerciseFailure(f"{case}: the output of your `{name}` carries no gradient: something cuts the graph "
-                              "(.detach(), .data, .item(), torch.no_grad() or a new tensor built from values "
-                              "inside forward). Keep every step a tensor operation.")
+        raise ExerciseFailure(f"{case}: the output of your `{name}` carries no gradient: " + GRAPH_CUT)
     try:
         value.sum().backward()
     except RuntimeError as error:
@@ -203,11 +177,15 @@ def backward(value: torch.Tensor, name: str, case: str) -> None:
                               f"({type(error).__name__}: {line}).{hint}") from None
 
 
+def probe_for(expected: torch.Tensor) -> torch.Tensor:
+    """A fixed random tensor like ``expected``: backpropagating ``(output * probe).sum()`` tests every entry."""
+    return torch.randn(expected.shape, generator=torch.Generator().manual_seed(1), dtype=expected.dtype)
+
+
 def backpropagate_both(package: nn.Module, expected: torch.Tensor, learner: nn.Module, got: torch.Tensor,
                        name: str, case: str) -> None:
-    """Backpropagate the same random probe ``(output * probe).sum()`` through the package's block and the
-    learner's (gradients zeroed first), so :func:`compare_gradients` can compare what arrived."""
-    probe = torch.randn(expected.shape, generator=torch.Generator().manual_seed(1), dtype=expected.dtype)
+    """Backpropagate the same :func:`probe_for` through the package's block and the learner's (grads zeroed)."""
+    probe = probe_for(expected)
     package.zero_grad()
     (expected * probe).sum().backward()
     learner.zero_grad()
@@ -222,7 +200,7 @@ def check_seed() -> int:
 
 
 class Draw:
-    """The random inputs of one check, all from one seed: sizes (with no two equal where asked) and tensors."""
+    """The random inputs of one check, all from one seed: sizes (no two equal where asked) and tensors."""
 
     def __init__(self, seed: int | None = None, values: int | None = None) -> None:
         self.seed = check_seed() if seed is None else seed
@@ -258,9 +236,8 @@ class Draw:
 
 
 class Planted:
-    """``obj`` with some methods replaced, to plant a bug around the package's reference in a declared variant:
-    ``Planted(optimizer, zero_grad=lambda original, *args, **kwargs: None)``; each replacement receives the original
-    bound method first. Every other attribute is ``obj``'s."""
+    """``obj`` with methods replaced to plant a bug in a declared variant: ``Planted(opt, zero_grad=lambda original,
+    *args, **kwargs: None)``; each replacement receives the original bound method first."""
 
     def __init__(self, obj: Any, **replacements: Callable) -> None:
         self._obj, self._replacements = obj, replacements
@@ -291,9 +268,8 @@ def planted(frame) -> bool:
 
 
 class OwnWork:
-    """While active, notices any call into ``forbidden`` (``{what: object}``, e.g. the package's block), whatever
-    path it is reached by — an import under another name, a wrapper, a subclass, ``getattr`` — so a checker can say
-    "use your own". Built-in functions (``torch.rms_norm``) are noticed too."""
+    """While active, notices any call into ``forbidden`` (``{what: object}``, built-in functions too), by whatever
+    path it is reached (another name, a wrapper, a subclass, ``getattr``), so a checker can say "use your own"."""
 
     def __init__(self, forbidden: dict[str, Any] | None = None) -> None:
         self.codes: dict[Any, str] = {}
@@ -332,9 +308,8 @@ class OwnWork:
 
 def call_learner(function: Callable, name: str, case: str, *args, forbidden: dict[str, Any] | None = None,
                  error_hint: Callable[[BaseException], str | None] | None = None, **kwargs) -> Any:
-    """``function(*args, **kwargs)`` — the learner's code — with a crash reported on the input ``case`` it
-    happened on (``error_hint(error)`` may explain a crash typical for the task), and any call into ``forbidden``
-    refused."""
+    """``function(*args, **kwargs)``, a crash reported on ``case`` (``error_hint(error)`` may explain it), any call
+    into ``forbidden`` refused."""
     result = attempt(function, name, args, kwargs, forbidden)
     if isinstance(result, Raised):
         hint = error_hint(result.error) if error_hint else None
@@ -347,8 +322,7 @@ def refuse_borrowed_work(guard: OwnWork, name: str) -> None:
     """Fail if the learner's code called what ``guard`` forbids."""
     if guard.used:
         raise ExerciseFailure(f"your `{name}` calls {guard.used} to do the work: use your own code — write the "
-                              "steps yourself. (The package's version is there to move on with when you are stuck; "
-                              "this check wants yours.)")
+                              "steps yourself. " + OWN_WORK)
 
 
 def snapshot(value: Any) -> Any:
@@ -385,8 +359,7 @@ def check_inputs_kept(before: dict[str, Any], after: dict[str, Any], name: str, 
 
 
 def module_state(module: nn.Module) -> dict[str, Any]:
-    """What a caller expects back unchanged from code that only reads ``module``: each submodule's mode, each
-    parameter's ``requires_grad``, and every parameter's and buffer's values (see :func:`check_model_kept`)."""
+    """Each submodule's mode, each parameter's ``requires_grad``, every parameter's and buffer's values."""
     return {"mode": {key or "(the model itself)": m.training for key, m in module.named_modules()},
             "requires_grad": {key: p.requires_grad for key, p in module.named_parameters()},
             "values": {key: v.detach().clone() for key, v in module.state_dict(keep_vars=True).items()}}
@@ -394,9 +367,7 @@ def module_state(module: nn.Module) -> dict[str, Any]:
 
 def check_model_kept(before: dict[str, Any], module: nn.Module, label: str, name: str, case: str,
                      allowed: tuple[str, ...] = ()) -> None:
-    """``module`` still has the mode, ``requires_grad`` and values recorded in ``before`` (:func:`module_state`),
-    except the values of the state_dict keys in ``allowed`` (what the task changes): a side effect beyond the task is
-    named."""
+    """``module`` still has its :func:`module_state` ``before``, but for the values of the keys in ``allowed``."""
     after = module_state(module)
     for key, training in before["mode"].items():
         if after["mode"].get(key, training) != training:
@@ -419,8 +390,7 @@ def check_model_kept(before: dict[str, Any], module: nn.Module, label: str, name
 
 
 def check_same_in_both_modes(module: nn.Module, run: Callable[[nn.Module], Any], name: str, case: str) -> None:
-    """For a block with nothing random in it: ``run(module)`` gives the same output in training and in eval mode
-    (a nonlinearity or a branch applied in one mode only shows). The module's modes are restored after."""
+    """``run(module)`` gives the same output in training and in eval mode (the block has nothing random)."""
     modes = [(m, m.training) for m in module.modules()]
     try:
         with torch.no_grad():
@@ -436,46 +406,42 @@ def check_same_in_both_modes(module: nn.Module, run: Callable[[nn.Module], Any],
 
 def check_block_scales(learner: Callable[[torch.Tensor], Any], reference: Callable[[torch.Tensor], Any],
                        x: torch.Tensor, name: str, case: str, scales: tuple[float, ...] = (1e3, 1e-3),
-                       weights: tuple[nn.Module, nn.Module] | None = None) -> None:
-    """A block's ``learner(x)`` against the package's ``reference(x)`` (both in eval mode, weights shared) on the
-    input ``x`` scaled by each of ``scales``, then (``weights``: the two modules) with every parameter ×10 — behind a
-    LayerNorm only larger weights make large activations: a LayerNorm eps, a clipped activation (ReLU6) or an
-    unstable softmax that ordinary inputs hide shows here (skipped where the reference is not finite)."""
-    runs = [(scale, f"x ×{scale:g}") for scale in scales] + ([(None, "every weight ×10")] if weights else [])
-    for scale, change in runs:
+                       weights: tuple[nn.Module, nn.Module] | None = None,
+                       mismatch: Callable[[str], Mismatch] | None = None) -> None:
+    """``learner(x)`` against ``reference(x)`` (eval mode, weights shared) on ``x`` × each of ``scales``, then with
+    every parameter of ``weights`` (the two modules) ×10, where the reference is finite: behind a LayerNorm only
+    larger weights show an eps, a clipped activation or an unstable softmax. ``mismatch(message)``: the refusal as a
+    :class:`~.core.Mismatch`, so the exercise's mistake table can name it."""
+    refuse = mismatch or ExerciseFailure
+    runs = [(scale, f"x ×{scale:g}", 1.0) for scale in scales] + ([(1.0, "every weight ×10", 10.0)] if weights else [])
+    for scale, change, factor in runs:
         with torch.no_grad():
-            if scale is None:
-                for module in weights:
-                    for p in module.parameters():
-                        p.mul_(10)
+            for p in (p for module in (weights or ()) for p in module.parameters()):
+                p.mul_(factor)
             try:
-                expected = reference(x * (scale or 1.0))
-                got = attempt(learner, name, (x * (scale or 1.0),), {})
+                expected = reference(x * scale)
+                got = attempt(learner, name, (x * scale,), {})
             finally:
-                if scale is None:
-                    for module in weights:
-                        for p in module.parameters():
-                            p.div_(10)
-        scale = scale or 10.0
+                for p in (p for module in (weights or ()) for p in module.parameters()):
+                    p.div_(factor)
         if not finite(expected):
             continue
         where = f"on {case}, {change}"
         if isinstance(got, Raised):
-            raise ExerciseFailure(f"{where}: your `{name}` raised {got.kind}: {got.message}.")
+            raise refuse(f"{where}: your `{name}` raised {got.kind}: {got.message}.")
         got, expected = (got[0], expected[0]) if isinstance(expected, tuple) else (got, expected)
-        gap = difference(got, expected, f"the output of your `{name}`", 1e-5 * max(scale, 1.0), 1e-3)
+        gap = difference(got, expected, f"the output of your `{name}`", 1e-5 * max(scale * factor, 1.0), 1e-3)
         if gap and not finite(got):
-            raise ExerciseFailure(f"{where}: your `{name}` returns inf or NaN where the package's is finite: a formula "
-                                  "overflows on such inputs (a softmax without the maximum subtracted?).")
+            raise refuse(f"{where}: your `{name}` returns inf or NaN where the package's is finite: a formula "
+                         "overflows on such inputs (a softmax without the maximum subtracted?).")
         if gap:
-            raise ExerciseFailure(f"{where}: {gap} — right on ordinary inputs, wrong on these: a constant that only "
-                                  "matters here differs from the task's (a LayerNorm eps other than the default "
-                                  "1e-5, a clipped activation such as ReLU6, a fill such as -1e4).")
+            raise refuse(f"{where}: {gap} — right on ordinary inputs, wrong on these: a constant that only matters "
+                         "here differs from the task's (a LayerNorm eps other than the default 1e-5, a clipped "
+                         "activation such as ReLU6, a fill such as -1e4).")
 
 
 def check_support(drawn: torch.Tensor, low: int, high: int, name: str, case: str, what: str) -> None:
-    """The values ``drawn`` (enough of them that every value shows) cover exactly ``[low, high)``: a random range off
-    by one never draws a value it should, or draws one it must not."""
+    """The values ``drawn`` (enough that every value shows) cover exactly ``[low, high)``."""
     seen, wanted = set(torch.unique(drawn).tolist()), set(range(low, high))
     outside, missing = sorted(seen - wanted), sorted(wanted - seen)
     if outside or missing:
@@ -499,8 +465,7 @@ def show(value: Any) -> str:
 
 def difference(got: Any, expected: Any, what: str = "the result", atol: float = 1e-5, rtol: float = 1e-4) -> str | None:
     """``None`` if ``got`` fulfils the contract of ``expected`` (type, dtype, shape, device, values), else what
-    differs. What a reasonable learner writes is accepted: numpy/0-d torch integers for an int, any sequence (or
-    1-D tensor) for a list; a tensor is never accepted where a Python float is asked."""
+    differs; numpy/0-d integers pass for an int, any sequence or 1-D tensor for a list, no tensor for a float."""
     if isinstance(expected, torch.Tensor):
         if not isinstance(got, torch.Tensor):
             return f"{what} should be a torch.Tensor, got {type(got).__name__}"
@@ -580,8 +545,7 @@ def difference(got: Any, expected: Any, what: str = "the result", atol: float = 
 
 @dataclass(frozen=True)
 class Raised:
-    """What an answer raised instead of returning, compared by type and first line (a crash is an output too: a
-    declared variant that crashes the same way names the mistake)."""
+    """What an answer raised instead of returning, compared by type and first line (a crash is an output too)."""
 
     kind: str
     message: str
@@ -594,8 +558,8 @@ def outcome(function: Callable, name: str, case: Case, forbidden: dict[str, Any]
 
 
 def attempt(function: Callable, name: str, args: tuple, kwargs: dict, forbidden: dict[str, Any] | None = None) -> Any:
-    """``function(*args, **kwargs)`` with any call into ``forbidden`` refused; a crash comes back as
-    :class:`Raised` (a ``raise NotImplementedError`` of the learner's own is re-raised: "not attempted")."""
+    """``function(*args, **kwargs)``, any call into ``forbidden`` refused; a crash comes back as :class:`Raised` (the
+    learner's own ``raise NotImplementedError`` is re-raised: "not attempted")."""
     guard = OwnWork(forbidden)
     try:
         with guard:
@@ -617,18 +581,12 @@ def check_function(function: Callable, reference: Callable, cases: list[Case], n
                    prepare: Callable[[Callable], Callable] = lambda answer: answer, probes: list[Case] = (),
                    scales: tuple[float, ...] = (1e3, 1e-3), offsets: tuple[float, ...] = (),
                    atol: float = 1e-5, rtol: float = 1e-4) -> None:
-    """The learner's ``function`` against the ``reference`` on every case: same contract (:func:`difference`), no
-    input changed (a model given as an argument keeps its mode, weights and requires_grad), no call into
-    ``forbidden``, no state kept across calls (``twins``: the same cases with other values, e.g.
-    ``make_cases(draw.twin())`` or :func:`flipped`, each run right after its case), and the same answer where the
-    floating inputs are scaled by each of ``scales`` (large scores show an unstable formula, tiny variances a wrong
-    eps, large activations a clipped nonlinearity; 1e6 where a fill such as -1e4 must show) wherever the reference
-    stays finite; ``offsets``: the same where each is added to every floating input (a large common offset shows a
-    formula that cancels catastrophically, such as E[x²] − E[x]²). A difference or a crash raises
-    :class:`~.core.Mismatch`, from which the exercise names a declared mistake (a variant must also agree with the
-    learner's answer on ``probes``).
-    ``prepare(answer)`` adapts an answer (the learner's or a variant) before it runs; ``error_hint(error)`` explains a
-    crash typical for the task."""
+    """The learner's ``function`` against the ``reference`` on every case: the contract (:func:`difference`), inputs
+    and models given kept, no call into ``forbidden``, no state kept across calls (``twins``: each case with other
+    values, run right after it), the same answer with the floating inputs × each of ``scales`` and + each of
+    ``offsets`` where the reference stays finite (an unstable formula, an eps, a clip, a fill, a cancellation show).
+    A difference or a crash raises :class:`~.core.Mismatch` (a variant naming it must agree on ``probes`` too).
+    ``prepare(answer)`` adapts an answer before it runs; ``error_hint(error)`` explains a typical crash."""
     try:
         names = list(inspect.signature(reference).parameters)
     except (TypeError, ValueError):
@@ -661,14 +619,14 @@ def check_function(function: Callable, reference: Callable, cases: list[Case], n
         if gap and any(same(got, earlier) and not same(expected, wanted)
                        for wanted, earlier in previous.get(shape_key(case), ())):
             raise ExerciseFailure(f"on {case.description}: your `{name}` returned what it returned for the previous "
-                                  "input of the same shape: something is kept across calls (a cache, a mask or random "
-                                  "numbers remembered per shape). Compute everything from this call's inputs.")
+                                  "input of the same shape: something is kept across calls " + PER_SHAPE
+                                  + ". Compute everything from this call's inputs.")
         if gap:
             twin = any(case is t for t in twins) and shape_key(case) in previous
             raise Mismatch(f"on {case.description}: {gap}" + (
                 " — right on the previous input of the same shape, wrong on this one: something may be kept across "
-                "calls (a cache, a mask or random numbers remembered per shape); compute everything from this "
-                "call's inputs" if twin else "") + ".", case, got, function, run, same, probes, expected)
+                f"calls {PER_SHAPE}; compute everything from this call's inputs" if twin else "") + ".",
+                           case, got, function, run, same, probes, expected)
         previous.setdefault(shape_key(case), []).append((expected, snapshot(got)))
     for case in cases:
         for scale, shift in [(scale, 0.0) for scale in scales] + [(1.0, shift) for shift in offsets]:
@@ -691,10 +649,10 @@ def check_function(function: Callable, reference: Callable, cases: list[Case], n
                                       "torch.softmax and torch.log_softmax do — and never take the log of a "
                                       "probability that can round to 0).")
             if gap and shift:
-                raise ExerciseFailure(f"on {scaled.description}: {gap} — right on ordinary inputs, wrong once a "
-                                      "large offset is added: the formula cancels catastrophically (such as E[x²] − "
-                                      "E[x]² for a variance, a difference of two large sums). Compute from the "
-                                      "differences, e.g. ((x − mean)²).mean().")
+                raise Mismatch(f"on {scaled.description}: {gap} — right on ordinary inputs, wrong once a large offset "
+                               "is added: the formula cancels catastrophically (such as E[x²] − E[x]² for a variance, "
+                               "a difference of two large sums). Compute from the differences, e.g. ((x − "
+                               "mean)²).mean().", scaled, got, function, run, same, probes, expected)
             if gap:
                 raise Mismatch(f"on {scaled.description}: {gap} — right on ordinary inputs, wrong on these: a "
                                "constant that only matters here (an eps, a clip such as ReLU6 or clamp(max=…), a fill "
@@ -704,14 +662,13 @@ def check_function(function: Callable, reference: Callable, cases: list[Case], n
 
 def check_input_gradients(function: Callable, reference: Callable, case: Case, name: str,
                           forbidden: dict[str, Any] | None = None, labels: tuple[str, ...] = ()) -> None:
-    """Gradients reach the floating inputs of ``case`` (named by ``labels``, in order) as through the package's
-    ``reference``: the same random probe ``(output · probe).sum()`` backpropagated through both."""
+    """Gradients reach the floating inputs of ``case`` (named by ``labels``) as through ``reference`` (one probe)."""
     def leaves():
         return [a.detach().clone().requires_grad_() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
                 for a in case.args]
     expected_args, got_args = leaves(), leaves()
     expected = reference(*expected_args, **snapshot(case.kwargs))
-    probe = torch.randn(expected.shape, generator=torch.Generator().manual_seed(1), dtype=expected.dtype)
+    probe = probe_for(expected)
     (expected * probe).sum().backward()
     got = call_learner(function, name, case.description, *got_args, forbidden=forbidden, **snapshot(case.kwargs))
     if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
@@ -725,8 +682,7 @@ def check_input_gradients(function: Callable, reference: Callable, case: Case, n
 
 
 def flipped(cases: list[Case]) -> list[Case]:
-    """Twins for :func:`check_function`: each case with every tensor argument's rows (first axis) in reverse order —
-    the same shapes and values, other inputs (an answer that remembers something per shape shows)."""
+    """Twins for :func:`check_function`: each case with every tensor argument's rows (first axis) reversed."""
     return [Case(f"{case.description}, rows in reverse order",
                  tuple(a.flip(0) if isinstance(a, torch.Tensor) and a.dim() else a for a in case.args),
                  dict(case.kwargs)) for case in cases]
@@ -748,7 +704,7 @@ def scaled_case(case: Case, scale: float, shift: float = 0.0) -> Case | None:
 
 
 def finite(value: Any) -> bool:
-    """Whether every number in ``value`` (a tensor, a number, or a sequence of them) is finite."""
+    """Whether every number in ``value`` (a tensor, a number or a sequence of them) is finite."""
     if isinstance(value, torch.Tensor):
         return not value.is_floating_point() or bool(torch.isfinite(value).all())
     if isinstance(value, float):
@@ -759,7 +715,7 @@ def finite(value: Any) -> bool:
 
 
 def same_output(a: Any, b: Any, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
-    """Whether two answers gave the same output (NaN where the other has NaN too; a crash equals the same crash)."""
+    """Whether two answers gave the same output (NaN matching NaN; a crash equals the same crash)."""
     if isinstance(a, Raised) or isinstance(b, Raised):
         return a == b
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_floating_point() and b.is_floating_point():
@@ -770,7 +726,7 @@ def same_output(a: Any, b: Any, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
 
 
 def shape_key(case: Case) -> tuple:
-    """The shapes (and non-tensor values) of a case's inputs: two cases with one key differ only in values."""
+    """The shapes (and non-tensor values) of a case's inputs."""
     def key(value):
         if isinstance(value, torch.Tensor):
             return ("tensor", tuple(value.shape), value.dtype)
@@ -781,8 +737,7 @@ def shape_key(case: Case) -> tuple:
 
 
 def load_weights_by_name(learner: nn.Module, expected: dict[str, torch.Tensor], name: str, layout: str) -> nn.Module:
-    """Copy the package block's weights ``expected`` into the learner's module by parameter name (refused, with the
-    names and shapes found, unless they match exactly); return it in eval mode."""
+    """Copy ``expected`` into the learner's module by parameter name (names and shapes must match); eval mode."""
     got = dict(learner.named_parameters())
     if set(got) != set(expected) or any(got[k].shape != v.shape for k, v in expected.items()):
         shapes = ", ".join(f"`{k}` {tuple(p.shape)}" for k, p in got.items()) or "none"

@@ -48,8 +48,6 @@ from typing import Any, Callable, Mapping
 import torch.nn as nn
 
 CORRECT, INCORRECT, NOT_ATTEMPTED = "correct", "incorrect", "not attempted"
-
-
 WITHHELD = "Withheld in the student edition: work it out with .hint() and .check(), or ask your teacher."
 
 
@@ -58,32 +56,25 @@ class ExerciseFailure(AssertionError):
 
 
 class NotAttempted(Exception):
-    """Raised by a checker that saw the learner's own ``raise NotImplementedError`` where Python cannot show it
-    (in another process): the answer is "not attempted"."""
+    """The learner's own ``raise NotImplementedError`` seen where Python cannot show it (another process)."""
 
 
 class Mismatch(ExerciseFailure):
-    """The learner's ``answer`` broke the contract on ``case`` (an :class:`~.asserts.Case`, or any object with a
-    ``description``), giving ``got``. ``run(answer, case)`` reruns an answer (the learner's, or a mistake's variant)
-    the way the check ran it; ``same(a, b)`` says whether two outputs agree; ``probes`` are further inputs on which a
-    variant must agree with the learner's answer too before it names the mistake."""
+    """The learner's ``answer`` broke the contract on ``case`` (anything with a ``description``), giving ``got``.
+    ``run(answer, case)`` reruns an answer as the check did; ``same(a, b)`` compares outputs; a variant names the
+    mistake only if it also agrees with the answer on ``probes`` (and differs from ``expected``, where known)."""
 
     def __init__(self, message: str, case: Any, got: Any, answer: Any, run: Callable[[Any, Any], Any],
                  same: Callable[[Any, Any], bool], probes: tuple = (), expected: Any = None) -> None:
         super().__init__(message)
         self.case, self.got, self.answer, self.run, self.same, self.probes = case, got, answer, run, same, probes
-        self.expected = expected  # the reference's output on ``case``, where known: a variant giving it is no bug here
+        self.expected = expected
 
 
 @dataclass(frozen=True)
 class Mistake:
-    """A typical wrong answer, declared once beside its exercise (see the module docstring).
-
-    ``variant``: the learner's answer with the bug planted — a function or class with the learner's signature, built
-    from the package's reference (the tests plug it in as the answer). ``shows(case, got, answer)``: optional; the
-    bug recognised from the learner's output on the failing ``case`` (for a class of answers wider than the variant's
-    output). ``message``: what the learner reads, naming the bug and the fix.
-    """
+    """A typical wrong answer, declared once beside its exercise (see the module docstring): ``variant`` the answer
+    with the bug planted, ``shows(case, got, answer)`` an optional predicate, ``message`` the bug and its fix."""
 
     name: str
     message: str
@@ -96,8 +87,7 @@ class Mistake:
                        if str(Path(code.co_filename).resolve()).startswith(here))
 
     def names(self, failure: Mismatch) -> bool:
-        """Whether this mistake explains ``failure``: ``shows`` holds, or the variant gives the learner's output on
-        the failing input and on every probe input (any error while trying means no)."""
+        """Whether ``shows`` holds, or the variant gives the learner's output on the failing input and every probe."""
         try:
             if self.shows is not None and self.shows(failure.case, failure.got, failure.answer):
                 return True
@@ -119,8 +109,7 @@ PLANTED: set = set()
 
 
 def code_objects(obj: Any, nested: bool = False) -> list:
-    """The code objects that run when ``obj`` — a function, or every method of a class (nn.Module's and object's
-    aside) — is called; ``nested``: their nested functions' too."""
+    """The code objects of ``obj`` (a function, or a class's own methods); ``nested``: their nested functions' too."""
     functions = ([m for klass in obj.__mro__ if klass not in (object, nn.Module) for m in vars(klass).values()]
                  if isinstance(obj, type) else [obj])
     codes = []
@@ -136,8 +125,7 @@ def code_objects(obj: Any, nested: bool = False) -> list:
 
 
 def raised_by_the_learner(error: BaseException) -> bool:
-    """Whether ``error`` was raised by a ``raise`` statement of the learner's own code (the innermost frame is the
-    learner's and stands on a raise) — not by PyTorch or the course while the learner's code ran."""
+    """Whether ``error`` came from a ``raise`` statement of the learner's own code (not from PyTorch or the course)."""
     traceback = error.__traceback__
     if traceback is None:
         return False
@@ -160,9 +148,8 @@ def _solution_module_source(lesson: str) -> tuple[str, ast.Module] | None:
 
 
 def solution_of(lesson: str, *names: str) -> str:
-    """Self-contained code of the named top-level definitions of ``solutions/<lesson>.py``: the imports they use,
-    then each definition's source, in the order given. ``"lesson04.FeedForward"`` takes a definition from another
-    lesson's solutions. Where the solutions are not shipped (the student edition), the text says it is withheld."""
+    """The named top-level definitions of ``solutions/<lesson>.py`` with the imports they use, in the order given
+    (``"lesson04.FeedForward"``: another lesson's); :data:`WITHHELD` where the solutions are not shipped."""
     parts = [tuple(name.split(".", 1)) if "." in name else (lesson, name) for name in names]
     imports: list[str] = []
     bodies: list[str] = []
@@ -192,9 +179,7 @@ def solution_of(lesson: str, *names: str) -> str:
 
 
 def learner_frames(error: BaseException, course_code: tuple = ()) -> bool:
-    """Whether ``error`` was raised while the learner's own code was running (a frame of the traceback is not the
-    course's — its package or ``course_code`` — nor an installed library's): only then is it reported as "your code
-    raised"."""
+    """Whether a frame of ``error``'s traceback is the learner's (not the package's, ``course_code`` or a library's)."""
     traceback = error.__traceback__
     while traceback is not None:
         code = traceback.tb_frame.f_code
@@ -205,8 +190,7 @@ def learner_frames(error: BaseException, course_code: tuple = ()) -> bool:
 
 
 def _written_by_the_learner(filename: str) -> bool:
-    """Code typed as text and run with exec (``<answer to …>``), a notebook cell or a learner's own file — not the
-    course's package, the standard library or an installed package."""
+    """Code run with exec (``<answer to …>``), a notebook cell or a learner's file; not the package's or a library's."""
     if filename.startswith("<"):  # "<string>": code Python generates itself (dataclass and namedtuple methods)
         return not filename.startswith(("<frozen", "<string>"))
     path = str(Path(filename).resolve())
@@ -223,11 +207,6 @@ class Result:
     @property
     def passed(self) -> bool:
         return self.status == CORRECT
-
-
-def is_placeholder(value: Any) -> bool:
-    """``...`` or ``None`` mean "the learner has not written this yet"."""
-    return value is Ellipsis or value is None
 
 
 @dataclass(frozen=True)
@@ -258,7 +237,7 @@ class Exercise:
 
     def evaluate(self, namespace: Mapping[str, Any]) -> Result:
         """Check the learner's ``namespace`` without printing (used by ``check()`` and by the tests)."""
-        missing = [v for v in self.variables if is_placeholder(namespace.get(v))]
+        missing = [v for v in self.variables if namespace.get(v) is Ellipsis or namespace.get(v) is None]
         if missing:
             return Result(NOT_ATTEMPTED, f"Not attempted yet: define {', '.join(f'`{v}`' for v in missing)} "
                                          "in the cell above, run it, then run this check again.")
@@ -268,10 +247,8 @@ class Exercise:
             return Result(INCORRECT, self.diagnose(failure))
         except ExerciseFailure as failure:
             return Result(INCORRECT, str(failure))
-        except NotAttempted:
-            return Result(NOT_ATTEMPTED, "Not attempted yet: replace `raise NotImplementedError` with your code.")
-        except NotImplementedError as error:
-            if raised_by_the_learner(error):
+        except (NotAttempted, NotImplementedError) as error:
+            if isinstance(error, NotAttempted) or raised_by_the_learner(error):
                 return Result(NOT_ATTEMPTED, "Not attempted yet: replace `raise NotImplementedError` with your code.")
             return Result(INCORRECT, f"Your code raised NotImplementedError ({error or 'no message'}) from inside "
                                      "PyTorch or the course: an operation your code calls does not support these "
