@@ -1,7 +1,5 @@
-"""Exercises of notebook 00: the PyTorch lessons 01–04 assume (q1 broadcasting, q2 view and transpose, q3 an
-nn.Module and its state_dict) and the training loop (q4: the loss behind a fit the learner first sees stall); each
-checked on fresh random inputs (sizes with no two equal, a single row, batch 1, float64), in the form of :mod:`.core`.
-"""
+"""Exercises of notebook 00: broadcasting (q1), view and transpose (q2), an nn.Module and its state_dict (q3), the
+loss behind a fit that stalls (q4); in the form of :mod:`.core`."""
 from __future__ import annotations
 
 import math
@@ -143,8 +141,7 @@ LAYOUT = ("self.layers = nn.ModuleList(...) holding one nn.Linear per pair of ne
 
 
 class ReferenceMLP(nn.Module):
-    """Linear layers in ``self.layers``, ReLU between them — what a saved TinyMLP computes (``activation``,
-    ``output`` plant a mistake)."""
+    """What a saved TinyMLP computes: ``self.layers``, ReLU between them (``activation``, ``output`` plant a bug)."""
 
     def __init__(self, d_in, hidden_sizes, d_out, activation=F.relu, output=lambda y: y):
         super().__init__()
@@ -404,8 +401,7 @@ def check_squared_error(ns) -> None:
 
 # ---------------------------------------------------------------------------- the exercises
 q1 = Exercise(
-    name="Every row against every row (broadcasting)",
-    variables=("pairwise_sq_distances",),
+    name="Every row against every row (broadcasting)", variables=("pairwise_sq_distances",),
     checker=check_pairwise_sq_distances,
     hints=("Which shapes must a and b take so that a single subtraction pairs every row of a with every row of b?",
            "1. a gets a new axis of size 1 in the middle → (n, 1, d); b one in front → (1, m, d). 2. Subtract: "
@@ -414,26 +410,20 @@ q1 = Exercise(
            "d = 512, 512,000,000 numbers, 2,048 MB at 4 bytes each, built on every call. The expansion ‖a‖² + ‖b‖² − "
            "2 a·b avoids it: a matrix product gives the (n, m) table directly (4 MB), the way lesson 03 scores "
            "queries against keys."),
-    solution=solution_of("lesson00", "pairwise_sq_distances"),
-    mistakes=DISTANCE_MISTAKES,
+    solution=solution_of("lesson00", "pairwise_sq_distances"), mistakes=DISTANCE_MISTAKES,
 )
 
 q2 = Exercise(
-    name="Sentence by sentence (view and transpose)",
-    variables=("from_rows",),
-    checker=check_from_rows,
+    name="Sentence by sentence (view and transpose)", variables=("from_rows",), checker=check_from_rows,
     hints=("A view keeps the order the numbers sit in. In which order do the rows sit — which shape can a view give "
            "them without moving anything?",
            "1. batch = rows.size(0) // seq. 2. A view splits the rows into (batch, seq, d): sentence by sentence, as "
            "they sit. 3. Swap the first two axes → (seq, batch, d)."),
-    solution=solution_of("lesson00", "from_rows"),
-    mistakes=ROWS_MISTAKES,
+    solution=solution_of("lesson00", "from_rows"), mistakes=ROWS_MISTAKES,
 )
 
 q3 = Exercise(
-    name="A module and its state_dict",
-    variables=("TinyMLP",),
-    checker=check_tiny_mlp,
+    name="A module and its state_dict", variables=("TinyMLP",), checker=check_tiny_mlp,
     hints=("A layer list assigned to self is registered only as an nn.ModuleList; its attribute name and each "
            "layer's place in it make the state_dict keys (layers.0.weight, ...). For the count: nn.Linear(a, b) "
            "holds a·b weights and b biases.",
@@ -442,14 +432,11 @@ q3 = Exercise(
            "forward: every layer but the last, each followed by F.relu; then the last layer alone. For the "
            "measurement, train a fresh TinyMLP per seed and per number of steps with train_steps, then score it with "
            "accuracy on the test and on the training strings."),
-    solution=solution_of("lesson00", "TinyMLP"),
-    mistakes=MLP_MISTAKES,
+    solution=solution_of("lesson00", "TinyMLP"), mistakes=MLP_MISTAKES,
 )
 
 q4 = Exercise(
-    name="The fit that stalls (find the bug)",
-    variables=("fixed_squared_error",),
-    checker=check_squared_error,
+    name="The fit that stalls (find the bug)", variables=("fixed_squared_error",), checker=check_squared_error,
     hints=("Print predictions.shape, targets.shape and (predictions - targets).shape inside squared_error, then "
            "apply section 4's broadcasting rule to them.",
            "(N, 1) minus (N,): the (N,) counts as (1, N), so the difference is the (N, N) table of every prediction "
@@ -460,7 +447,6 @@ q4 = Exercise(
            "Why it stalls there: the broken loss is (1/N²) Σ_i Σ_j (p_i − y_j)², every prediction against every "
            "target. Write p_i − y_j = (p_i − ȳ) + (ȳ − y_j), square and average over j: which predictions make it "
            "smallest, and what is left that no model can change?"),
-    solution=solution_of("lesson00", "fixed_squared_error"),
-    mistakes=SQUARED_ERROR_MISTAKES,
+    solution=solution_of("lesson00", "fixed_squared_error"), mistakes=SQUARED_ERROR_MISTAKES,
 )
 

@@ -1,9 +1,5 @@
-"""Exercises of lesson 01: byte-pair encoding — q1 ``merge_pair`` (a draft with a bug to find first), q2 ``train``,
-q3 ``encode`` (a longest-match draft to find the bug in first), q4 ``split_digits`` (runs of digits in groups of at
-most three) — and q5, the embedding's backward pass; references: ``tokenization.merge_pair``,
-``BPETokenizer.train`` / ``.encode``, :data:`DIGIT_GROUPS`, ``TokenEmbedding``'s gradient. The mistakes' variants
-count and merge pairs as a learner writes it (``_pairs``, ``_merge``), never with the package's code.
-"""
+"""Exercises of lesson 01 (byte-pair encoding): ``merge_pair``, ``train``, ``encode``, ``split_digits`` and the
+embedding's backward pass; the variants count and merge pairs as a learner would (``_pairs``, ``_merge``)."""
 from __future__ import annotations
 
 import math
@@ -49,8 +45,7 @@ def _pairs(ids):
 
 
 def _merge(ids, pair, new_id, skip=2, stop=0, first_only=False):
-    """Every occurrence of ``pair`` merged, scanning from the left; a flag plants a mistake: ``skip=1`` copies the
-    pair's second id again (occurrences overlap), ``stop=1`` loses the last id, ``first_only`` merges one."""
+    """Every occurrence of ``pair`` merged from the left; ``skip=1``, ``stop=1`` or ``first_only`` plant a bug."""
     out, i = [], 0
     while i < len(ids) - stop:
         if i + 1 < len(ids) and (ids[i], ids[i + 1]) == tuple(pair):
@@ -69,8 +64,7 @@ def merging(**flags):
 
 
 def merge_draft(ids, pair, new_id):
-    """The notebook's first attempt at ``merge_pair``: it drops every id that ends an occurrence of the pair, so in
-    a run such as [4, 4, 4] the middle id is used twice."""
+    """The notebook's draft of ``merge_pair``: in a run such as [4, 4, 4] the middle id is used twice."""
     merged = []
     for i in range(len(ids)):
         if i + 1 < len(ids) and (ids[i], ids[i + 1]) == tuple(pair):
@@ -184,8 +178,7 @@ def grad_with(ids, grad_output, vocab_size, scale="sqrt", accumulate=True, reduc
 
 
 def kept_one_occurrence(ids, grad_output, got) -> bool:
-    """Whether each row of ``got`` is √d_model times the output gradient of *one* occurrence of its token (the
-    rows were assigned, not summed; which occurrence wins an assignment is not defined)."""
+    """Whether each row of ``got`` is √d_model times the gradient of *one* occurrence of its token (not summed)."""
     d_model = grad_output.size(-1)
     if not isinstance(got, torch.Tensor) or got.dim() != 2 or got.size(1) != d_model:
         return False
@@ -313,8 +306,7 @@ def package_merges(texts, n_merges) -> list[tuple[int, int]]:
 
 
 def corpus(draw: Draw, n_texts: int) -> list[str]:
-    """A few short texts of words over a small alphabet (so pairs repeat and tie), with punctuation, digits, an
-    accented letter and repeated words; a corpus whose merges rebuild an existing token is drawn again."""
+    """Short texts over a small alphabet (pairs repeat and tie), punctuation, digits, an accented letter."""
     while True:
         letters = "".join(draw.choice("abcdelnorst") for _ in range(4)) + "é"
         words = ["".join(draw.choice(letters) for _ in range(draw.integer(2, 6))) for _ in range(draw.integer(5, 9))]

@@ -1,7 +1,5 @@
-"""Exercises of notebook 02 (positional encoding): predict-then-measure without the ReLU, a model trained with the
-other layout of the table (predict, then repair), the shift as a rotation matrix, and a generation loop that gives
-the new tokens the wrong positions (find the bug); references: ``data.order.train_order_model``, :mod:`..positional`.
-"""
+"""Exercises of notebook 02 (positional encoding): no ReLU (predict, measure), the other table layout, the shift as
+a rotation, a generation loop with wrong positions; references: ``data.order``, :mod:`..positional`."""
 from __future__ import annotations
 
 import math
@@ -104,8 +102,7 @@ def check_prediction(ns, name: str, so_far: str) -> None:
 
 # ---------------------------------------------------------------------------- q2: the other layout
 def reference_to_halves(d_model: int) -> torch.Tensor:
-    """Column indices ``idx`` with ``sinusoidal_table(n, d_model)[:, idx]`` = sines | cosines, read off the package's
-    table (its sines are the columns where row 0 holds 0, its cosines where it holds 1): int64 ``(d_model,)``."""
+    """Column indices (int64 ``(d_model,)``) putting the package's table in the order sines | cosines."""
     row_0 = sinusoidal_table(1, d_model)[0]
     return torch.cat([torch.nonzero(row_0 == 0).flatten(), torch.nonzero(row_0 == 1).flatten()])
 
@@ -227,8 +224,7 @@ def check_shift_matrix(ns) -> None:
 
 # ---------------------------------------------------------------------------- q4: positions while generating
 class FedOneAtATime(nn.Module):
-    """A positional encoding fed as a model feeds it while it generates: the prompt (``prompt_len`` tokens) at once,
-    or any single token."""
+    """A positional encoding fed the prompt (``prompt_len`` tokens) at once or a single token, as in generation."""
 
     def __init__(self, encoding: nn.Module, prompt_len: int) -> None:
         super().__init__()
@@ -244,8 +240,7 @@ class FedOneAtATime(nn.Module):
 
 
 def reference_after_prompt(encoding: nn.Module, prompt: torch.Tensor, new_tokens: torch.Tensor) -> torch.Tensor:
-    """The prompt at once, then new token ``t`` alone at its place in the whole sequence, position ``P + t``:
-    ``(batch, P + N, d_model)``, equal to ``encoding(torch.cat([prompt, new_tokens], dim=1))``."""
+    """The prompt at once, then new token ``t`` alone at position ``P + t``: ``(batch, P + N, d_model)``."""
     steps = [encoding(prompt)]
     steps += [encoding(new_tokens[:, t:t + 1], offset=prompt.size(1) + t) for t in range(new_tokens.size(1))]
     return torch.cat(steps, dim=1)
@@ -299,9 +294,7 @@ GENERATION_MISTAKES = (
 
 
 q1 = Exercise(
-    name="Predict, then measure: no ReLU",
-    variables=("accuracy_without_relu",),
-    checker=check_no_relu,
+    name="Predict, then measure: no ReLU", variables=("accuracy_without_relu",), checker=check_no_relu,
     hints=("Without the ReLU, `per_token` is one affine map. What is the mean over the tokens of an affine map of "
            "(token vector + position vector)? Which part of it differs between a sequence and its mirror?",
            "Write your prediction first. Then a `make_model` that builds `OrderModel` with the sinusoidal table and "
@@ -316,9 +309,7 @@ q1 = Exercise(
 )
 
 q2 = Exercise(
-    name="Predict, then repair: the other layout",
-    variables=("to_halves",),
-    checker=check_to_halves,
+    name="Predict, then repair: the other layout", variables=("to_halves",), checker=check_to_halves,
     hints=("Which columns of the course's table hold the sines, and which the cosines? The halves layout lists "
            "the first group, then the second, each in its own order.",
            "The even column numbers 0, 2, …, d_model − 2, followed by the odd ones 1, 3, …, d_model − 1, as one "
@@ -331,26 +322,20 @@ q2 = Exercise(
 )
 
 q3 = Exercise(
-    name="A shift of k positions is a rotation",
-    variables=("shift_matrix",),
-    checker=check_shift_matrix,
+    name="A shift of k positions is a rotation", variables=("shift_matrix",), checker=check_shift_matrix,
     hints=("Pair i holds (sin(pos·ω_i), cos(pos·ω_i)). Expand sin(pos·ω + k·ω) and cos(pos·ω + k·ω) with the "
            "angle-addition formulas; the coefficients of sin(pos·ω) and cos(pos·ω) form the 2×2 block.",
            "For each even dimension 2i: the angle is k · ω_i with ω_i = 1 / 10000^(2i / d_model); its block is "
            "[[cos, sin], [−sin, cos]] of that angle. Place the blocks along the diagonal (torch has a function "
            "for a block-diagonal matrix), zeros elsewhere; the result is float32 (d_model, d_model)."),
-    solution=solution_of("lesson02", "shift_matrix"),
-    mistakes=SHIFT_MISTAKES,
+    solution=solution_of("lesson02", "shift_matrix"), mistakes=SHIFT_MISTAKES,
 )
 
 q4 = Exercise(
-    name="Find the bug: positions after a prompt",
-    variables=("encode_after_prompt",),
-    checker=check_after_prompt,
+    name="Find the bug: positions after a prompt", variables=("encode_after_prompt",), checker=check_after_prompt,
     hints=("Feed zero vectors to the loop and to the whole sequence at once, and compare them row by row: which rows "
            "differ, and which position's vector did each of them get instead?",
            "`forward(x, offset)` adds rows offset .. offset + seq − 1 of the table. Count the positions the prompt "
            "takes; the first new token comes right after them."),
-    solution=solution_of("lesson02", "encode_after_prompt"),
-    mistakes=GENERATION_MISTAKES,
+    solution=solution_of("lesson02", "encode_after_prompt"), mistakes=GENERATION_MISTAKES,
 )

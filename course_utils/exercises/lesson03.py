@@ -1,6 +1,5 @@
-"""Exercises of lesson 03 (attention): a causal mask (q1), a padding bug found from its symptom (q2), and the
-capstone, a causal self-attention block (q3); references: :mod:`course_utils.masks`, :mod:`course_utils.attention`.
-"""
+"""Exercises of lesson 03 (attention): a causal mask (q1), a padding bug found from its symptom (q2), the capstone,
+causal self-attention (q3); references: :mod:`course_utils.masks`, :mod:`course_utils.attention`."""
 from __future__ import annotations
 
 import inspect
@@ -98,8 +97,7 @@ def padded_reference(x: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, 
 
 def padded_with(mask_of=lambda ids: padding_mask(ids)[:, 0], fill: float | None = None, zero_after: bool = True,
                 scale: float | None = None, before: bool = True):
-    """The reference with one step changed: the mask built otherwise, another fill value, the blocked weights left
-    as they are, another scale, or the mask applied only after the softmax."""
+    """The reference with one step changed: the mask, the fill, blocked weights kept, the scale, or mask after."""
     def variant(x: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         keep = mask_of(ids)
         s = scale or 1 / math.sqrt(x.size(-1))
@@ -186,8 +184,7 @@ FORMULA = inspect.unwrap(scaled_dot_product_attention)   # the reference's formu
 
 
 class Planted(nn.Module):
-    """The capstone's interface around the package's ``scaled_dot_product_attention``, with one bug planted by a
-    knob (the variants of the table below; the defaults give the package's result)."""
+    """The capstone's interface around the package's formula, a bug planted by a knob (defaults: the package's)."""
 
     knobs: dict = {}
 
@@ -325,8 +322,7 @@ def compare_block(answer: type[nn.Module], case: BlockCase, probes: tuple) -> No
 
 
 def check_dropout(answer: type[nn.Module], draw: Draw) -> None:
-    """Eval mode: nothing dropped. Train mode: the attention weights dropped once, with probability ``dropout`` —
-    the same entries as the package's from the same random state, drawn afresh on every call."""
+    """Nothing dropped in eval mode; in train mode the weights dropped as the package's are, afresh on every call."""
     case = block_cases(draw, DROPOUT)[2]
     where = f"{case.description}, dropout={DROPOUT}"
     learner = build(answer, case, DROPOUT)
@@ -436,45 +432,37 @@ Q3_MISTAKES = (
 # ------------------------------------------------------------------------------------------------------- The exercises
 
 q1 = Exercise(
-    name="A causal mask",
-    variables=("causal_mask",),
-    checker=check_causal_mask,
+    name="A causal mask", variables=("causal_mask",), checker=check_causal_mask,
     hints=("Which keys may query i see: those before it, after it, or both? And how many dimensions do the scores "
            "have? For the prediction, list for each query the keys it may see, then strike the [PAD] ones.",
            "A (seq_len, seq_len) matrix of True; keep its lower triangle, diagonal included (torch.tril or "
            ".tril()); bool dtype; add two leading axes of size 1."),
-    solution=solution_of("lesson03", "my_prediction", "causal_mask"),
-    mistakes=Q1_MISTAKES,
+    solution=solution_of("lesson03", "my_prediction", "causal_mask"), mistakes=Q1_MISTAKES,
     success="Correct, and your prediction matches the measurement.",)
 
 q2 = Exercise(
-    name="A padding bug, found from its symptom",
-    variables=("padded_self_attention",),
+    name="A padding bug, found from its symptom", variables=("padded_self_attention",),
     checker=check_padded_self_attention,
     hints=("Print the shape of what the colleague's function returns, then the shapes of the scores and of the "
            "mask inside it. Broadcasting lines shapes up from the right: what does it do with a dimension that only "
            "one of them has?",
            "Work out the shape section 5's rule asks of a mask for scores (batch, seq, seq); then: scores = x xᵀ / "
            "√d, blocked ← the most negative finite number, softmax over the keys, blocked weights ← 0, weights @ x."),
-    solution=solution_of("lesson03", "padded_self_attention"),
-    mistakes=Q2_MISTAKES,
+    solution=solution_of("lesson03", "padded_self_attention"), mistakes=Q2_MISTAKES,
     success="Correct! padding_mask(ids) is (batch, 1, 1, seq), made for scores with a heads axis; on 3-D scores "
             "broadcasting read its extra axis as a new batch axis, and every sentence was computed once per "
             "sentence's mask. Masks and scores need the same number of dimensions.",
 )
 
 q3 = Exercise(
-    name="Capstone: causal self-attention",
-    variables=(NAME,),
-    checker=check_causal_self_attention,
+    name="Capstone: causal self-attention", variables=(NAME,), checker=check_causal_self_attention,
     hints=("It is the block of section 7 with three changes: one projection for q, k and v; a causal mask built "
            "inside and combined with the padding mask; x given once.",
            "__init__: n_heads, d_head; qkv = nn.Linear(d_model, 3 * d_model); out = nn.Linear(d_model, d_model); "
            "nn.Dropout(dropout). forward: q, k, v = self.qkv(x).chunk(3, dim=-1); split each into heads (view, "
            "transpose(1, 2)); allowed = tril of ones (seq, seq), & mask if given; scores / √d_head; blocked ← most "
            "negative finite number; softmax over the keys; blocked weights ← 0; dropout; @ v; merge; out."),
-    solution=solution_of("lesson03", NAME),
-    mistakes=Q3_MISTAKES,
+    solution=solution_of("lesson03", NAME), mistakes=Q3_MISTAKES,
     success="Correct! Same outputs, weights and gradients as the package's block with a causal & padding mask, "
             "queries that see nothing included, and the same dropout.",
     task=(

@@ -1,11 +1,5 @@
-"""Exercises of lesson 07 (translation): the bytes a KV cache holds (q1: predicted, then measured), a beam whose
-cache forgets its parents (q2: the symptom seen, which cache must follow predicted, the reorder written, then
-measured), and the capstone, a batched greedy decoder that uses the KV cache (q3).
-
-Each check draws fresh inputs and compares the learner's answer with the package (a real cache's ``nbytes``,
-:meth:`course_utils.kv_cache.LayerCache.reorder`, :func:`course_utils.decoding.greedy_decode`); each exercise
-declares its typical mistakes once, in its table (see :mod:`.core`).
-"""
+"""Exercises of lesson 07 (translation): the bytes a KV cache holds (q1), a beam whose cache forgets its parents
+(q2), the capstone, batched greedy decoding with the cache (q3); in the form of :mod:`.core`."""
 from __future__ import annotations
 
 import math
@@ -20,18 +14,26 @@ from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 DEFAULT_PAD, DEFAULT_BOS, DEFAULT_EOS = 0, 5, 6  # the course's ids (course_utils.tokenization); checks use others
 
 
+def prediction_missing(answer, args: tuple, record: str) -> None:
+    """Refuse a missing prediction, unless ``answer(*args)`` is the untouched stub ("not attempted")."""
+    try:
+        answer(*args)
+    except NotImplementedError:
+        raise
+    except Exception:  # noqa: BLE001 — the answer is checked once the prediction is recorded
+        pass
+    raise ExerciseFailure(record)
+
+
 def special_ids(draw: Draw, vocab: int) -> tuple[int, int, int]:
-    """``(bos, eos, pad)``: three different ids of a ``vocab``-sized vocabulary, none of them the course's default
-    for its role — so an answer with 5, 6 or 0 typed in shows."""
+    """``(bos, eos, pad)``: three different ids, none the course's default for its role (5, 6, 0 typed in show)."""
     while True:
         bos, eos, pad = draw.distinct(3, 0, vocab - 1)
         if bos != DEFAULT_BOS and eos != DEFAULT_EOS and pad != DEFAULT_PAD:
             return bos, eos, pad
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# q1 (predict, then measure): the bytes a KV cache holds — a real cache's nbytes is the reference
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------- q1 (predict, then measure): the bytes a KV cache holds — a real cache's nbytes is the reference
 
 DTYPES = {2: torch.bfloat16, 4: torch.float32, 8: torch.float64}   # bytes per number -> a dtype of that size
 BASE = dict(d_model=512, n_layers=6, n_heads=8, bytes_per_number=2)   # the 2017 base model, 16-bit numbers
@@ -39,9 +41,7 @@ BASE = dict(d_model=512, n_layers=6, n_heads=8, bytes_per_number=2)   # the 2017
 
 def measured_cache_bytes(d_model: int, n_layers: int, n_heads: int, src_len: int, positions: int,
                          bytes_per_number: int) -> int:
-    """``nbytes`` of the KV cache of one sentence: a random :class:`~course_utils.models.Seq2SeqTransformer` of
-    these sizes, in a dtype of ``bytes_per_number`` bytes, fed ``positions`` target positions one at a time for a
-    source of ``src_len`` tokens."""
+    """``nbytes`` of one sentence's KV cache in a random Seq2SeqTransformer of these sizes and bytes per number."""
     from ..config import TransformerConfig
     from ..models import Seq2SeqTransformer
 
@@ -57,8 +57,7 @@ def measured_cache_bytes(d_model: int, n_layers: int, n_heads: int, src_len: int
 
 
 def check_kv_cache_bytes(ns) -> None:
-    """The prediction recorded (a positive number, not graded), then the formula against real caches of random
-    sizes, then prediction, formula and a measured base-size cache side by side."""
+    """The prediction recorded (not graded), the formula against real caches, then the three side by side."""
     from ..kv_cache import KVCache, LayerCache
     from ..models import Seq2SeqTransformer
 
@@ -66,13 +65,7 @@ def check_kv_cache_bytes(ns) -> None:
     record = ("record your prediction in its cell first: `my_bytes_per_piece` = the bytes one sentence's cache "
               "grows by per generated piece in the 2017 base model (d_model 512, 6 layers, 8 heads, 16-bit numbers).")
     if guess is Ellipsis:
-        try:
-            formula(8, 2, 2, 3, 4, 4)
-        except NotImplementedError:   # the untouched stub: "not attempted", not a missing prediction
-            raise
-        except Exception:  # noqa: BLE001 — the formula is checked below, once the prediction is recorded
-            pass
-        raise ExerciseFailure(record)
+        prediction_missing(formula, (8, 2, 2, 3, 4, 4), record)
     try:
         guess = None if guess is None else float(guess)
     except (TypeError, ValueError):
@@ -103,8 +96,7 @@ def check_kv_cache_bytes(ns) -> None:
 
 def cache_bytes_with(pairs: int = 2, layers: bool = True, per_head: bool = False, self_part: bool = True,
                      cross_part: bool = True, fixed_bytes: int | None = None):
-    """The right count with one slip: keys or values only, one layer, every head holding d_model numbers, a part
-    of the cache left out, or the bytes per number typed in."""
+    """The right count with one slip (keys only, one layer, d_model per head, a part left out, bytes typed in)."""
     def variant(d_model, n_layers, n_heads, src_len, positions, bytes_per_number):
         length = positions * self_part + src_len * cross_part
         return (pairs * (n_layers if layers else 1) * d_model * (n_heads if per_head else 1) * length
@@ -127,16 +119,13 @@ Q1_MISTAKES = (
 )
 
 
-# ---------------------------------------------------------------------------------------------------------------
 # q2 (find the bug, then predict and measure): a beam's cache must follow its parents — KVCache.reorder is the rule
-# ---------------------------------------------------------------------------------------------------------------
 
 CHOICES = ("self", "cross", "both")
 
 
 def package_reorder(layers, parents):
-    """:meth:`course_utils.kv_cache.LayerCache.reorder` on every ``(keys, values)`` pair: row ``i`` of each tensor
-    becomes row ``parents[i]``."""
+    """:meth:`course_utils.kv_cache.LayerCache.reorder` on every ``(keys, values)`` pair."""
     from ..kv_cache import LayerCache
 
     out = []
@@ -149,8 +138,7 @@ def package_reorder(layers, parents):
 
 
 def reorder_cases(draw: Draw) -> list[Case]:
-    """Lists of 1 to 3 layers' (keys, values), ``(rows, heads, length, d_head)`` with rows, heads, length, d_head all
-    different; parents drawn with repeats (as a beam's are); one case of a single layer."""
+    """1 to 3 layers' (keys, values) of 4 different sizes; parents drawn with repeats, as a beam's are."""
     cases = []
     for n_layers in (1, draw.integer(2, 3), draw.integer(2, 3)):
         rows, heads, length, d_head = draw.distinct(4, 2, 7)
@@ -164,20 +152,13 @@ def reorder_cases(draw: Draw) -> list[Case]:
 
 
 def check_reorder_kv(ns) -> None:
-    """The prediction recorded (one of three choices, not graded: the notebook measures it), then the function
-    against the package's reorder on random caches."""
+    """The prediction recorded (one of three, not graded), then the function against the package's reorder."""
     guess, reorder = ns.get("my_prediction"), ns["reorder_kv"]
     record = ('record your prediction in its cell first: `my_prediction = "self"`, `"cross"` or `"both"`: which '
               "cached keys and values must follow the parents for beam's answers to come back; then the function.")
     cases = reorder_cases(Draw())
     if guess is Ellipsis:
-        try:
-            reorder(*cases[0].args)
-        except NotImplementedError:   # the untouched stub: "not attempted", not a missing prediction
-            raise
-        except Exception:  # noqa: BLE001 — the function is checked below, once the prediction is recorded
-            pass
-        raise ExerciseFailure(record)
+        prediction_missing(reorder, cases[0].args, record)
     if guess is not None and guess not in CHOICES:
         raise ExerciseFailure(f"`my_prediction` should be one of {CHOICES}, got {guess!r}.")
     check_function(reorder, package_reorder, cases, "reorder_kv", probes=reorder_cases(Draw()), scales=())
@@ -197,9 +178,7 @@ Q2_MISTAKES = (
                                                         for i, (k, v) in enumerate(layers)]),
 )
 
-# ---------------------------------------------------------------------------------------------------------------
-# q3 (capstone): batched greedy decoding with the KV cache — the package's greedy_decode is the reference
-# ---------------------------------------------------------------------------------------------------------------
+# ------------- q3 (capstone): batched greedy decoding with the KV cache — the package's greedy_decode is the reference
 
 class ScriptCache:
     """What the stand-in's ``new_cache()`` returns: it remembers the tokens fed so far, as a KV cache would."""
@@ -213,16 +192,9 @@ class ScriptCache:
 
 
 class ScriptedTranslator(nn.Module):
-    """A stand-in encoder–decoder with the package's interface whose next token is fixed by a script.
-
-    ``scripts`` maps a sentence's first source id to the tokens the model "wants" to produce, in order (it keeps
-    talking after [EOS]). At position ``t`` it predicts ``script[t]`` if the decoder input up to ``t`` is what a
-    correct greedy decoder feeds (``[BOS]`` then the scripted tokens) and ``off_script`` otherwise — so a decoder
-    that does not start with [BOS], does not feed its choices back or mishandles the cache goes off script.
-    ``tempt`` maps ``(first source id, t)`` to a special id (``[BOS]`` or ``[PAD]``) scored *above* the script
-    there: the package never generates those. Works with and without ``cache`` (``model.new_cache()``), and
-    records, for every call, whether it ran in training mode and with gradients enabled.
-    """
+    """A stand-in encoder–decoder whose next token follows ``scripts`` (first source id -> tokens) while the decoder
+    input is [BOS] then the script, ``off_script`` otherwise; ``tempt[(first id, t)]``: [BOS] or [PAD] scored above
+    the script. Records each call's mode and grad mode (``calls``) and new positions fed with a cache (``fed``)."""
 
     def __init__(self, scripts: dict[int, list[int]], vocab: int, bos: int, off_script: int,
                  tempt: dict[tuple[int, int], int] | None = None) -> None:
@@ -278,8 +250,7 @@ class ScriptedTranslator(nn.Module):
 
 
 def recording_translator(config):
-    """A :class:`~course_utils.models.Seq2SeqTransformer` that records, for every encode/decode call, whether it
-    ran in training mode and with gradients enabled."""
+    """A Seq2SeqTransformer that records its calls as :class:`ScriptedTranslator` does."""
     from ..models import Seq2SeqTransformer
 
     class RecordingTranslator(Seq2SeqTransformer):
@@ -301,8 +272,7 @@ def recording_translator(config):
 
 
 class DecodeCase:
-    """One input of the greedy-decoding check: a model factory (a fresh model per call), the arguments, and the
-    package's answer."""
+    """One input of the greedy-decoding check: a model factory, the arguments, and the package's answer."""
 
     def __init__(self, description: str, make_model, src: torch.Tensor, bos: int, eos: int, max_new_tokens: int,
                  pad: int | None, scripted: bool) -> None:
@@ -362,8 +332,7 @@ def scripted_case(draw: Draw, what: str, finish: list[int | None], max_new_token
 
 
 def real_model_case(draw: Draw, batch: int) -> DecodeCase:
-    """A small random :class:`~course_utils.models.Seq2SeqTransformer` (dropout on, so train mode shows), source
-    padding in some rows, special ids other than the defaults, and an [EOS] the model really produces."""
+    """A small random Seq2SeqTransformer (dropout on), source padding, other special ids, an [EOS] it produces."""
     from ..config import TransformerConfig
     from ..decoding import greedy_decode
 
@@ -426,8 +395,7 @@ def choose_eos(draw: Draw, free: torch.Tensor, special: tuple[int, int]) -> int 
 
 
 def clear_margins(model, src, bos: int, eos: int, max_new_tokens: int, pad: int, margin: float = 1e-3) -> bool:
-    """Whether every arg-max of the package's greedy run wins by ``margin`` (so float noise — cache or no cache,
-    softmax or not — cannot flip a token)."""
+    """Whether every arg-max of the package's greedy run wins by ``margin`` (float noise cannot flip a token)."""
     from ..decoding import greedy_decode
 
     with torch.no_grad():
@@ -445,8 +413,7 @@ def clear_margins(model, src, bos: int, eos: int, max_new_tokens: int, pad: int,
 
 
 def decode_cases(draw: Draw) -> list[DecodeCase]:
-    """Smallest first: scripted edge cases (one step, one row, the last row finishing first, a row that never
-    finishes, the default pad_id, tempting specials), then two random real models."""
+    """Scripted edge cases first (smallest first), then two random real models."""
     n = draw.integer(3, 5)
     return [
         scripted_case(draw, "one step only", [None], 1),
@@ -457,7 +424,6 @@ def decode_cases(draw: Draw) -> list[DecodeCase]:
         real_model_case(draw, 1),
         real_model_case(draw, draw.integer(3, 4)),
     ]
-
 
 
 NAME = "cached_greedy_decode"   # not greedy_decode: the notebook keeps the package's for its own cells
@@ -583,34 +549,26 @@ Q3_MISTAKES = (
 )
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# The exercises
-# ---------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------- The exercises
 
 q1 = Exercise(
-    name="What does the cache cost?",
-    variables=("kv_cache_bytes",),
-    checker=check_kv_cache_bytes,
+    name="What does the cache cost?", variables=("kv_cache_bytes",), checker=check_kv_cache_bytes,
     hints=("Which attentions keep keys and values, in how many layers, and over how many positions each? How many "
            "numbers does one position's keys hold, all heads together?",
            "Self-attention keeps `positions` positions, cross-attention `src_len`; each position holds d_model keys "
            "and d_model values per layer."),
-    solution=solution_of("lesson07", "my_bytes_per_piece", "kv_cache_bytes"),
-    mistakes=Q1_MISTAKES,
+    solution=solution_of("lesson07", "my_bytes_per_piece", "kv_cache_bytes"), mistakes=Q1_MISTAKES,
     success="Correct: your formula equals real caches' nbytes. Compare your prediction with the measured growth "
             "above: only self-attention's part grows, 2 x n_layers x d_model numbers per piece; the heads split "
             "d_model and change nothing.",
 )
 
 q2 = Exercise(
-    name="A beam that forgets its parents",
-    variables=("reorder_kv",),
-    checker=check_reorder_kv,
+    name="A beam that forgets its parents", variables=("reorder_kv",), checker=check_reorder_kv,
     hints=("After a step, new row i continues parent row parents[i]: which tensor rows must it read from then on?",
            "A long tensor used as an index on a tensor's first axis picks (and may repeat) whole rows. Which "
            "tensors of the list need it?"),
-    solution=solution_of("lesson07", "my_prediction", "reorder_kv"),
-    mistakes=Q2_MISTAKES,
+    solution=solution_of("lesson07", "my_prediction", "reorder_kv"), mistakes=Q2_MISTAKES,
     success="Correct! Run the next cell: it measures beam search with your reorder on self-attention's cache, "
             "cross-attention's and both. Then compare with your prediction: self-attention's keys and values hold "
             "each hypothesis's own prefix; one sentence's k rows read the same source, so their cross-attention "
@@ -618,15 +576,13 @@ q2 = Exercise(
 )
 
 q3 = Exercise(
-    name="Capstone: a batched greedy decoder with the KV cache",
-    variables=("cached_greedy_decode",),
+    name="Capstone: a batched greedy decoder with the KV cache", variables=("cached_greedy_decode",),
     checker=check_greedy_decode,
     hints=("Start from section 5's translate_one. What changes when rows finish at different steps, and what does "
            "the model need to see at each step once it keeps a cache?",
            "Keep a (batch,) bool tensor of finished rows: it decides which rows get pad_id instead of their "
            "arg-max, and when the loop may stop. The cache already holds every earlier position."),
-    solution=solution_of("lesson07", NAME),
-    mistakes=Q3_MISTAKES,
+    solution=solution_of("lesson07", NAME), mistakes=Q3_MISTAKES,
     success="Correct! The same tokens as course_utils.decoding.greedy_decode, one new position per step through the "
             "cache, in eval mode without gradients.",
     task=(

@@ -1,8 +1,5 @@
-"""Exercises of lesson 09 (the modern block): what grouped-query attention saves, predicted then measured (q1); the
-RoPE positions of the new tokens after a KV cache, found from a cached generation that drifts away from the full
-pass (q2); and the capstone, a grouped-query attention step with a KV cache (q3); references: :mod:`..modern`,
-lesson 08's :class:`~course_utils.language_model.DecoderOnlyLM`.
-"""
+"""Exercises of lesson 09 (the modern block): what grouped-query attention saves (q1), RoPE positions after a KV
+cache (q2), the capstone, a grouped-query attention step with a cache (q3); references: :mod:`..modern`."""
 from __future__ import annotations
 
 import functools
@@ -39,8 +36,7 @@ from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 @functools.lru_cache(maxsize=None)
 def measured(n_kv_heads: int, prompts: int = 4, heads_used: int | None = None, cache_read_first: bool = False,
              swapped: bool = False) -> tuple[int, int]:
-    """``(cache bytes, parameters)`` of the task's model after its prompts went through a cache, with one step
-    changed (the defaults give the reference)."""
+    """``(cache bytes, parameters)`` of the task's model after its prompts (the defaults give the reference)."""
     torch.manual_seed(0)
     model = DecoderOnlyLM(modern_config(100, d_model=64, n_heads=8, n_kv_heads=heads_used or n_kv_heads, d_ff=512,
                                         n_layers=2, max_len=64, dropout=0.0)).eval()
@@ -100,9 +96,7 @@ Q1_MISTAKES = (
 # ---------------- q2: RoPE for the new tokens after a cache — the package's apply_rotary at positions cache_length ...
 
 def rotated_at(first: Any = None, keys: bool = True, base: float | None = None):
-    """The reference with one step changed: ``first(cache_length, new)`` as the first position (it may be negative,
-    as in the colleague's code: the page's ``rope`` takes any position), the keys left alone, or another base (the
-    defaults give the reference)."""
+    """The reference with one step changed: ``first(cache_length, new)`` the first position, keys left, another base."""
     def variant(q, k, cache_length, base_given=10000.0):
         start = cache_length if first is None else first(cache_length, q.size(-2))
         angles = torch.arange(start, start + q.size(-2)).float()[:, None] * rope_frequencies(
@@ -113,10 +107,8 @@ def rotated_at(first: Any = None, keys: bool = True, base: float | None = None):
 
 
 def cached_vs_full(model: nn.Module, prompt: torch.Tensor, steps: int, rotate_new):
-    """Greedy generation from ``prompt (1, T)``: through a KV cache, every attention layer of ``model`` rotating its
-    new tokens with ``rotate_new(q, k, cache_length, base)``, and by full passes over the
-    whole text with the package's own rotation. Returns ``(cached ids, full-pass ids, gaps)``: the two texts, and
-    at each step the largest difference between the cached logits and a full pass over the same text."""
+    """Greedy generation from ``prompt (1, T)`` through a cache (new tokens rotated by ``rotate_new(q, k,
+    cache_length, base)``) and by full passes: ``(cached ids, full-pass ids, largest logit gap per step)``."""
     layers = [block.self_attn for block in model.blocks]
     full_ids, ids, cached_logits = prompt, prompt, []
     with torch.no_grad():
@@ -214,8 +206,7 @@ FORBIDDEN = {"the package's course_utils.modern.GroupedQueryAttention": GroupedQ
 
 
 class Planted(nn.Module):
-    """The capstone's contract around the package's parts, with one bug planted by a knob (the defaults give the
-    package's result)."""
+    """The capstone's contract around the package's parts, a bug planted by a knob (defaults: the package's)."""
 
     knobs: dict = {}
 
@@ -266,8 +257,7 @@ def variant(**knobs: Any) -> type[nn.Module]:
 
 
 def step_cases(draw: Draw) -> list[Case]:
-    """Each case: a package attention with random weights and the inputs of three steps (a prompt, one token,
-    several tokens) — ``Case(description, (attention, inputs, options))``."""
+    """``Case(description, (a package attention, inputs of four steps, options))``."""
     cases = []
     for kv, groups, options in ((draw.integer(2, 3), draw.integer(2, 3), {}),
                                 (1, draw.integer(3, 4), {"rope_base": draw.choice((100.0, 500.0))})):
@@ -403,9 +393,7 @@ q2 = Exercise(
 )
 
 q3 = Exercise(
-    name="Capstone: grouped-query attention with a KV cache",
-    variables=(NAME,),
-    checker=check_cached_attention,
+    name="Capstone: grouped-query attention with a KV cache", variables=(NAME,), checker=check_cached_attention,
     hints=("Section 5's ModernAttention, with two changes: the new tokens' positions and the mask now depend on "
            "how many tokens are cached already, and the keys and values go through the cache before the heads "
            "are repeated.",
@@ -413,8 +401,7 @@ q3 = Exercise(
            "cache.length + new − 1; 3. append k, v to the cache and take back every key and value; 4. repeat "
            "each K/V head in a row for its group; 5. scores with a causal mask offset by cache.length, softmax, "
            "values, merge the heads, w_o."),
-    solution=solution_of("lesson09", NAME),
-    mistakes=Q3_MISTAKES,
+    solution=solution_of("lesson09", NAME), mistakes=Q3_MISTAKES,
     success="Correct! Step by step, your cached attention gives what the package's gives on the whole text, and "
             "its cache holds n_kv_heads heads: the memory section 4 computed.",
     task=(
