@@ -3,20 +3,16 @@
 An exercise is three things, declared once in ``course_utils/exercises/lessonNN.py``:
 
 1. **the contract check** on random inputs: the learner's answer against the package's reference (the package *is*
-   the solution) through the shared helpers of :mod:`.asserts` (type, dtype, shape, values, inputs left unchanged,
-   gradients, state across calls, modes, stability on large inputs …). An answer that breaks the contract on an
-   input raises :class:`Mismatch`, carrying that input and the learner's output;
-2. **the reference**: a function or block of the package; ``solutions/lessonNN.py`` holds the code ``solution()``
-   prints (:func:`solution_of`);
-3. **one table of typical mistakes** (:class:`Mistake`): a name, a *variant* (a callable or class with the learner's
-   signature, built from the package's reference with the bug planted), optionally a predicate
-   ``shows(case, got, answer)``, and the message that names the bug. On a :class:`Mismatch` the first mistake whose
-   ``shows`` holds, or whose variant gives the learner's output on the failing input and on the check's probes,
-   names the bug; without one, the contract's own message (what differs, where) is reported.
+   the solution) through the shared helpers of :mod:`.asserts` (type, dtype, shape, values, inputs kept, gradients,
+   state across calls, modes, stability on large inputs …); a broken contract raises :class:`Mismatch`;
+2. **the reference**: a function or block of the package; ``solutions/lessonNN.py`` holds what ``solution()`` prints;
+3. **one table of typical mistakes** (:class:`Mistake`): a name, a *variant* (the learner's signature, the bug planted
+   in the package's reference), optionally a predicate ``shows(case, got, answer)``, and the message naming the bug.
+   On a :class:`Mismatch` the first mistake whose ``shows`` holds, or whose variant gives the learner's output on the
+   failing input and the probes, names the bug; without one, the contract's own message is reported.
 
 The tests plug each variant in as the answer: it must be rejected with its own message — no bug is written twice.
-Right answers written differently (``Alternative``) and wrong answers only the generic contract catches stay in the
-course's mistake catalogue (``tests/mistakes/``). For example::
+Right answers written differently and wrong answers only the contract catches stay in ``tests/mistakes/``. Example::
 
     def check_weights(ns):                                  # the contract: reference vs learner on random inputs
         check_function(ns["weights"], softmax_weights, [Case("scores (2, 5)", (Draw().randn(2, 5),))], "weights")
@@ -27,11 +23,10 @@ course's mistake catalogue (``tests/mistakes/``). For example::
                   mistakes=(Mistake("scores returned", "these are the raw scores; the weights are their softmax",
                                     variant=lambda scores: scores),))
 
-and the notebook binds it: ``q1 = lesson03.q1.bind(globals())``, then ``q1.check()``. A *capstone* (a whole block)
-also has a ``task`` (markdown) and a ``starter`` skeleton; its checker compares the learner's block with the
-package's, weights copied across, on random configurations. Calls made from a declared variant into the package's
-reference are not the learner's borrowing (``forbidden`` in :mod:`.asserts`). Only a ``raise NotImplementedError`` in
-the learner's own code means "not attempted"; one raised inside PyTorch or the course is an error in the answer.
+and the notebook binds it: ``q1 = lesson03.q1.bind(globals())``, then ``q1.check()``. A *capstone* also has a
+``task`` (markdown) and a ``starter``. A declared variant may call the package's reference (``forbidden`` in
+:mod:`.asserts` does not count it). Only a ``raise NotImplementedError`` in the learner's own code means "not
+attempted"; one raised inside PyTorch or the course is an error in the answer.
 """
 from __future__ import annotations
 
