@@ -1,13 +1,4 @@
-"""Exercises of notebook 06 (masked language modelling): weight tying, found from its symptom (q1); the accuracy
-at each fate of a selected token ([MASK], random, unchanged), predicted before it is measured (q2); and the
-capstone, whole-word masking (q3).
-
-Each check draws fresh random inputs (:class:`~.asserts.Draw`; ``COURSE_CHECK_SEED`` fixes them) and compares the
-learner's answer with the package (:mod:`course_utils.mlm`); each exercise declares its typical mistakes once, in
-its table (see :mod:`.core`): a variant built from the package with the bug planted, and the message that names it.
-q1 and q3 check properties (a tie is an identity, a random mask a distribution), so their contract check reports
-the *kind* of the first broken property, and a mistake is named when its variant breaks the same one.
-"""
+"""Exercises of notebook 06: weight tying from its symptom (q1), accuracy by fate (q2), whole-word masking (q3)."""
 from __future__ import annotations
 
 import copy
@@ -17,6 +8,7 @@ import operator
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.nn.utils.rnn import pad_sequence
 
 from ..mlm import IGNORE_INDEX, accuracy_at_mask, mask_tokens, masked_accuracy, whole_word_mask
 from ..tokenization import MASK_ID, N_SPECIAL_TOKENS
@@ -35,19 +27,19 @@ from .asserts import (
 from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 
 
-def kind_of(problem):
-    """``run`` for a property check: the kind of the first broken property (``None`` when all hold)."""
-    def run(answer, case):
+def check_properties(problem, answer, cases, probe_others=False) -> None:
+    """q1 and q3 check properties (a tie is an identity, a random mask a distribution): a :class:`Mismatch` at the
+    first case where ``problem`` finds one broken; a mistake is named when its variant breaks the same kind."""
+    for case in cases:
         found = problem(answer, case)
-        return found[0] if found else None
-    return run
+        if found:
+            raise Mismatch(f"on {case.description}: {found[1]}.", case, found[0], answer,
+                           lambda a, c: (problem(a, c) or (None,))[0], operator.eq,
+                           tuple(c for c in cases if c is not case) if probe_others else ())
 
 
 # ---------------------------------------------------------------------------- q1: weight tying, from its symptom
-
 class TinyMLM(nn.Module):
-    """Embedding → linear output layer: the two matrices weight tying shares."""
-
     def __init__(self, vocab_size: int = 120, d_model: int = 16, bias: bool = True) -> None:
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, d_model)
@@ -98,15 +90,11 @@ def check_tie_weights(ns) -> None:
         with torch.random.fork_rng(devices=[]):             # the learner's global random state stays as it was
             torch.manual_seed(draw.rng.randrange(2 ** 31))
             model = TinyMLM(vocab, d_model, bias)
-        note = "" if bias else ", output layer without bias"
-        cases.append(Case(f"vocab_size {vocab}, d_model {d_model}{note}", (model,)))
-        found = tying_problem(tie, cases[-1])
-        if found:
-            raise Mismatch(f"on {cases[-1].description}: {found[1]}.", cases[-1], found[0], tie,
-                           kind_of(tying_problem), operator.eq)
+        cases.append(Case(f"vocab_size {vocab}, d_model {d_model}" + ("" if bias else ", output layer without bias"),
+                          (model,)))
+    check_properties(tying_problem, tie, cases)
     for case in cases:               # beyond the tie nothing changes: modes, requires_grad, the bias, E's values
-        model = copy.deepcopy(case.args[0])
-        before = module_state(model)
+        before = module_state(model := copy.deepcopy(case.args[0]))
         call_learner(tie, "tie_weights", case.description, model)
         check_model_kept(before, model, "model", "tie_weights", case.description,
                          allowed=("output.weight", "embedding.weight"))
@@ -116,40 +104,25 @@ def check_tie_weights(ns) -> None:
                                   "the output layer's: tying shares one of the two existing matrices, unchanged.")
 
 
-def tie_by_copy(model):
-    model.output.weight.data = model.embedding.weight.data.clone()
-    return model
-
-
-def tie_transposed(model):
-    model.output.weight = nn.Parameter(model.embedding.weight.t())
-    return model
-
-
-def tie_new_parameter(model):
-    model.output.weight = nn.Parameter(model.embedding.weight.data)
-    return model
-
-
 Q1_MISTAKES = (
     Mistake("copy of the values", "the values match but they are two tensors (a copy): after one optimizer step "
             "they drift apart — the symptom above. Assign the Parameter itself (no .data, no .clone())",
-            tie_by_copy),
+            lambda model: (setattr(model.output.weight, "data", model.embedding.weight.data.clone()), model)[1]),
     Mistake("new Parameter from the same numbers", "the layers share their numbers but are two Parameter objects "
             "(as after a .data assignment or a new nn.Parameter): the model counts both and gives each its own "
-            "gradient. Assign the embedding's Parameter itself", tie_new_parameter),
+            "gradient. Assign the embedding's Parameter itself",
+            lambda m: (setattr(m.output, "weight", nn.Parameter(m.embedding.weight.data)), m)[1]),
     Mistake("transposed", "nn.Linear(d_model, vocab_size) stores its weight as (out, in) = (vocab_size, d_model), "
-            "exactly the embedding's shape: no transpose needed", tie_transposed),
+            "exactly the embedding's shape: no transpose needed",
+            lambda m: (setattr(m.output, "weight", nn.Parameter(m.embedding.weight.t())), m)[1]),
     Mistake("model not returned", "return the model (after tying it)",
             lambda model: setattr(model.output, "weight", model.embedding.weight)),
 )
 
 
 # ---------------------------------------------------------------------------- q2: accuracy by fate, predicted first
-
 def accuracy_by_fate(logits, inputs, labels) -> dict[str, float]:
-    """The reference, from the package's accuracies: at the labelled positions whose input shows [MASK], another
-    token (a random swap), or the label itself (unchanged)."""
+    """The reference: accuracy at the labelled positions showing [MASK], another token, or the label itself."""
     swapped = (inputs != MASK_ID) & (inputs != labels)
     return {"[MASK]": accuracy_at_mask(logits, inputs, labels),
             "random": masked_accuracy(logits, labels.masked_fill(~swapped, IGNORE_INDEX)),
@@ -157,8 +130,7 @@ def accuracy_by_fate(logits, inputs, labels) -> dict[str, float]:
 
 
 def fate_case(draw: Draw, batch: int, seq: int, vocab_size: int, note: str = "") -> Case:
-    """Logits, corrupted inputs and labels: every row has its own selected positions (none in one row), each showing
-    [MASK], a random id or its own id (every fate at least once); hits frequent where the id shows, rare elsewhere."""
+    """Logits, inputs, labels: selected positions in every row but one, every fate at least once."""
     ids = draw.randint(N_SPECIAL_TOKENS, vocab_size, (batch, seq))
     logits = draw.randn(batch, seq, vocab_size)
     inputs, labels = ids.clone(), torch.full((batch, seq), IGNORE_INDEX)
@@ -166,9 +138,7 @@ def fate_case(draw: Draw, batch: int, seq: int, vocab_size: int, note: str = "")
     for row, col in zip(draw.randint(0, batch, (seq,)).tolist(), draw.randint(0, seq, (seq,)).tolist()):
         inputs[row, col] = draw.rng.choice(others)                              # unlabelled unless chosen below
     empty = draw.integer(1, batch - 1) if batch > 1 else -1
-    for row in range(batch):
-        if row == empty:
-            continue
+    for row in (r for r in range(batch) if r != empty):
         chosen = draw.rng.sample(range(seq), draw.integer(1, seq))
         for col in ((0, 1, 2) if row == 0 else ()) + tuple(c for c in chosen if row or c > 2):
             labels[row, col], inputs[row, col] = ids[row, col], ids[row, col]
@@ -190,11 +160,15 @@ def check_accuracy_by_fate(ns) -> None:
         batch, seq, vocab = draw.distinct(3, 3, 12)
         return [fate_case(draw, 1, seq + 2, vocab + 10, "batch 1"), fate_case(draw, batch, seq + 6, vocab + 20),
                 fate_case(draw, batch + 3, seq + 9, draw.integer(300, 1000), "a vocabulary larger than 256")]
-    draw = Draw()
-    checked = cases(draw)
+    checked = cases(draw := Draw())
     check_function(ns["accuracy_by_fate"], accuracy_by_fate, checked, "accuracy_by_fate", probes=checked,
                    forbidden={"the package's course_utils.mlm.accuracy_at_mask": accuracy_at_mask},
                    twins=cases(draw.twin()), atol=1e-6, rtol=1e-6, scales=())
+
+
+def on_reference(change):
+    """The variant that returns ``change(reference's dict, logits, inputs, labels)``."""
+    return lambda logits, inputs, labels: change(accuracy_by_fate(logits, inputs, labels), logits, inputs, labels)
 
 
 def share_right(logits, labels, where) -> float:
@@ -216,18 +190,16 @@ Q2_MISTAKES = (
             shows=lambda case, got, _: isinstance(got, Raised) or (
                 isinstance(got, dict) and isinstance(got.get("[MASK]"), float) and math.isnan(got["[MASK]"]))),
     Mistake("random and unchanged swapped", "your 'random' and 'unchanged' values are swapped: unchanged means the "
-            "input shows the label itself", lambda logits, inputs, labels: (lambda r: {
-                "[MASK]": r["[MASK]"], "random": r["unchanged"], "unchanged": r["random"]})(
-                accuracy_by_fate(logits, inputs, labels))),
+            "input shows the label itself", on_reference(lambda r, *_: {**r, "random": r["unchanged"],
+                                                                         "unchanged": r["random"]})),
     Mistake("percentage", "return fractions between 0 and 1, not percentages",
-            lambda logits, inputs, labels: {k: 100 * v for k, v in accuracy_by_fate(logits, inputs, labels).items()}),
+            on_reference(lambda r, *_: {k: 100 * v for k, v in r.items()})),
     Mistake("error rate", "those are error rates: return the share of *right* predictions",
-            lambda logits, inputs, labels: {k: 1 - v for k, v in accuracy_by_fate(logits, inputs, labels).items()}),
+            on_reference(lambda r, *_: {k: 1 - v for k, v in r.items()})),
 )
 
 
 # ---------------------------------------------------------------------------- q3 (capstone): whole-word masking
-
 FORBIDDEN = {"the package's course_utils.mlm.whole_word_mask": whole_word_mask,
              "the package's course_utils.mlm.mask_tokens": mask_tokens}
 
@@ -254,13 +226,10 @@ def masking_cases(draw: Draw) -> list[Case]:
                 first += [True] + [False] * (pieces - 1)
             rows.append(row + ([6, 3] if bos_eos else [3]))
             firsts.append(first + [False] * (1 + bos_eos))
-        ids = torch.zeros(batch, max(map(len, rows)), dtype=torch.long)
-        starts = torch.zeros(ids.shape, dtype=torch.bool)
-        for r, (row, first) in enumerate(zip(rows, firsts)):
-            ids[r, :len(row)], starts[r, :len(first)] = torch.tensor(row), torch.tensor(first)
-        args = (ids, starts, size, draw.values.randrange(2 ** 31))
-        cases.append(Case(f"{note} (batch {batch}, vocab_size {size})", args,
-                          {} if select_prob is None else {"select_prob": select_prob}))
+        ids = pad_sequence([torch.tensor(row) for row in rows], batch_first=True)          # [PAD] = 0
+        starts = pad_sequence([torch.tensor(first) for first in firsts], batch_first=True)
+        cases.append(Case(f"{note} (batch {batch}, vocab_size {size})", (ids, starts, size, draw.values.randrange(
+            2 ** 31)), {} if select_prob is None else {"select_prob": select_prob}))
     return cases
 
 
@@ -269,13 +238,11 @@ def masking_problem(function, case: Case) -> tuple[str, str] | None:
     ids, starts, vocab_size, seed = case.args
     select_prob = case.kwargs.get("select_prob", 0.15)
 
-    def call(generator):
-        return attempt(function, "whole_word_mask", (ids.clone(), starts.clone(), vocab_size, generator),
-                       dict(case.kwargs), FORBIDDEN)
+    def call(generator, given=None):
+        return attempt(function, "whole_word_mask", (ids.clone() if given is None else given, starts.clone(),
+                                                     vocab_size, generator), dict(case.kwargs), FORBIDDEN)
 
-    given = ids.clone()
-    args = (given, starts.clone(), vocab_size, torch.Generator().manual_seed(seed))
-    got = attempt(function, "whole_word_mask", args, dict(case.kwargs), FORBIDDEN)
+    got = call(torch.Generator().manual_seed(seed), given := ids.clone())
     if isinstance(got, Raised):
         return "raised", f"your `whole_word_mask` raised {got.kind}: {got.message}"
     if not torch.equal(given, ids):
@@ -327,10 +294,8 @@ def masking_problem(function, case: Case) -> tuple[str, str] | None:
         first = call(torch.Generator().manual_seed(seed))
         torch.rand(17)                                          # moves the global generator on
         again = call(torch.Generator().manual_seed(seed))
-        if isinstance(first, Raised) or isinstance(again, Raised) or not all(
-                torch.equal(a, b) for a, b in zip(first, again)):
-            return "generator", ("two generators seeded alike gave different masks: draw every random number with "
-                                 "generator=generator")
+        if Raised in (type(first), type(again)) or not all(torch.equal(a, b) for a, b in zip(first, again)):
+            return "generator", "two generators seeded alike gave different masks: use generator=generator throughout"
         other = call(torch.Generator().manual_seed(seed + 1))
         if not isinstance(other, Raised) and all(torch.equal(a, b) for a, b in zip(first, other)):
             return "generator", "generators seeded differently gave the same masks: draw from the generator given"
@@ -339,12 +304,7 @@ def masking_problem(function, case: Case) -> tuple[str, str] | None:
 
 def check_whole_word_mask(ns) -> None:
     function, draw = ns["whole_word_mask"], Draw()
-    cases = masking_cases(draw)
-    for case in cases:
-        found = masking_problem(function, case)
-        if found:   # a mistake is named when its variant breaks the same property here and on the other cases
-            raise Mismatch(f"on {case.description}: {found[1]}.", case, found[0], function, kind_of(masking_problem),
-                           operator.eq, tuple(c for c in cases if c is not case))
+    check_properties(masking_problem, function, masking_cases(draw), probe_others=True)
     where, drawn = "64 rows of 30 pieces, vocab_size 12, select_prob 0.5", []   # the random ids: every one in [7, 12)
     ids = torch.cat([torch.full((64, 1), 2), draw.randint(N_SPECIAL_TOKENS, 12, (64, 30)), torch.full((64, 1), 3)], 1)
     starts = ((draw.randint(0, 2, ids.shape) == 1) | (torch.arange(32) == 1)) & (ids >= N_SPECIAL_TOKENS)
@@ -355,9 +315,16 @@ def check_whole_word_mask(ns) -> None:
     check_support(torch.cat(drawn), N_SPECIAL_TOKENS, 12, "whole_word_mask", where, "random replacement ids")
 
 
-def starts_only(ids, starts, vocab_size, generator, select_prob=0.15):
-    inputs, labels = whole_word_mask(ids, starts, vocab_size, generator, select_prob)
-    return torch.where(starts, inputs, ids), labels.masked_fill(~starts, IGNORE_INDEX)
+def after_mask(change):
+    """The variant that returns ``change(ids, starts, generator, vocab_size, inputs, labels)`` of the reference's."""
+    return lambda ids, starts, vocab_size, generator, select_prob=0.15: change(
+        ids, starts, generator, vocab_size, *whole_word_mask(ids, starts, vocab_size, generator, select_prob))
+
+
+def reference_with(**planted):
+    """The reference with some of its arguments replaced (the planted bug)."""
+    return lambda ids, starts, vocab_size, generator, select_prob=0.15: whole_word_mask(
+        ids, starts, vocab_size, **{"generator": generator, "select_prob": select_prob, **planted})
 
 
 def no_forced_word(ids, starts, vocab_size, generator, select_prob=0.15):
@@ -367,106 +334,79 @@ def no_forced_word(ids, starts, vocab_size, generator, select_prob=0.15):
     return torch.where(drew[:, None], inputs, ids), labels.masked_fill(~drew[:, None], IGNORE_INDEX)
 
 
-def whole_vocabulary(ids, starts, vocab_size, generator, select_prob=0.15):
-    inputs, labels = whole_word_mask(ids, starts, vocab_size, generator, select_prob)
-    swapped = (inputs != ids) & (inputs != MASK_ID)
-    return torch.where(swapped, torch.randint(0, vocab_size, ids.shape, generator=generator), inputs), labels
-
-
-def in_place(ids, starts, vocab_size, generator, select_prob=0.15):
-    inputs, labels = whole_word_mask(ids, starts, vocab_size, generator, select_prob)
-    ids.copy_(inputs)
-    return ids, labels
-
-
 Q3_MISTAKES = (
     Mistake("pieces chosen one by one", "each piece was chosen on its own, as in BERT's masking: choose *words* — "
             "a word's pieces are chosen together or not at all",
             lambda ids, starts, vocab_size, generator, select_prob=0.15: mask_tokens(ids, vocab_size, generator,
-                                                                                    select_prob)),
+                select_prob)),
     Mistake("first piece only", "only the first piece of each chosen word is chosen: spread the choice to every "
-            "piece up to the next start", starts_only),
+            "piece up to the next start", after_mask(lambda ids, starts, g, v, inputs, labels: (
+                torch.where(starts, inputs, ids), labels.masked_fill(~starts, IGNORE_INDEX)))),
     Mistake("specials chosen", "a special token got chosen: words are made of real pieces (ids ≥ 7) only",
-            lambda ids, starts, vocab_size, generator, select_prob=0.15: whole_word_mask(
-                ids, starts, vocab_size, generator, select_prob, first_real_id=1)),
+            reference_with(first_real_id=1)),
     Mistake("no word forced", "a row with words ended with none chosen: give such a row one word, chosen at random",
             no_forced_word),
     Mistake("select_prob hard-coded", "the share of words chosen ignores `select_prob`: use the argument, not 0.15",
-            lambda ids, starts, vocab_size, generator, select_prob=0.15: whole_word_mask(ids, starts, vocab_size,
-                                                                                    generator, 0.15)),
+            reference_with(select_prob=0.15)),
     Mistake("every chosen piece [MASK]", "every chosen piece shows [MASK]: BERT keeps 10 % and swaps 10 % for a "
-            "random real id", lambda ids, starts, vocab_size, generator, select_prob=0.15: whole_word_mask(
-                ids, starts, vocab_size, generator, select_prob, mask_prob=1.0, random_prob=0.0)),
+            "random real id", reference_with(mask_prob=1.0, random_prob=0.0)),
     Mistake("random ids from the whole vocabulary", "a random replacement was a special id: draw from "
-            "[7, vocab_size), torch.randint(7, vocab_size, ...)", whole_vocabulary),
+            "[7, vocab_size), torch.randint(7, vocab_size, ...)", after_mask(lambda ids, starts, g, v, inputs, labels: (
+                torch.where((inputs != ids) & (inputs != MASK_ID), torch.randint(0, v, ids.shape, generator=g),
+                            inputs), labels))),
     Mistake("generator ignored", "the masks do not follow the generator: pass generator=generator to every "
-            "random draw", lambda ids, starts, vocab_size, generator, select_prob=0.15: whole_word_mask(
-                ids, starts, vocab_size, None, select_prob)),
+            "random draw", reference_with(generator=None)),
     Mistake("labels everywhere", "every real piece got a label: -100 wherever the piece was not chosen",
-            lambda ids, starts, vocab_size, generator, select_prob=0.15: (
-                whole_word_mask(ids, starts, vocab_size, generator, select_prob)[0],
-                ids.masked_fill(ids < N_SPECIAL_TOKENS, IGNORE_INDEX))),
-    Mistake("ids changed in place", "`ids` changed: build the outputs out of place", in_place),
+            after_mask(lambda ids, starts, g, v, inputs, labels: (inputs, ids.masked_fill(ids < N_SPECIAL_TOKENS,
+                                                                                          IGNORE_INDEX)))),
+    Mistake("ids changed in place", "`ids` changed: build the outputs out of place",
+            after_mask(lambda ids, starts, g, v, inputs, labels: (ids.copy_(inputs), labels))),
 )
 
 
 # ---------------------------------------------------------------------------- the exercises
-
 q1 = Exercise(
-    name="Tie the output layer to the embedding",
-    variables=("tie_weights",),
-    checker=check_tie_weights,
+    name="Tie the output layer to the embedding", variables=("tie_weights",), checker=check_tie_weights,
     hints=("The draft made the two matrices *equal*. Tying makes them *one*: what does the optimizer see when the "
            "two layers hold the same Parameter object?",
            "Assign the embedding's weight Parameter itself (not its .data, not a clone, not a new nn.Parameter) to "
            "the output layer's weight attribute; return the model."),
-    solution=solution_of("lesson06", "tie_weights"),
-    mistakes=Q1_MISTAKES,
+    solution=solution_of("lesson06", "tie_weights"), mistakes=Q1_MISTAKES,
     success="Correct! One matrix now both reads tokens in and scores them out; the symptom is gone.",
 )
 
 q2 = Exercise(
-    name="Accuracy by fate",
-    variables=("accuracy_by_fate",),
-    checker=check_accuracy_by_fate,
+    name="Accuracy by fate", variables=("accuracy_by_fate",), checker=check_accuracy_by_fate,
     hints=("Only labelled positions count (labels != -100). There, the input shows 4 ([MASK]), the label itself "
            "(unchanged), or another token (random).",
            "predicted = logits.argmax(dim=-1); for each fate a boolean `where`, then "
            "(predicted[where] == labels[where]).float().mean().item(); return the three in a dict."),
-    solution=solution_of("lesson06", "accuracy_by_fate"),
-    mistakes=Q2_MISTAKES,
+    solution=solution_of("lesson06", "accuracy_by_fate"), mistakes=Q2_MISTAKES,
     success="Correct! Now run the next cell and compare with your prediction.",
 )
 
 
 q3 = Exercise(
-    name="Capstone: whole-word masking",
-    variables=("whole_word_mask",),
-    checker=check_whole_word_mask,
+    name="Capstone: whole-word masking", variables=("whole_word_mask",), checker=check_whole_word_mask,
     hints=("Number the words: a running count of the starts along each row gives every piece the number of its "
            "word. Choose words by drawing at their starts, then look the choice up for every piece.",
-           "real = ids ≥ 7; starts &= real; picked = starts & (uniform < select_prob); rows with a start but no pick: "
-           "pick the start with the largest uniform score; word = cumsum of starts; chosen[row, word] for each "
-           "pick (scatter), then every real piece reads chosen[row, word[piece]] (gather); labels and 80/10/10 as "
-           "in section 3."),
-    solution=solution_of("lesson06", "whole_word_mask"),
-    mistakes=Q3_MISTAKES,
+           "real = ids ≥ 7; starts &= real; picked = starts & (uniform < select_prob); a row with starts but no pick "
+           "takes its start of largest uniform score; word = cumsum of starts; scatter the picks into chosen[row, "
+           "word], gather chosen[row, word[piece]] for every real piece; labels and 80/10/10 as in section 3."),
+    solution=solution_of("lesson06", "whole_word_mask"), mistakes=Q3_MISTAKES,
     success="Correct! Words are chosen whole, at the rate asked, and corrupted 80/10/10.",
     task=(
         "**Capstone — whole-word masking.** BERT's later release masks *whole words*: all pieces of a chosen word "
         "at once.\n\n"
         "Write `whole_word_mask(ids, starts, vocab_size, generator, select_prob=0.15)`:\n\n"
         "* `ids (batch, seq)` torch.long (`[CLS] … [SEP]`, then `[PAD]`); `starts (batch, seq)` bool, True at each "
-        "word's first piece: `mlm.word_starts(tokenizer, ids)` marks a row's first real piece and every piece that "
-        "begins with a space, so `,` and `.` join the word before them. A word is a start and the real pieces "
-        "after it, up to the next start.\n"
-        "* Each word is chosen with probability `select_prob`, all its pieces together; a row with words that "
-        "drew none gets one, chosen at random. Special tokens (ids < 7) are never chosen.\n"
-        "* Returns `(inputs, labels)` as `my_mask_tokens` does: every chosen piece 80 % `[MASK]`, 10 % a "
-        "random real id, 10 % unchanged; labels the original id where chosen, −100 elsewhere.\n"
-        "* Every random number comes from `generator`; `ids` stays unchanged.\n\n"
-        "A Python loop over rows is fine. Checked on random batches. Stuck? `q3.solution()`, or move on with "
-        "`from course_utils.mlm import whole_word_mask`."
+        "word's first piece (`mlm.word_starts(tokenizer, ids)`: a row's first real piece and every piece that "
+        "begins with a space). A word is a start and the real pieces after it, up to the next start.\n"
+        "* Choose each word with probability `select_prob`, all its pieces together; a row with words that drew "
+        "none gets one, at random. Special tokens (ids < 7) are never chosen.\n"
+        "* Return `(inputs, labels)` as `my_mask_tokens` does (80/10/10 on every chosen piece; −100 where not "
+        "chosen); every random number from `generator`; `ids` unchanged.\n\n"
+        "Checked on random batches. Stuck? `q3.solution()`, or `from course_utils.mlm import whole_word_mask`."
     ),
     starter=(
         "def whole_word_mask(ids, starts, vocab_size, generator, select_prob=0.15):\n"
