@@ -1,16 +1,11 @@
-"""Exercises of notebook 10 (scaling out): what each rank sends in a ring all-reduce of any size; the capstone:
-gradients all-reduced in buckets from backward hooks, overlapping the rest of backward, compared with
-DistributedDataParallel on two processes; and what a checkpointed model keeps as a formula in its depth.
-
-Each check draws fresh inputs (:class:`~.asserts.Draw`); the references are the ring's chunk sizes and the package's
-:class:`course_utils.distributed.BucketedAllReduce`, and each exercise declares its typical mistakes once, as
-variants of its reference (see :mod:`.core`).
-"""
+"""Exercises of notebook 10 (scaling out): what each rank sends in a ring all-reduce; the capstone, a bucketed
+all-reduce from backward hooks checked against DDP on two processes; what one more checkpointed layer keeps."""
 from __future__ import annotations
 
 import copy
 import datetime
 import faulthandler
+import functools
 import inspect
 import math
 import multiprocessing
@@ -50,9 +45,7 @@ from .core import (
 
 # ---------------------------------------------------------------------------- q1: what each rank sends in a ring
 def ring_sent_reference(n_elements: int, world_size: int) -> list[int]:
-    """Numbers each rank sends in a ring all-reduce of ``n_elements`` numbers cut by ``tensor_split(world_size)``
-    (the first ``n_elements % world_size`` chunks one larger): rank r sends every chunk but (r+1) mod N in the
-    reduce-scatter (the one it completes) and every chunk but (r+2) mod N in the all-gather."""
+    """Numbers each rank sends: all but chunk (r+1) mod N, then all but (r+2) mod N (tensor_split's sizes)."""
     n, w = n_elements, world_size
     sizes = [n // w + (c < n % w) for c in range(w)]
     return [2 * n - sizes[(r + 1) % w] - sizes[(r + 2) % w] for r in range(w)]
@@ -103,7 +96,6 @@ class SyncSetup:
 
     model: nn.Module
     bucket_elements: int
-    pad_id: int
     batches: list[list[torch.Tensor]]   # [step][rank]
     description: str
 
@@ -121,9 +113,8 @@ def sync_setup(draw: Draw) -> SyncSetup:
     sizes = sorted(p.numel() for p in model.parameters())
     bucket = draw.integer(sizes[-2] + 1, sizes[-1] + sizes[-2])   # several buckets; the embedding needs its own
     batches = [[draw.randint(1, vocab, (draw.integer(2, 4), seq)) for _ in range(WORLD_SIZE)] for _ in range(STEPS)]
-    n = sum(sizes)
-    return SyncSetup(model, bucket, 0, batches, f"2 processes, a GPT of {len(sizes)} parameter tensors ({n} numbers), "
-                     f"bucket_elements={bucket}, {STEPS} steps with an SGD step between them")
+    return SyncSetup(model, bucket, batches, f"2 processes, a GPT of {len(sizes)} parameter tensors ({sum(sizes)} "
+                     f"numbers), bucket_elements={bucket}, {STEPS} steps with an SGD step between them")
 
 
 class Borrowed(Exception):
@@ -135,14 +126,13 @@ def grads_of(model: nn.Module) -> dict[str, torch.Tensor | None]:
 
 
 def rank_worker(rank: int, answer: Any, source: str | None, setup: SyncSetup, folder: str) -> None:
-    """One rank's process: join the gloo group; per step, DDP's gradients (the reference), this rank's own
-    gradients, and the answer's gradients with a log of its all-reduces (size, async, gradients still to come)."""
+    """One rank: per step DDP's gradients, its own, and the answer's with a log of its all-reduces."""
     result: dict[str, Any] = {"error": None, "steps": []}
     try:
         faulthandler.disable()   # a rank stopped in a collective is no crash to report
         log = os.open(os.path.join(folder, f"rank{rank}.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
+        for stream in (1, 2):
+            os.dup2(log, stream)
         torch.set_num_threads(1)
         try:   # gloo on the loopback interface (lo on Linux, lo0 on macOS)
             loopback = next((name for _, name in socket.if_nameindex() if name.startswith("lo")), None)
@@ -176,12 +166,7 @@ def rank_worker(rank: int, answer: Any, source: str | None, setup: SyncSetup, fo
             package_init(self, *args, **kwargs)
 
         dist.all_reduce, DistributedDataParallel.__init__, BucketedAllReduce.__init__ = logged, refuse_ddp, guarded
-        try:
-            sync = answer(mine, setup.bucket_elements)
-        except NotImplementedError as error:
-            result["error"] = {"kind": "not implemented" if raised_by_the_learner(error) else "raised",
-                               "type": "NotImplementedError", "message": str(error)}
-            raise
+        sync = answer(mine, setup.bucket_elements)
         names = [k for k, _ in mine.named_parameters()]
 
         def arrived(p):
@@ -192,14 +177,14 @@ def rank_worker(rank: int, answer: Any, source: str | None, setup: SyncSetup, fo
         for batches in setup.batches:
             batch = batches[rank]
             reference_sgd.zero_grad()
-            lm_loss(ddp, batch, setup.pad_id).backward()
+            lm_loss(ddp, batch, 0).backward()
             own.load_state_dict(reference.state_dict())
             own.zero_grad()
-            lm_loss(own, batch, setup.pad_id).backward()   # this rank's gradient alone (no all-reduce)
+            lm_loss(own, batch, 0).backward()   # this rank's gradient alone (no all-reduce)
             mine.zero_grad()
             calls.clear()
             remaining[0] = len(names)
-            lm_loss(mine, batch, setup.pad_id).backward()
+            lm_loss(mine, batch, 0).backward()
             during = list(calls)
             sync.wait()
             result["steps"].append({"expected": grads_of(reference), "own": grads_of(own), "got": grads_of(mine),
@@ -210,7 +195,8 @@ def rank_worker(rank: int, answer: Any, source: str | None, setup: SyncSetup, fo
     except Borrowed as error:
         result["error"] = {"kind": "borrowed", "what": str(error)}
     except BaseException as error:  # noqa: BLE001 - report whatever stopped this process
-        result["error"] = result["error"] or {"kind": "raised", "type": type(error).__name__,
+        unwritten = isinstance(error, NotImplementedError) and raised_by_the_learner(error)
+        result["error"] = {"kind": "not implemented" if unwritten else "raised", "type": type(error).__name__,
                                               "message": (str(error).strip().splitlines() or [""])[0],
                                               "learner": learner_frames(error)}
     finally:
@@ -221,9 +207,7 @@ def rank_worker(rank: int, answer: Any, source: str | None, setup: SyncSetup, fo
 
 
 def class_source(answer: Any) -> str | None:
-    """The learner's class as source text (to send to spawned processes), or ``None`` when it cannot be read.
-    A notebook keeps the source of functions, not of classes: the class is rebuilt from its methods, with the
-    notebook's own functions that they call."""
+    """The learner's class as source (for spawned processes), rebuilt from its methods in a notebook; or None."""
     try:
         return textwrap.dedent(inspect.getsource(answer))
     except (OSError, TypeError):
@@ -240,8 +224,7 @@ def class_source(answer: Any) -> str | None:
 
 
 def run_ranks(answer: Any, setup: SyncSetup) -> list[dict | None]:
-    """Start one process per rank — forked where the system can (Linux, macOS), spawned elsewhere (then the class
-    travels as its source) — wait for both, and return what each saved (``None``: stopped or timed out)."""
+    """One process per rank (forked, else spawned with the class as source); what each saved (None: stopped)."""
     importable = getattr(sys.modules.get(getattr(answer, "__module__", "")), getattr(answer, "__qualname__", ""),
                          None) is answer and answer.__module__ != "__main__"
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() and not FORCE_SPAWN else "spawn"
@@ -296,11 +279,7 @@ def sync_report(results: list[dict], setup: SyncSetup) -> dict:
     steps = [r["steps"] for r in results]
     during = [s["during"] for s in steps[0]]
     sizes = [p.numel() for p in setup.model.parameters()]
-    buckets, size = 0, 0   # how many all-reduces the package's buckets make per step
-    for n in reversed(sizes):
-        if buckets == 0 or size + n > setup.bucket_elements:
-            buckets, size = buckets + 1, 0
-        size += n
+    buckets = len(BucketedAllReduce(copy.deepcopy(setup.model), setup.bucket_elements).buckets)   # the package's
     return {
         "right": all(same_grads(s["got"], s["expected"]) for rank in steps for s in rank),
         "doubled": all(same_grads(s["got"], s["expected"], WORLD_SIZE) for rank in steps for s in rank),
@@ -364,12 +343,9 @@ def no_rerun(answer, case):
 # The typical mistakes, each a variant of the package's class with one step changed.
 class SummedNotAveraged(BucketedAllReduce):
     def wait(self):
-        world = dist.get_world_size
-        dist.get_world_size = lambda *a, **k: 1
-        try:
-            super().wait()
-        finally:
-            dist.get_world_size = world
+        super().wait()
+        for p in self.bucket_of:
+            p.grad *= dist.get_world_size()
 
 
 class AllAtTheEnd(BucketedAllReduce):
@@ -451,51 +427,63 @@ SYNC_MISTAKES = (
 )
 
 
-# ---------------------------------------------------------------------------- q3: checkpointing a deeper model
+# ---------------------------------------------------------------------------- q3: what one more layer keeps
 MIB = 2**20
-PER_LAYER = 64 * (6 + 14) * 128 * 4 / MIB   # each checkpointed layer of each stack keeps its float32 input
 
 
-def checkpointed_mib_reference(n_layers: int) -> float:
-    """MiB that section 7's checkpointed translator (d_model 128, its 64-row batch: 6 source, 15 target tokens)
-    keeps for backward with ``n_layers`` encoder and ``n_layers`` decoder layers, measured."""
+@functools.lru_cache(maxsize=8)
+def measured(batch_size: int, d_model: int) -> tuple[int, int, int, float]:
+    """Section 7's checkpointed translator at this ``d_model`` and ``batch_size``: its first batch's rows, source
+    and target lengths, and the MiB one more encoder and decoder layer add to what it keeps (depth 2 − depth 1)."""
     from .. import tasks
     from ..memory import checkpoint_layers, saved_activation_bytes
 
-    task = tasks.build_task("translator", "tiny", d_model=128, n_heads=4, d_ff=256, n_layers=1, batch_size=64)
+    task = tasks.build_task("translator", "tiny", d_model=d_model, n_heads=4, d_ff=256, n_layers=2,
+                            batch_size=batch_size)
+    batch = task.train_batches[0]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         model = task.build_model()
-    for stack in (model.encoder, model.decoder):   # what is kept does not depend on the weights' values
-        stack.layers = nn.ModuleList(copy.deepcopy(stack.layers[0]) for _ in range(n_layers))
     checkpoint_layers(model)
-    return saved_activation_bytes(lambda: task.loss_sum(model, task.train_batches[0]), model) / MIB
+    kept = []
+    for depth in (2, 1):   # what is kept does not depend on the weights' values
+        for stack in (model.encoder, model.decoder):
+            stack.layers = stack.layers[:depth]
+        kept.append(saved_activation_bytes(lambda: task.loss_sum(model, batch), model))
+    return batch[0].shape[0], batch[0].shape[1], batch[1].shape[1], (kept[0] - kept[1]) / MIB
 
 
-def check_checkpointed_mib(ns) -> None:
+def layer_mib_reference(rows: int, source_len: int, target_len: int, d_model: int) -> float:
+    return measured(rows, d_model)[3]   # the checker's cases are measured() shapes
+
+
+def check_layer_mib(ns) -> None:
     draw = Draw()
-    depths = [1, draw.integer(3, 8), draw.integer(12, 24)]
-    cases = [Case(f"n_layers={n} (the check measures it)", (n,)) for n in depths]
-    check_function(learner_function(ns, "checkpointed_mib"), checkpointed_mib_reference, cases, "checkpointed_mib",
-                   probes=cases, atol=1e-3, rtol=0.01)
+    cases = []
+    for batch_size, d_model in ((8 * draw.integer(2, 7), 4 * draw.integer(12, 30)),
+                                (8 * draw.integer(9, 12), 4 * draw.integer(34, 48))):
+        rows, source_len, target_len, _ = measured(batch_size, d_model)
+        cases.append(Case(f"{rows} rows of {source_len} source and {target_len} target tokens, d_model={d_model} "
+                          "(the check measures it)", (rows, source_len, target_len, d_model)))
+    check_function(learner_function(ns, "layer_mib"), layer_mib_reference, cases, "layer_mib", probes=cases,
+                   atol=1e-4, rtol=0.01)
 
 
-def deeper(per_layer: float):   # 3.50 MiB measured at 2 layers, and per_layer MiB for each layer more
-    return lambda n_layers: 3.4974 + (n_layers - 2) * per_layer
+def kept_per_layer(positions, bytes_each=4):   # a variant: rows × positions × d_model numbers per layer pair
+    return lambda rows, src, tgt, d: rows * positions(src, tgt) * d * bytes_each / MIB
 
 
 SAVED_MISTAKES = (
-    Mistake("proportional to depth", "part of what the checkpointed model keeps does not grow with depth (the "
-            "embeddings', the output layer's and the loss's saved tensors): only each layer's input is added per "
-            "layer", variant=lambda n_layers: 3.4974 * n_layers / 2),
-    Mistake("the encoder's input only", "a decoder layer keeps its input too: 64 rows × 14 target tokens × 128 "
-            "float32 numbers", variant=deeper(64 * 6 * 128 * 4 / MIB)),
+    Mistake("the encoder's input only", "a decoder layer keeps its input too: rows × (target tokens − 1) × "
+            "d_model float32 numbers", variant=kept_per_layer(lambda src, tgt: src)),
     Mistake("the memory once per decoder layer", "every decoder layer reads the same encoder output: one tensor, "
-            "kept once however deep the decoder", variant=deeper(PER_LAYER + 64 * 6 * 128 * 4 / MIB)),
-    Mistake("15 target tokens", "the decoder reads the target without its last token: 14 positions, not 15",
-            variant=deeper(64 * (6 + 15) * 128 * 4 / MIB)),
+            "kept once however deep the decoder", variant=kept_per_layer(lambda src, tgt: 2 * src + tgt - 1)),
+    Mistake("all the target tokens", "the decoder reads the target without its last token (it is only predicted): "
+            "target_len − 1 positions", variant=kept_per_layer(lambda src, tgt: src + tgt)),
     Mistake("2 bytes a number", "without autocast the layers' inputs are float32: 4 bytes a number",
-            variant=deeper(PER_LAYER / 2)),
+            variant=kept_per_layer(lambda src, tgt: src + tgt - 1, 2)),
+    Mistake("bytes, not MiB", "the answer is in MiB: divide the bytes by 2**20",
+            variant=lambda rows, src, tgt, d: rows * (src + tgt - 1) * d * 4),
 )
 
 
@@ -521,47 +509,48 @@ q2 = Exercise(
            "of its gradients are final, in whatever order they came. What must the hook remember, and what must "
            "wait() undo for the next step? To debug, build it on copy.deepcopy(model) and run one backward in a "
            "group of one, as in section 6.",
-           "In __init__: walk reversed(list(model.parameters())), start a new bucket when the next one would pass "
-           "bucket_elements; map each parameter to its bucket; count the gradients each bucket still misses; "
-           "register self.gradient_ready as every parameter's post-accumulate-grad hook. In gradient_ready(p): "
-           "count down; at zero, torch.cat the bucket's grads and keep (bucket, buffer, "
-           "dist.all_reduce(buffer, async_op=True)). In "
-           "wait(): .wait() each, divide by dist.get_world_size(), copy the slices back into each .grad, reset "
-           "the counts."),
+           "In gradient_ready(p): count down self.missing of p's bucket; at zero, torch.cat the bucket's grads, "
+           "keep (bucket, buffer, dist.all_reduce(buffer, async_op=True)). In wait(): .wait() each, divide by "
+           "dist.get_world_size(), copy the slices back into each .grad, reset the counts."),
     solution=solution_of("lesson10", "BucketedAllReduce"),
     mistakes=SYNC_MISTAKES,
     success="Correct! Your buckets give DDP's gradients, and all but the last start while backward still runs.",
     task=(
-        "### Exercise 2 · Capstone: overlap communication with backward (about 45 minutes)\n\n"
-        "**Capstone.** Write `BucketedAllReduce(model, bucket_elements)`, built once on every rank of a process "
+        "### Exercise 2 · Capstone: overlap communication with backward (about 40 minutes)\n\n"
+        "**Capstone.** Complete `BucketedAllReduce(model, bucket_elements)`, built once on every rank of a process "
         "group. After `loss.backward()` and `.wait()`, every `.grad` must hold that gradient averaged over the ranks "
         "(as DDP leaves it), at every step.\n\n"
-        "Bucket the parameters in `model.parameters()` reversed, filling each bucket in turn up to "
-        "`bucket_elements` numbers (a larger parameter alone). Start a bucket's all-reduce, without blocking, "
-        "once *all* its gradients have arrived, in any order. Use `dist` alone (no DDP).\n\n"
+        "The starter fills the buckets (`model.parameters()` reversed, up to `bucket_elements` numbers each) and "
+        "hooks `gradient_ready(p)` to every parameter. Write it: start a bucket's all-reduce, without blocking, once "
+        "*all* its gradients have arrived, in any order. Write `wait()`. Use `dist` alone (no DDP).\n\n"
         "Checked on two new processes against DDP. Stuck? `q2.hint()`, then `q2.solution()`; to move on, "
         "`from course_utils.distributed import BucketedAllReduce`."
     ),
-    starter=(
-        "class BucketedAllReduce:\n"
-        "    def __init__(self, model, bucket_elements):\n"
-        "        raise NotImplementedError  # your code here\n"
-        "\n"
-        "    def wait(self):\n"
-        "        raise NotImplementedError  # your code here\n"
-    ),
+    starter=("class BucketedAllReduce:\n    def __init__(self, model, bucket_elements):\n"
+             "        self.buckets, size = [], 0\n"
+             "        for p in reversed(list(model.parameters())):\n"
+             "            if not self.buckets or size + p.numel() > bucket_elements:\n"
+             "                self.buckets.append([])\n                size = 0\n"
+             "            self.buckets[-1].append(p)\n            size += p.numel()\n"
+             "        self.bucket_of = {p: i for i, bucket in enumerate(self.buckets) for p in bucket}\n"
+             "        self.missing = [len(bucket) for bucket in self.buckets]   # gradients each bucket waits for\n"
+             "        self.in_flight = []                                 # (bucket index, buffer, work) sent\n"
+             "        for p in self.bucket_of:\n"
+             "            p.register_post_accumulate_grad_hook(self.gradient_ready)\n\n"
+             "    def gradient_ready(self, p):                            # inside backward: p.grad is final\n"
+             "        raise NotImplementedError  # your code here\n\n"
+             "    def wait(self):\n        raise NotImplementedError  # your code here\n"),
 )
 
 q3 = Exercise(
-    name="Checkpointing a deeper model",
-    variables=("checkpointed_mib",),
-    checker=check_checkpointed_mib,
-    hints=("A checkpointed layer keeps only its inputs. Which tensors enter an encoder layer and a decoder layer, "
-           "and which is the same tensor for every decoder layer? big_batch's shapes give the rows and lengths; "
-           "the decoder reads the target without its last token.",
-           "Each layer more of each stack adds 64 × (6 + 14) × 128 × 4 bytes = 0.625 MiB; the rest of section 7's "
-           "3.50 MiB does not grow with depth."),
-    solution=solution_of("lesson10", "checkpointed_mib"),
+    name="What one more checkpointed layer keeps",
+    variables=("layer_mib",),
+    checker=check_layer_mib,
+    hints=("A checkpointed layer keeps only its inputs. Which tensor enters an encoder layer, which a decoder layer, "
+           "and which is the same tensor for every decoder layer? The decoder reads the target without its last "
+           "token.",
+           "rows × (source_len + target_len − 1) × d_model numbers × 4 bytes, divided by 2**20."),
+    solution=solution_of("lesson10", "layer_mib"),
     mistakes=SAVED_MISTAKES,
-    success="Correct! A checkpointed model keeps one input per layer: here 0.625 MiB per encoder-decoder pair.",
+    success="Correct! A checkpointed model keeps one input per layer, whatever the layer computes inside.",
 )

@@ -83,20 +83,20 @@ def planted(old: str, new: str) -> str:
 
 
 # ---------------------------------------------------------------------------- q3: checkpointing a deeper model
-DEPTH = "def checkpointed_mib(n_layers):\n"
+LAYER = "def layer_mib(rows, source_len, target_len, d_model):\n"
 SAVED_MISTAKES = [
-    Mistake("lesson10", "q3", "the float32 model without checkpointing", DEPTH + "    return 21.34 * n_layers / 2\n",
-            "should", PRELUDE),
-    Mistake("lesson10", "q3", "a constant", DEPTH + "    return 3.50\n", "should", PRELUDE),
-    Mistake("lesson10", "q3", "a string", DEPTH + "    return f'{3.5 + (n_layers - 2) * 0.625} MiB'\n", "should",
+    Mistake("lesson10", "q3", "a line through the page's two depths", LAYER + "    return 0.625\n", "should",
             PRELUDE),
+    Mistake("lesson10", "q3", "scaled by the rows alone", LAYER + "    return 0.625 * rows / 64\n", "should",
+            PRELUDE),
+    Mistake("lesson10", "q3", "a string", LAYER + "    return f'{rows * (source_len + target_len - 1) * d_model * 4} B'\n",
+            "should", PRELUDE),
 ]
 SAVED_ALTERNATIVES = [
-    Alternative("lesson10", "q3", "two measurements, extrapolated", DEPTH
-                + "    at_1, at_2 = 2.8724, 3.4974\n    return at_1 + (n_layers - 1) * (at_2 - at_1)\n", PRELUDE),
-    Alternative("lesson10", "q3", "in bytes, then MiB", DEPTH
-                + "    kept = 3_667_332 + n_layers * 64 * (6 + 14) * 128 * 4 - 2 * 655_360\n"
-                "    return kept / 2**20\n", PRELUDE),
+    Alternative("lesson10", "q3", "in bytes, then MiB", LAYER + "    encoder, decoder = source_len, target_len - 1\n"
+                "    kept = rows * d_model * 4 * (encoder + decoder)\n    return kept / 2**20\n", PRELUDE),
+    Alternative("lesson10", "q3", "with torch", LAYER + "    import torch\n"
+                "    return torch.zeros(rows, source_len + target_len - 1, d_model).nbytes / 2**20\n", PRELUDE),
 ]
 
 MISTAKES = RING_MISTAKES + SAVED_MISTAKES + [

@@ -45,9 +45,8 @@ class BucketedAllReduce:
         self.missing = [len(bucket) for bucket in self.buckets]   # ready for the next backward
 
 
-def checkpointed_mib(n_layers):
-    # a checkpointed layer keeps its input: 64 rows × (6 source or 14 target positions) × 128 numbers × 4 bytes;
-    # every decoder layer reads the same encoder output, kept once. The rest of section 7's 3.50 MiB (2 layers)
-    # does not grow with depth.
-    per_layer = 64 * (6 + 14) * 128 * 4 / 2**20
-    return 3.50 + (n_layers - 2) * per_layer
+def layer_mib(rows, source_len, target_len, d_model):
+    # a checkpointed layer keeps its input: an encoder layer rows × source_len × d_model numbers, a decoder layer
+    # rows × (target_len − 1) × d_model (the target without its last token); every decoder layer reads the same
+    # encoder output, kept once whatever the depth. float32: 4 bytes a number.
+    return rows * (source_len + target_len - 1) * d_model * 4 / 2**20
