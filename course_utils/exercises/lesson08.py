@@ -1,11 +1,5 @@
 """Exercises of lesson 08 (a decoder-only GPT): training pairs cut from a token stream, found from their symptom (q1),
-top-p filtering after the page's top-k (q2), and the capstone, greedy generation past the context (q3).
-
-Every check draws fresh inputs (:class:`~.asserts.Draw`) and compares the learner's function with the reference
-(q1: :func:`course_utils.losses.shift_for_lm` on windows of the stream, q2: :func:`course_utils.decoding.top_p_filter`,
-q3: :func:`generate_long_reference`, every window re-read, plus the count of positions fed); each exercise declares
-its typical mistakes once, in its table (see :mod:`.core`).
-"""
+top-p filtering (q2) and the capstone, greedy generation past the context (q3); each declares its mistakes once."""
 from __future__ import annotations
 
 import math
@@ -16,7 +10,9 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from .. import decoding, losses
+from .. import decoding, losses, seed_everything
+from ..config import TransformerConfig
+from ..language_model import DecoderOnlyLM
 from .asserts import (
     Case,
     Draw,
@@ -38,14 +34,12 @@ NEG_INF = float("-inf")
 
 # ---------------------------------------------------------------------------- q1: pairs from a token stream
 def training_pairs_reference(stream: torch.Tensor, starts: torch.Tensor, block: int):
-    """The package's shift (:func:`course_utils.losses.shift_for_lm`) on windows of ``block + 1`` ids of a 1-D
-    ``stream``, one window per start: ``(inputs, targets)``, each ``(len(starts), block)``."""
+    """The package's shift on windows of ``block + 1`` ids: ``(inputs, targets)``, each ``(len(starts), block)``."""
     return losses.shift_for_lm(stream[starts[:, None] + torch.arange(block + 1)])
 
 
 def stream_cases(draw: Draw) -> list[Case]:
-    """A 1-D long stream of ids (all different, so every offset shows), starts that include 0 and the last valid
-    one (``len(stream) - block - 1``), a block of random size; one case with a single start."""
+    """A stream of distinct ids (every offset shows), starts including 0 and the last valid one, random blocks."""
     cases = []
     for rows in (1, draw.integer(2, 5), draw.integer(3, 6)):
         length, block, vocab = draw.integer(30, 60), draw.integer(3, 9), draw.integer(1_000, 60_000)
@@ -68,19 +62,14 @@ def check_training_pairs(ns) -> None:
 
 
 def colleague_pairs(stream: torch.Tensor, starts: torch.Tensor, block: int):
-    """The colleague's pairs that the lesson trains on before the learner writes their own (exercise 1): the right
-    inputs, targets one position too early, ``stream[i - 1]``; also the table's "previous token" mistake."""
+    """The colleague's pairs of exercise 1 (what is wrong with them is the exercise; see ``PAIRS_MISTAKES``)."""
     idx = starts[:, None] + torch.arange(block)
     return stream[idx], stream[idx - 1]
 
 
 def colleague_train(make_pairs, stream: torch.Tensor, config, steps: int = 100, block: int = 32) -> float:
-    """The colleague's loop of exercise 1: a fresh :class:`~course_utils.language_model.DecoderOnlyLM` of ``config``
-    (seed 0), AdamW at 1e-2, 32 windows of ``block`` tokens per step cut by ``make_pairs(stream, starts, block)``;
-    prints the loss every 25 steps and returns the last one."""
-    from .. import seed_everything
-    from ..language_model import DecoderOnlyLM
-
+    """Exercise 1's loop: a fresh ``DecoderOnlyLM(config)`` (seed 0), AdamW at 1e-2, 32 windows of ``block`` tokens
+    per step cut by ``make_pairs(stream, starts, block)``; prints the loss every 25 steps, returns the last."""
     seed_everything(0)
     model = DecoderOnlyLM(config)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
@@ -97,14 +86,14 @@ def colleague_train(make_pairs, stream: torch.Tensor, config, steps: int = 100, 
     return loss.item()
 
 
-PAIRS = training_pairs_reference
+PAIRS = training_pairs_reference  # the table's variants are built from it
 PAIRS_MISTAKES = (
     Mistake("not a pair", "`training_pairs` should return a pair (inputs, targets)",
             variant=lambda stream, starts, block: PAIRS(stream, starts, block)[0],
             shows=lambda case, got, _: not (isinstance(got, (tuple, list)) and len(got) == 2)),
-    Mistake("previous token", "the colleague's bug: the targets are the tokens *before* the inputs, stream[i - 1], "
-            "and with a causal mask a position sees the token before it, so the model copies it. The target of "
-            "stream[i] is stream[i + 1]", variant=colleague_pairs),
+    Mistake("previous token", "the colleague's bug: targets stream[i - 1], the token *before* the input, which a "
+            "causal position sees, so the model copies it. The target of stream[i] is stream[i + 1]",
+            variant=colleague_pairs),
     Mistake("no shift", "no shift: with targets equal to the inputs, position t is asked for the token it reads — "
             "the model learns to copy. The target of stream[i] is stream[i + 1]",
             variant=lambda stream, starts, block: (PAIRS(stream, starts, block)[0],) * 2),
@@ -122,14 +111,11 @@ PAIRS_MISTAKES = (
 
 
 # ---------------------------------------------------------------------------- q2: top-p, after the page's top-k
-class KeptSet(str):
-    """A filter's problem that lies in which tokens it kept (the table of mistakes may name it)."""
+KEPT = "should keep tokens"  # the phrase of a wrong kept set (a Mismatch the table of mistakes may name)
 
 
 def filter_problem(got, expected: torch.Tensor, logits: torch.Tensor, name: str, setting: str) -> str | None:
-    """What is wrong with a filter's result (``None`` if nothing): filtered logits, removed tokens ``-inf``, the
-    package's kept set (a wrong set comes back as :class:`KeptSet`),
-    the kept logits unchanged."""
+    """What is wrong with a filter's result, or ``None``."""
     gap = difference(got, expected, f"the result of `{name}`")
     if gap is None:
         return None
@@ -164,7 +150,7 @@ def filter_problem(got, expected: torch.Tensor, logits: torch.Tensor, name: str,
         if torch.equal(kept[row], finite[row]):
             continue
         listed = [show(ids[row].nonzero().flatten().tolist()) for ids in (finite, kept)]
-        return KeptSet(f"with {setting}, row {row} should keep tokens {listed[0]}, yours keeps {listed[1]}")
+        return f"with {setting}, row {row} {KEPT} {listed[0]}, yours keeps {listed[1]}"
     unchanged = torch.where(kept, got, 0.0), torch.where(kept, logits.to(got.dtype), 0.0)
     if not close(*unchanged):
         return (f"with {setting} the kept tokens are right but their logits changed (by up to "
@@ -174,8 +160,6 @@ def filter_problem(got, expected: torch.Tensor, logits: torch.Tensor, name: str,
 
 
 def check_top_p_filter(ns) -> None:
-    """The learner's filter against the package's on every case (``case.args = (logits, p)``); a wrong kept set
-    raises :class:`~.core.Mismatch` (the answer's kept set, ``torch.isfinite`` of its output)."""
     function, name, cases = learner_function(ns, "top_p_filter"), "top_p_filter", top_p_cases(Draw())
     forbidden = {"the package's course_utils.decoding.top_p_filter": decoding.top_p_filter}
 
@@ -187,11 +171,10 @@ def check_top_p_filter(ns) -> None:
         logits, p = case.args
         expected = decoding.top_p_filter(logits.clone(), p)
         args = snapshot(case.args)
-        before = {"logits": snapshot(args[0]), "p": args[1]}
         got = call_learner(function, name, case.description, *args, forbidden=forbidden)
-        check_inputs_kept(before, {"logits": args[0], "p": args[1]}, name, case.description)
+        check_inputs_kept({"logits": logits, "p": p}, {"logits": args[0], "p": args[1]}, name, case.description)
         problem = filter_problem(got, expected, logits, name, f"p={p}")
-        if isinstance(problem, KeptSet):
+        if problem and KEPT in problem:
             raise Mismatch(f"on {case.description}: {problem}.", case, torch.isfinite(got.detach()), function, kept,
                            lambda a, b: isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
                            and a.shape == b.shape and bool(torch.equal(a, b)), probes=tuple(cases))
@@ -204,8 +187,7 @@ def keep_only(logits: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
 
 
 def nucleus_p(draw: Draw, logits: torch.Tensor, low: float, high: float) -> float:
-    """A ``p`` in ``[low, high]`` (two decimals) at least 2e-3 away from every row's cumulative sorted probabilities,
-    so that every correct way of computing the nucleus (float32 or float64, any sort) keeps the same tokens."""
+    """A ``p`` in ``[low, high]`` 2e-3 away from every cumulative sorted probability (every right rule agrees)."""
     options = [round(low + i * 0.01, 2) for i in range(int(round((high - low) / 0.01)) + 1)]
     draw.rng.shuffle(options)
     sums = torch.softmax(logits.double(), dim=-1).sort(dim=-1, descending=True).values.cumsum(dim=-1)
@@ -225,8 +207,7 @@ def top_p_cases(draw: Draw) -> list[Case]:
     wide = draw.randn(rows, vocab, scale=2.0).double()
     p_plain, p_spreads = nucleus_p(draw, plain, 0.5, 0.9), nucleus_p(draw, spreads, 0.3, 0.95)
     p_forbidden, p_wide = nucleus_p(draw, forbidden, 0.4, 0.9), nucleus_p(draw, wide, 0.4, 0.9)
-    large = plain * 100
-    p_large = nucleus_p(draw, large, 0.5, 0.9)
+    p_large = nucleus_p(draw, plain * 100, 0.5, 0.9)
     return [
         Case(f"1 row of {small} logits, p={below} (below its largest probability {largest:.3f}: only the most "
              "probable token stays)", (single, below)),
@@ -238,14 +219,12 @@ def top_p_cases(draw: Draw) -> list[Case]:
         Case(f"{rows} rows of {vocab} float64 logits, p={p_wide}", (wide, p_wide)),
         exact_mass_case(draw, 0.75), exact_mass_case(draw, 0.5),
         Case(f"{rows} rows of {vocab} logits in the hundreds, p={p_large} (a softmax without its maximum subtracted "
-             "overflows)", (large, p_large)),
+             "overflows)", (plain * 100, p_large)),
     ]
 
 
 def exact_mass_case(draw: Draw, p: float) -> Case:
-    """Probabilities 1/2, 1/4, 1/8, 1/16, 1/16 (exact in float32), in a random order among forbidden ids, and a ``p``
-    that the most probable tokens reach *exactly*: they are the nucleus, the next token is not (a rule that stops only
-    once the mass *exceeds* p keeps one token too many)."""
+    """Probabilities 1/2, 1/4, 1/8, 1/16, 1/16 (exact in float32) among forbidden ids, a ``p`` they reach exactly."""
     vocab = draw.integer(7, 11)
     logits = torch.full((2, vocab), NEG_INF)
     for row in range(2):
@@ -256,19 +235,16 @@ def exact_mass_case(draw: Draw, p: float) -> Case:
 
 
 def nucleus_rules(logits: torch.Tensor, p: float) -> dict[str, torch.Tensor]:
-    """The kept sets of typical wrong nucleus rules, for the diagnosis."""
     probs = torch.softmax(logits.double(), dim=-1)
     sorted_probs, order = probs.sort(dim=-1, descending=True)
-    before = sorted_probs.cumsum(dim=-1) - sorted_probs
-    keep_sorted = before < p
-    unsorted_before = probs.cumsum(dim=-1) - probs
+    keep_sorted = sorted_probs.cumsum(dim=-1) - sorted_probs < p
     ascending, up = probs.sort(dim=-1)
     finite = torch.isfinite(logits)
     own, own_order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)  # in the logits' dtype
     return {  # "reaching": stops only once the mass before a token *exceeds* p
         "reaching": torch.zeros_like(finite).scatter(-1, own_order, own.cumsum(dim=-1) - own <= p) & finite,
         "including": torch.zeros_like(finite).scatter(-1, order, sorted_probs.cumsum(dim=-1) <= p) & finite,
-        "unsorted": (unsorted_before < p) & finite,
+        "unsorted": (probs.cumsum(dim=-1) - probs < p) & finite,
         "not mapped back": keep_sorted & finite,
         "gathered": keep_sorted.gather(-1, order) & finite,
         "ascending": torch.zeros_like(finite).scatter(-1, up, ascending.cumsum(dim=-1) - ascending < p) & finite,
@@ -276,12 +252,10 @@ def nucleus_rules(logits: torch.Tensor, p: float) -> dict[str, torch.Tensor]:
 
 
 def rule(name: str):
-    """A top-p variant that keeps the tokens of the wrong nucleus rule ``name`` (see :func:`nucleus_rules`)."""
     return lambda logits, p: keep_only(logits, nucleus_rules(logits, p)[name])
 
 
 def overflowing_top_p(logits: torch.Tensor, p: float) -> torch.Tensor:
-    """The package's rule with the softmax written exp(l) / Σ exp(l): inf / inf = NaN once logits pass ~88."""
     exp = logits.exp()
     return keep_only(logits, decoding.top_p_filter((exp / exp.sum(dim=-1, keepdim=True)).log(), p).isfinite())
 
@@ -327,10 +301,8 @@ q1 = Exercise(
            "further on; both (rows, block). Return the pair (inputs, targets)."),
     solution=solution_of("lesson08", "training_pairs"),
     mistakes=PAIRS_MISTAKES,
-    success="Correct! Each position is now asked for the token after the one it reads. The colleague's targets were "
-            "the tokens one *before* the inputs: with the causal mask a position sees its predecessor, so the model "
-            "copied it and the loss fell towards 0. Rerun their loop with your function and compare its loss with "
-            "your prediction.",
+    success="Correct! The colleague's targets were the tokens *before* the inputs, which a causal position sees: the "
+            "model copied them. Rerun their loop with your function and compare its loss with your prediction.",
 )
 
 q2 = Exercise(
@@ -339,11 +311,9 @@ q2 = Exercise(
     checker=check_top_p_filter,
     hints=("Walk the tokens from the most to the least probable and add up their probabilities: when do you stop? "
            "Remember that the tokens were reordered on the way.",
-           "1. probabilities = softmax over the vocabulary; 2. sort them in descending order, keeping the sort's "
-           "indices; 3. for each sorted token, the mass *before* it = cumulative sum minus its own probability; "
-           "keep it while that mass is below p (so the most probable token always stays, and p = 1 keeps all); "
-           "4. scatter the keep decision back to the original token ids with the indices; 5. return a new tensor "
-           "with the removed logits float('-inf'), the kept ones unchanged."),
+           "1. softmax; 2. sort descending, keeping the indices; 3. the mass *before* each sorted token = cumsum minus "
+           "its own probability: keep it while that mass is below p (the top token always stays, p = 1 keeps all); "
+           "4. scatter the decision back to the token ids; 5. return a new tensor, removed logits float('-inf')."),
     solution=solution_of("lesson08", "top_p_filter"),
     mistakes=TOP_P_MISTAKES,
     success="Correct! The nucleus grows where the model is unsure and shrinks where it is confident.",
@@ -351,28 +321,14 @@ q2 = Exercise(
 
 
 # ---------------------------------------------------------------------------- q3 (capstone): past the context
-LONG_FORBIDDEN = {  # the package's decoders (they stop at max_len anyway)
-    "the package's course_utils.decoding.generate": decoding.generate,
-    "the package's course_utils.decoding.greedy_decode": decoding.greedy_decode}
-
-
-def gpt_config(draw: Draw, max_len: int):
-    """A lesson-08 config (Pre-LN, learned positions, tied head, dropout on) of random sizes, without a padding id
-    (a generated token is never hidden as padding)."""
-    from ..config import TransformerConfig
-
-    heads, d_head = draw.distinct(2, 2, 6)
-    vocab = draw.integer(20, 60)
-    return TransformerConfig(vocab_size=vocab, d_model=heads * d_head, n_heads=heads, d_ff=draw.integer(8, 40),
-                             n_layers=draw.integer(1, 2), max_len=max_len, dropout=0.3, norm="pre",
-                             positional="learned", pad_id=None)
+LONG_FORBIDDEN = {f"the package's course_utils.decoding.{f.__name__}": f for f in (decoding.generate,
+                                                                                      decoding.greedy_decode)}
 
 
 @dataclass
 class LongCase:
-    """One input of the check: a factory of fresh models (one set of weights, handed over in train mode, each
-    recording the positions it is fed per call and whether it ran in eval mode without gradients), the prompt and
-    how many tokens to add."""
+    """A factory of fresh recording models (one set of weights, in train mode), a prompt of at most max_len tokens
+    and how many tokens to add."""
 
     description: str
     make_model: Any
@@ -381,16 +337,13 @@ class LongCase:
 
     @property
     def fewest_positions(self) -> int:
-        """Positions fed by the rule of the task: through the cache while the row fits, then a full window of
-        max_len per new token."""
+        """Positions the task's rule feeds (prompt length <= max_len): cached while the row fits, then max_len each."""
         max_len, prompt_len = self.make_model.max_len, self.prompt.size(1)
         fitting = max_len - prompt_len + 1                   # tokens scored from a row of at most max_len
         return prompt_len + min(self.max_new_tokens, fitting) - 1 + max_len * max(0, self.max_new_tokens - fitting)
 
 
 def lm_factory(config, seed: int):
-    from ..language_model import DecoderOnlyLM
-
     class RecordingLM(DecoderOnlyLM):
         def forward(self, ids, cache=None):
             self.calls.append((ids.size(-1) if isinstance(ids, torch.Tensor) and ids.dim() else 0,
@@ -411,13 +364,14 @@ def lm_factory(config, seed: int):
 
 
 def long_cases(draw: Draw) -> list[LongCase]:
-    """A one-token prompt; a prompt that fills the context; a batch of prompts of random length — each asked for
-    2 to 6 tokens more than the context holds; then the last case again with another prompt of the same shape
-    (fresh models: state kept from one call to the next, e.g. a cache per prompt shape, gives other tokens)."""
+    """Prompts of 1 token, of max_len tokens and a batch of random length, each run past the context; then the last
+    again with another prompt of the same shape (state kept between calls gives other tokens)."""
     cases = []
     for index in range(3):
-        max_len = draw.integer(5, 9)
-        config = gpt_config(draw, max_len)
+        max_len, (heads, d_head) = draw.integer(5, 9), draw.distinct(2, 2, 6)   # a lesson-08 GPT, no padding id
+        config = TransformerConfig(vocab_size=draw.integer(20, 60), d_model=heads * d_head, n_heads=heads,
+                                   d_ff=draw.integer(8, 40), n_layers=draw.integer(1, 2), max_len=max_len,
+                                   dropout=0.3, norm="pre", positional="learned", pad_id=None)
         batch = 1 if index < 2 else draw.integer(2, 3)
         prompt_len = (1, max_len, draw.integer(2, max_len - 1))[index]
         prompt = torch.randint(config.vocab_size, (batch, prompt_len), generator=draw.generator())
@@ -441,9 +395,7 @@ def long_cases(draw: Draw) -> list[LongCase]:
 
 @torch.no_grad()
 def generate_long_reference(model, prompt_ids, max_new_tokens):
-    """Greedy tokens past the context: each next token scored from the last ``max_len`` tokens of the row, read
-    at positions 0 … max_len - 1 (no cache: the tokens are what is compared; the positions fed are counted
-    apart, :attr:`LongCase.fewest_positions`)."""
+    """Greedy tokens, each scored from the row's last ``max_len`` tokens; no cache (the positions are counted apart)."""
     model.eval()
     ids = prompt_ids.long()
     for _ in range(max_new_tokens):
@@ -453,8 +405,7 @@ def generate_long_reference(model, prompt_ids, max_new_tokens):
 
 
 def slid_cache(short_window: bool = False):
-    """The task's loop with the cache kept once the row no longer fits: the oldest position dropped from every
-    layer's keys and values (or, ``short_window``, the window re-read one token short)."""
+    """The task's loop with the cache slid past max_len (or, ``short_window``, the window re-read one token short)."""
     def generate_long(model, prompt_ids, max_new_tokens):
         model.eval()
         max_len, ids, cache = model.config.max_len, prompt_ids.long(), model.new_cache()
@@ -493,11 +444,8 @@ def run_long(answer, case: LongCase) -> tuple:
     return tuple(got.flatten().tolist()) if isinstance(got, torch.Tensor) else ("not a tensor",)
 
 
-def long_error_hint(error: BaseException) -> str | None:
-    if "max_len" in str(error) or "context" in str(error):
-        return ("The model was fed more positions than its context holds: a cache cannot grow past max_len, and "
-                "it cannot slide either — once the row is longer, feed the last max_len tokens without it")
-    return None
+PAST_CONTEXT = ("The model was fed more positions than its context holds: a cache cannot grow past max_len, and it "
+                "cannot slide either — once the row is longer, feed the last max_len tokens without it")
 
 
 def check_generate_long(ns) -> None:
@@ -506,7 +454,9 @@ def check_generate_long(ns) -> None:
     for case in cases:  # the tokens on every case first, so that a declared mistake is named where it shows
         where, model, prompt = case.description, case.make_model(), snapshot(case.prompt)
         got = call_learner(function, "generate_long", where, model, prompt, case.max_new_tokens,
-                           forbidden=LONG_FORBIDDEN, error_hint=long_error_hint)
+                           forbidden=LONG_FORBIDDEN,
+                           error_hint=lambda error: PAST_CONTEXT if "max_len" in str(error) or "context" in str(error)
+                           else None)
         check_inputs_kept({"prompt_ids": case.prompt}, {"prompt_ids": prompt}, "generate_long", where)
         if any(flag for _, flag in model.calls):
             raise ExerciseFailure(f"on {where}: the model ran in training mode or with gradients on: call "
@@ -545,18 +495,17 @@ q3 = Exercise(
            "is longer, call model(ids[:, -max_len:]) without a cache at every step and take the last position's "
            "arg-max."),
     solution=solution_of("lesson08", "generate_long"),
-    success="Correct! The cache serves the row while it fits; past max_len every token of the window moves to a "
-            "new position, so each new token costs a full window of max_len positions. Run the next cell to "
-            "compare your prediction.",
+    success="Correct! Past max_len every token of the window moves to a new position, so each new token costs a "
+            "full window. Run the next cell to compare your prediction.",
     task=(
         "## Capstone · Generating past the context (about 30 minutes)\n\n"
         "The model has positions 0 … max_len − 1 (64 here), so `decoding.generate` stops there. Write "
         "`generate_long(model, prompt_ids, max_new_tokens)`: greedy decoding from a `(batch, P)` prompt without "
-        "padding, for any `max_new_tokens`, returning `(batch, P + max_new_tokens)` long ids. Each next token is "
-        "the arg-max of the last position's logits, scored from the whole row while it holds at most max_len "
-        "tokens, then from its last max_len tokens read as positions 0 … max_len − 1 (a sliding window). Feed "
-        "the model as few positions as this rule allows: a KV cache while the row fits; past that, decide what "
-        "the cache can keep. Call `model.eval()`; work under `torch.no_grad()`.\n\n"
+        "padding, P ≤ max_len, for any `max_new_tokens`, returning `(batch, P + max_new_tokens)` long ids. Each "
+        "next token is the arg-max of the last position's logits, scored from the whole row while it holds at most "
+        "max_len tokens, then from its last max_len tokens read as positions 0 … max_len − 1 (a sliding window). "
+        "Feed the model as few positions as this rule allows: a KV cache while the row fits; past that, decide "
+        "what the cache can keep. Call `model.eval()`; work under `torch.no_grad()`.\n\n"
         "First predict how many positions it feeds for `The default value of the` (7 tokens with `[BOS]`) and 150 "
         "new tokens; the cell after the check counts them.\n\n"
         "Checked: your tokens and positions fed, on small random GPTs. Stuck? `q3.hint()`, `q3.solution()`, or "
