@@ -1,5 +1,4 @@
-"""Exercises of lesson 08 (a decoder-only GPT): training pairs cut from a token stream, found from their symptom (q1),
-top-p filtering (q2) and the capstone, greedy generation past the context (q3); each declares its mistakes once."""
+"""Lesson 08's exercises: training pairs from a token stream (q1), top-p (q2), generating past the context (q3)."""
 from __future__ import annotations
 
 import math
@@ -54,8 +53,7 @@ def stream_cases(draw: Draw) -> list[Case]:
 
 
 def check_training_pairs(ns) -> None:
-    draw = Draw()
-    cases = stream_cases(draw)
+    cases = stream_cases(draw := Draw())
     check_function(learner_function(ns, "training_pairs"), training_pairs_reference, cases, "training_pairs",
                    probes=cases, twins=stream_cases(draw.twin()),
                    forbidden={"the package's course_utils.losses.shift_for_lm": losses.shift_for_lm})
@@ -68,8 +66,7 @@ def colleague_pairs(stream: torch.Tensor, starts: torch.Tensor, block: int):
 
 
 def colleague_train(make_pairs, stream: torch.Tensor, config, steps: int = 100, block: int = 32) -> float:
-    """Exercise 1's loop: a fresh ``DecoderOnlyLM(config)`` (seed 0), AdamW at 1e-2, 32 windows of ``block`` tokens
-    per step cut by ``make_pairs(stream, starts, block)``; prints the loss every 25 steps, returns the last."""
+    """Exercise 1's loop (seed 0, AdamW at 1e-2, 32 windows a step); prints the loss every 25 steps, returns it."""
     seed_everything(0)
     model = DecoderOnlyLM(config)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
@@ -201,8 +198,7 @@ def top_p_cases(draw: Draw) -> list[Case]:
     below = nucleus_p(draw, single, 0.01, max(0.01, round(largest - 0.02, 2)))
     plain = draw.randn(rows, vocab, scale=2.0)
     spreads = draw.randn(rows + 1, vocab) * torch.tensor([0.3, 1.0, 3.0, 6.0, 2.0][:rows + 1])[:, None]
-    n_forbidden = draw.integer(2, 4)
-    forbidden = draw.randn(rows, vocab, scale=2.0)  # n_forbidden random tokens already -inf (e.g. [PAD], [BOS])
+    n_forbidden, forbidden = draw.integer(2, 4), draw.randn(rows, vocab, scale=2.0)  # some ids -inf ([PAD], [BOS])
     forbidden[:, torch.randperm(vocab, generator=draw.generator())[:n_forbidden]] = NEG_INF
     wide = draw.randn(rows, vocab, scale=2.0).double()
     p_plain, p_spreads = nucleus_p(draw, plain, 0.5, 0.9), nucleus_p(draw, spreads, 0.3, 0.95)
@@ -296,9 +292,8 @@ q1 = Exercise(
     checker=check_training_pairs,
     hints=("Look at the printed row of the colleague's pairs: at position t, which token does the model read, and "
            "which is it asked for? Can a causal model see that token?",
-           "Build the input positions, one row per start: start + 0, 1, …, block - 1 (broadcast a column of starts "
-           "against a range). The inputs are the stream at those positions, the targets the stream one position "
-           "further on; both (rows, block). Return the pair (inputs, targets)."),
+           "Input positions, one row per start: start + 0 … block - 1 (a column of starts plus a range). Inputs: the "
+           "stream there; targets: one position further on; both (rows, block). Return (inputs, targets)."),
     solution=solution_of("lesson08", "training_pairs"),
     mistakes=PAIRS_MISTAKES,
     success="Correct! The colleague's targets were the tokens *before* the inputs, which a causal position sees: the "
@@ -327,8 +322,7 @@ LONG_FORBIDDEN = {f"the package's course_utils.decoding.{f.__name__}": f for f i
 
 @dataclass
 class LongCase:
-    """A factory of fresh recording models (one set of weights, in train mode), a prompt of at most max_len tokens
-    and how many tokens to add."""
+    """A factory of fresh recording models (one set of weights, train mode), a prompt (<= max_len), a count."""
 
     description: str
     make_model: Any
@@ -364,8 +358,7 @@ def lm_factory(config, seed: int):
 
 
 def long_cases(draw: Draw) -> list[LongCase]:
-    """Prompts of 1 token, of max_len tokens and a batch of random length, each run past the context; then the last
-    again with another prompt of the same shape (state kept between calls gives other tokens)."""
+    """Prompts of 1 and max_len tokens and a random batch, run past the context; the last again with another prompt."""
     cases = []
     for index in range(3):
         max_len, (heads, d_head) = draw.integer(5, 9), draw.distinct(2, 2, 6)   # a lesson-08 GPT, no padding id
@@ -488,12 +481,10 @@ q3 = Exercise(
     variables=("generate_long",),
     checker=check_generate_long,
     mistakes=Q3_MISTAKES,
-    hints=("Two phases. While prompt + generated tokens number at most max_len, it is section 5's loop through a "
-           "cache. After that, ask yourself what a cached key holds: it was computed from its token *plus its "
-           "position*. Which positions do the tokens of the window have after one slide?",
+    hints=("Two phases. While the row holds at most max_len tokens, it is section 5's loop through a cache. After "
+           "that: a cached key was computed from its token *plus its position*; where are they after one slide?",
            "Keep `cache = model.new_cache()` and feed the newest token while ids.size(1) <= max_len. Once the row "
-           "is longer, call model(ids[:, -max_len:]) without a cache at every step and take the last position's "
-           "arg-max."),
+           "is longer, call model(ids[:, -max_len:]) without a cache and take the last position's arg-max."),
     solution=solution_of("lesson08", "generate_long"),
     success="Correct! Past max_len every token of the window moves to a new position, so each new token costs a "
             "full window. Run the next cell to compare your prediction.",
