@@ -1,8 +1,5 @@
-"""Exercises of notebook 05 (a classifier): the token-99 rule at another length, masked max pooling (a pooling the
-lesson does not show), and the capstone, gradient accumulation.
-
-Each exercise: the contract check on fresh random inputs (:class:`~.asserts.Draw`; ``COURSE_CHECK_SEED`` fixes them),
-edge cases first; the package's reference; and its table of typical mistakes (see :mod:`.core`).
+"""Exercises of notebook 05 (a classifier): the token-99 rule at 8 ids, masked max pooling, and the capstone,
+gradient accumulation. Each: a contract check, the package's reference, a table of typical mistakes (see :mod:`.core`).
 """
 from __future__ import annotations
 
@@ -36,8 +33,7 @@ from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 # ---------------------------------------------------------------------------- q1: P(token present)
 
 def presence_probability(vocab_size: int, seq_len: int) -> float:
-    """P(a given token occurs at least once in ``seq_len`` uniform draws from ``vocab_size`` tokens), to full
-    precision even for huge vocabularies: 1 − (1 − 1/V)^n computed as −expm1(n · log1p(−1/V))."""
+    """P(a given token in ``seq_len`` uniform draws from ``vocab_size``): 1 − (1 − 1/V)^n, precise for huge V."""
     return -math.expm1(seq_len * math.log1p(-1 / vocab_size))
 
 
@@ -61,11 +57,13 @@ def prediction(ns, name: str, kind: type, what: str):
     return value
 
 
+LAST_STEP = 150
+
+
 @functools.lru_cache(maxsize=1)
-def rule_runs_8_tokens() -> tuple[int, tuple[tuple[int, float, int, float], ...]]:
-    """Section 2's token-99 run (same model, recipe, training batches and 1,000 held-out sequences) with 8 ids per
-    sequence instead of 32, to step 15, for model seeds 0, 1, 2: the held-out sequences that contain token 99, and per
-    seed (seed, held-out accuracy, sequences predicted 1, recall of class 1)."""
+def rule_runs_8_tokens() -> tuple[int, tuple[tuple[int, int | None, int], ...]]:
+    """Section 2's token-99 run at 8 ids, seeds 0-2: held-out positives, and per seed (seed, first step (every 15)
+    with held-out recall above 0 or None, token-99 sequences trained on by then)."""
     from ..config import TransformerConfig
     from ..models import TransformerClassifier
     from ..small_loop import train_steps
@@ -75,7 +73,7 @@ def rule_runs_8_tokens() -> tuple[int, tuple[tuple[int, float, int, float], ...]
         return torch.cat([torch.full((n, 1), 2), ids], 1), (ids == 99).any(1).long()
 
     generator = torch.Generator().manual_seed(0)
-    batches = [sequences(32, generator) for _ in range(15)]
+    batches = [sequences(32, generator) for _ in range(LAST_STEP)]
     held_out, truth = sequences(1000, torch.Generator().manual_seed(1))
     config = TransformerConfig(vocab_size=1000, d_model=128, n_heads=4, d_ff=512, n_layers=2, max_len=64, dropout=0.1)
     runs = []
@@ -84,11 +82,15 @@ def rule_runs_8_tokens() -> tuple[int, tuple[tuple[int, float, int, float], ...]
             torch.manual_seed(seed)
             model = TransformerClassifier(config, n_classes=2)
             optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
-            train_steps(model, iter(batches).__next__, F.cross_entropy, optimizer, len(batches))
-            with torch.no_grad():
-                predicted = model.eval()(held_out).argmax(-1)
-            runs.append((seed, (predicted == truth).float().mean().item(), int(predicted.sum()),
-                         (predicted[truth == 1] == 1).float().mean().item()))
+            stream, first = iter(batches), None
+            for step in range(15, LAST_STEP + 1, 15):
+                train_steps(model, stream.__next__, F.cross_entropy, optimizer, 15)
+                with torch.no_grad():
+                    if bool((model.eval()(held_out).argmax(-1)[truth == 1] == 1).any()):
+                        first = step
+                        break
+            seen = sum(int(labels.sum()) for _, labels in batches[:first or LAST_STEP])
+            runs.append((seed, first, seen))
     return int(truth.sum()), tuple(runs)
 
 
@@ -110,25 +112,22 @@ def check_p_token_present(ns) -> None:
              for vocab, length, note in sizes]
     check_function(ns["p_token_present"], presence_probability, cases, "p_token_present",
                    probes=PRESENCE_PROBES, atol=1e-12, rtol=1e-6)
-    guess = prediction(ns, "accuracy_at_step_15", (int, float), "a fraction between 0 and 1")
-    if not 0 <= guess <= 1:
-        raise ExerciseFailure(f"`accuracy_at_step_15` is {guess}: write the accuracy as a fraction between 0 and 1 "
-                              "(0.9 for 90 %).")
+    steps = f"a step: 15, 30, ..., {LAST_STEP}, or {LAST_STEP + 15} for 'still 0 at step {LAST_STEP}'"
+    guess = prediction(ns, "recall_leaves_0_at", int, steps)
+    if not 0 < guess <= LAST_STEP + 15:
+        raise ExerciseFailure(f"`recall_leaves_0_at` is {guess}: write {steps}.")
     share, (positives, runs) = presence_probability(993, 8), rule_runs_8_tokens()
-    print(f"8 ids per sequence: token 99 in {share:.2%} of them (32 ids: {presence_probability(993, 32):.2%}). "
-          f"Section 2's model and recipe, step 15, the 1,000 held-out sequences ({positives} contain token 99):")
-    print(f"{'model seed':>10} {'accuracy':>9} {'sequences predicted 1':>22} {'recall of class 1':>18}")
-    for seed, accuracy, ones, recall in runs:
-        print(f"{seed:10} {accuracy:9.2%} {ones:22} {recall:18.2%}")
-    measured = runs[0][1]
-    right = abs(guess - measured) <= 0.005
-    print(f"you predicted {guess:.2%}; measured {measured:.2%} (seed 0; seeds 1-2 in the table)"
-          + ("" if right else "  <- your prediction was wrong (off by more than 0.5 points)"))
-    if not right and abs(guess - share) <= 0.005:
-        print("That is the share of sequences that *contain* token 99, the ones an untrained model gets wrong.")
-    print("Where no sequence is predicted 1, the model answers 0 everywhere: its accuracy is the share without token "
-          f"99 (expected {1 - share:.2%}; {1000 - positives} of this set's 1,000), higher than at 32 ids and reached "
-          "without learning anything. Only the recall of class 1 says whether the rule is found.")
+    print(f"8 ids per sequence: token 99 in {share:.2%} of them, {32 * share:.2f} per batch of 32 on average (32 ids: "
+          f"{presence_probability(993, 32):.2%}, {32 * presence_probability(993, 32):.2f}). Section 2's model and "
+          f"recipe, evaluated every 15 steps on 1,000 held-out sequences ({positives} contain token 99):")
+    for seed, first, seen in runs:
+        off = abs(guess - (first or LAST_STEP + 15)) > 15
+        print(f"  model seed {seed}: recall of class 1 leaves 0 at step {first or f'> {LAST_STEP}'}, after "
+              f"{seen} token-99 training sequences" + ("  <- your prediction is off by more than 15 steps" if off
+                                                       else "  (your prediction: within 15 steps)"))
+    print(f"You predicted step {guess}; at 32 ids (section 2, seed 0) recall left 0 at step 90, after about "
+          f"{round(90 * 32 * presence_probability(993, 32))} token-99 sequences. Read the steps against the number "
+          "of token-99 sequences each model had seen by then.")
 
 
 PRESENCE_MISTAKES = (
@@ -171,17 +170,14 @@ PRESENCE_MISTAKES = (
 # ---------------------------------------------------------------------------- q2: masked max pooling
 
 def masked_max_pool_reference(hidden: torch.Tensor, ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
-    """Masked max pooling: ``(batch, d_model)``, each feature's largest value over the real tokens (``ids !=
-    pad_id``, ``[CLS]`` included) of its row; ``[PAD]`` positions can never win. ``hidden (batch, seq, d_model)``,
-    ``ids (batch, seq)``; every row needs at least one real token. Gradients reach ``hidden`` at each maximum.
-    ``TransformerClassifier`` offers [CLS] and mean pooling only: this is the exercise's own reference."""
+    """``hidden (batch, seq, d_model)``, ``ids (batch, seq)`` → ``(batch, d_model)``: each feature's max over the
+    real tokens (``[CLS]`` included); ``[PAD]`` never wins. The exercise's own reference."""
     return hidden.masked_fill((ids == pad_id)[..., None], float("-inf")).amax(dim=1)
 
 
 def pool_case(draw: Draw, lengths: list[int], seq: int, d_model: int, pad_id: int,
               dtype: torch.dtype = torch.float32, note: str = "") -> Case:
-    """Row ``i`` holds ``lengths[i]`` real tokens (any id but ``pad_id``, 0 included when it is not the pad id),
-    then ``pad_id`` up to ``seq``; the padding vectors stand out (+20)."""
+    """Row ``i``: ``lengths[i]`` real tokens (0 among them when it is not the pad id), then ``pad_id``; [PAD] +20."""
     ids = draw.randint(0, 29, (len(lengths), seq))
     ids = ids + (ids >= pad_id).long()                               # every id but pad_id
     for row, length in enumerate(lengths):
@@ -197,9 +193,7 @@ def pool_case(draw: Draw, lengths: list[int], seq: int, d_model: int, pad_id: in
 
 
 def max_pool_cases(draw: Draw) -> list[Case]:
-    """Batch 1 without padding, batch 1 all padding but one token, then batches whose rows have no padding, all
-    padding but one token and anything between — with pad id 0, another pad id (0 then an ordinary token), and
-    float64 vectors; last, a batch whose real values are all negative — where a [PAD] filled with 0 would win."""
+    """Edge rows first (no padding, one real token); pad id 0, another pad id, float64; all real values negative."""
     batch, seq, d_model = draw.distinct(3, 3, 10)
     other_pad = draw.integer(1, 9)
 
@@ -216,10 +210,8 @@ def max_pool_cases(draw: Draw) -> list[Case]:
         pool_case(draw, lengths(), seq, d_model, other_pad, torch.float64, note="float64 vectors"),
     ]
     hidden, ids = cases[2].args
-    real = (ids != 0)[..., None]
-    negative = torch.where(real, -hidden.abs() - 0.1, hidden)
-    description = cases[2].description + " — every real value negative"
-    return cases + [Case(description, (negative, ids), dict(cases[2].kwargs))]
+    negative = torch.where((ids != 0)[..., None], -hidden.abs() - 0.1, hidden)
+    return cases + [Case(cases[2].description + " — every real value negative", (negative, ids), dict(cases[2].kwargs))]
 
 
 def check_masked_max_pool(ns) -> None:
@@ -284,9 +276,10 @@ q1 = Exercise(
            "none of the seq_len independent positions does?",
            "miss = 1 minus the chance of the token at one position; absent = miss to the power seq_len; the answer "
            "is 1 minus absent — returned as a Python float (checked on huge vocabularies too, so no float32).",
-           "The prediction: in section 2's table, what accuracy does the model have while its recall of class 1 is "
-           "still 0, and which sequences does it get right then?"),
-    solution=solution_of("lesson05", "p_token_present", "accuracy_at_step_15"),
+           "The prediction: at 8 ids, how many token-99 sequences does a batch of 32 hold on average, and how many had "
+           "section 2's model seen by step 90? Decide whether that number or the number of steps sets the moment, "
+           "then write your step and let the check measure it."),
+    solution=solution_of("lesson05", "p_token_present", "recall_leaves_0_at"),
     mistakes=PRESENCE_MISTAKES,
 )
 
@@ -351,20 +344,6 @@ def training_case(draw: Draw, n_batches: int, clip: tuple, note: str, accumulate
                         total_steps=3 * n_batches + 2, clip=clip, accumulate=accumulate)
 
 
-class _BackwardProbe(torch.autograd.Function):
-    """Identity on the loss; its backward runs first and records whether old gradients are still there."""
-
-    @staticmethod
-    def forward(ctx, loss, record):
-        ctx.record = record
-        return loss.clone()
-
-    @staticmethod
-    def backward(ctx, grad):
-        ctx.record()
-        return grad, None
-
-
 class TrainingRecorder:
     """Wraps a model's optimizer, scheduler and loss to record what a training loop did, step by step."""
 
@@ -375,12 +354,8 @@ class TrainingRecorder:
         self.parameters = list(model.parameters())
         self.optimizer = make_optimizer(model, lr=case.peak_lr)
         self.scheduler = make_scheduler(self.optimizer, case.warmup, case.total_steps, "cosine")
-        self.events: list[str] = []
-        self.training_flags: list[bool] = []
-        self.stale_gradients: list[bool] = []
-        self.learning_rates: list[float] = []
-        self.gradient_norms: list[float] = []
-        self.snapshots: list[list[torch.Tensor]] = []
+        self.events, self.training_flags, self.stale_gradients = [], [], []             # str, bool, bool
+        self.learning_rates, self.gradient_norms, self.snapshots = [], [], []         # per optimizer step
         self.optimizer.register_step_pre_hook(self._before_step)
         self.optimizer.register_step_post_hook(self._after_step)
         scheduler_step = self.scheduler.step
@@ -395,11 +370,9 @@ class TrainingRecorder:
         self.events.append("loss")
         self.training_flags.append(all(m.training for m in model.modules()))   # every submodule
         loss = 10.0 * F.cross_entropy(model(ids), labels)   # scaled: the gradients exceed clip_norm
-        return _BackwardProbe.apply(loss, self._at_backward)
-
-    def _at_backward(self) -> None:
-        self.stale_gradients.append(any(p.grad is not None and bool(p.grad.abs().sum() > 0)
-                                        for p in self.parameters))
+        loss.register_hook(lambda grad: self.stale_gradients.append(any(   # first in its backward: old gradients?
+            p.grad is not None and bool(p.grad.abs().sum() > 0) for p in self.parameters)))
+        return loss
 
     def _before_step(self, optimizer, args, kwargs) -> None:
         self.events.append("step")
@@ -413,8 +386,7 @@ class TrainingRecorder:
 
 
 def train(loop, case: TrainingCase, forbidden: bool = True) -> TrainingRecorder:
-    """Train a copy of ``case.model`` (handed over in eval mode, as after an evaluation) with ``loop``; the recorder
-    holds what happened, ``returned`` what the loop returned (or :class:`Raised`)."""
+    """Train a copy of ``case.model`` (in eval mode, as after an evaluation) with ``loop``; record what happened."""
     from ..training import fit, train_one_epoch
 
     recorder = TrainingRecorder(copy.deepcopy(case.model).eval(), case)
@@ -527,10 +499,8 @@ def check_train_accumulated(ns) -> None:
 
 def planted_loop(optimizer=None, clip=lambda clip_norm: clip_norm, loss=None,
                  groups=lambda accumulate: accumulate, returned=None, batches=None):
-    """The package's loop (the reference, with no argument) with a bug planted around it: ``optimizer`` gives the
-    optimizer's method replacements (see :class:`~.asserts.Planted`), ``clip(clip_norm)`` the clip_norm the package's
-    loop gets, ``loss(loss_fn, accumulate)`` the loss function, ``groups(accumulate)`` the group size it gets,
-    ``batches(batches, accumulate)`` the batches, ``returned(losses, accumulate)`` what is returned."""
+    """The package's loop (the reference, with no argument), a bug planted in its optimizer methods (see
+    :class:`~.asserts.Planted`), clip_norm, loss function, group size, batches or returned losses."""
     def loop(model, batch_list, loss_fn, opt, sched, accumulate, clip_norm=1.0):
         from ..training import train_one_epoch
 
@@ -577,8 +547,7 @@ q3 = Exercise(
            "Walk the list in slices of `accumulate` batches. Per slice: clear the gradients once; for each batch "
            "compute its loss, divide it by the slice's length, backpropagate, and record the undivided loss as a "
            "float; then, once for the slice: clip if clip_norm is given, the optimizer step, the scheduler step."),
-    solution=solution_of("lesson05", "same_update_4x16", "same_update_8_8_16_32",
-                         "train_accumulated"),
+    solution=solution_of("lesson05", "same_update_4x16", "same_update_8_8_16_32", "train_accumulated"),
     mistakes=LOOP_MISTAKES,
     success="Your loop is correct: step for step, its gradients, learning rates and parameters match the package's "
             "loop (your predictions are scored in the lines above). Equal "
@@ -586,9 +555,8 @@ q3 = Exercise(
             "rounding. Unequal ones: the mean of means gives each batch the same weight, so each string of a batch of "
             "8 counts 4 times as much as one of a batch of 32 — another update.",
     task=(
-        "**Capstone — gradient accumulation (about 30 minutes).** Four batches of 64 strings can stand in for one "
-        "of 256 that does not fit in memory. Write `train_accumulated(model, batches, loss_fn, optimizer, scheduler, "
-        "accumulate, clip_norm=1.0)`:\n\n"
+        "**Capstone — gradient accumulation (about 30 minutes).** Write `train_accumulated(model, batches, loss_fn, "
+        "optimizer, scheduler, accumulate, clip_norm=1.0)`:\n\n"
         "* one pass over `batches` (a list), **one optimizer step per `accumulate` consecutive batches**; a shorter "
         "last group steps too;\n"
         "* each update equals one step on the **mean of its batches' gradients**, clipped to `clip_norm` (none when "

@@ -9,7 +9,7 @@ from . import Alternative, Mistake, plant
 PRELUDE = 'import torch\n'
 LOOP = lesson05.q3.solution
 PRESENCE = lesson05.q1.solution
-FOUND = "accuracy_at_step_15 = 0.5\n"   # the prediction, written by hand (a wrong one is scored, not refused)
+FOUND = "recall_leaves_0_at = 30\n"   # the prediction, written by hand (a wrong one is scored, not refused)
 SIZES = "same_update_4x16 = True\nsame_update_8_8_16_32 = False\n"
 
 
@@ -43,15 +43,16 @@ MISTAKES = [
       'def masked_max_pool(hidden, ids, pad_id=0):\n'
       "    return hidden.masked_fill((ids <= 0)[..., None], float('-inf')).amax(1)\n",
       'pad_id'),
-    q('q1', 'no prediction', plant(PRESENCE, "accuracy_at_step_15 = 1 - p_token_present(993, 8)",
-                                   "accuracy_at_step_15 = ..."),
-      'now write your prediction in `accuracy_at_step_15`'),
-    q('q1', 'the prediction as a string', plant(PRESENCE, "accuracy_at_step_15 = 1 - p_token_present(993, 8)",
-                                                "accuracy_at_step_15 = '99 %'"),
-      '`accuracy_at_step_15`'),
-    q('q1', 'the prediction as a percentage', plant(PRESENCE, "accuracy_at_step_15 = 1 - p_token_present(993, 8)",
-                                                    "accuracy_at_step_15 = 99.2"),
-      'a fraction between 0 and 1'),
+    q('q1', 'no prediction', plant(PRESENCE, "recall_leaves_0_at = 90",
+                                   "recall_leaves_0_at = ..."),
+      'now write your prediction in `recall_leaves_0_at`'),
+    q('q1', 'the prediction as a string', plant(PRESENCE, "recall_leaves_0_at = 90",
+                                                "recall_leaves_0_at = 'step 90'"),
+      '`recall_leaves_0_at`'),
+    q('q1', 'the prediction as a float', plant(PRESENCE, "recall_leaves_0_at = 90", "recall_leaves_0_at = 90.0"),
+      'a step: 15, 30'),
+    q('q1', 'the prediction past the run', plant(PRESENCE, "recall_leaves_0_at = 90", "recall_leaves_0_at = 900"),
+      'a step: 15, 30'),
     q('q3', "the package's loop imported",
       SIZES + 'from course_utils.training import train_one_epoch as train_accumulated\n',
       'use your own function'),
