@@ -517,12 +517,12 @@ q2 = Exercise(
     success="Correct! Your buckets give DDP's gradients, and all but the last start while backward still runs.",
     task=(
         "### Exercise 2 · Capstone: overlap communication with backward (about 40 minutes)\n\n"
-        "**Capstone.** Complete `BucketedAllReduce(model, bucket_elements)`, built once on every rank of a process "
-        "group. After `loss.backward()` and `.wait()`, every `.grad` must hold that gradient averaged over the ranks "
-        "(as DDP leaves it), at every step.\n\n"
-        "The starter fills the buckets (`model.parameters()` reversed, up to `bucket_elements` numbers each) and "
-        "hooks `gradient_ready(p)` to every parameter. Write it: start a bucket's all-reduce, without blocking, once "
-        "*all* its gradients have arrived, in any order. Write `wait()`. Use `dist` alone (no DDP).\n\n"
+        "**Capstone.** Complete `BucketedAllReduce(model, bucket_elements)`, built once on every rank. After "
+        "`loss.backward()` and `.wait()`, every `.grad` must hold that gradient averaged over the ranks (as DDP "
+        "leaves it), at every step.\n\n"
+        "The starter fills the buckets and hooks `gradient_ready(p)` to every parameter. Write it: start a bucket's "
+        "all-reduce, without blocking, once *all* its gradients have arrived, in any order. Write `wait()`. Use "
+        "`dist` alone (no DDP).\n\n"
         "Checked on two new processes against DDP. Stuck? `q2.hint()`, then `q2.solution()`; to move on, "
         "`from course_utils.distributed import BucketedAllReduce`."
     ),
