@@ -450,7 +450,8 @@ def draw_residual_stream(norm: str = "both", ax: plt.Axes | None = None) -> plt.
     """Where the LayerNorm sits: Post-LN ``norm(x + sublayer(x))`` vs Pre-LN ``x + sublayer(norm(x))``.
 
     The residual stream is the straight blue line. In Post-LN every layer normalises it; in Pre-LN it stays an
-    identity path and one final LayerNorm follows the stack (``TransformerConfig(norm=...)``, lesson 04).
+    identity path. Both panels end with the one final LayerNorm that follows the course's stack in either placement
+    (``TransformerConfig(norm=...)``, lesson 04).
 
     Args:
         norm: ``"post"``, ``"pre"`` or ``"both"`` (side by side).
@@ -465,6 +466,9 @@ def draw_residual_stream(norm: str = "both", ax: plt.Axes | None = None) -> plt.
     fig, ax = new_canvas(ax, (0.0, panel_width * len(placements)), (-0.3, 7.6))
     for index, placement in enumerate(placements):
         draw_residual_panel(ax, index * panel_width + 1.9, placement)
+        if placement == "post":  # the course's Encoder ends a Post-LN stack with a final LayerNorm too
+            draw_box(ax, index * panel_width + 1.9, 5.5, "final LayerNorm\n(after the stack)", gid="final layernorm",
+                     width=2.0, face=PART_COLOURS["add & norm"])
     return fig
 
 

@@ -1,10 +1,5 @@
-"""Exercises of notebook 04 (the encoder layer): an encoder's exact parameter count, a BatchNorm that should skip
-padding (find the bug), the residual stream measured layer by layer, and the parallel block (capstone).
-
-Each exercise is its contract check on fresh random inputs (``COURSE_CHECK_SEED`` fixes them), the package's
-reference, and one table of typical mistakes (``mistakes=``), each a variant of the reference with the bug planted;
-the checker names a mistake from that table and the tests read the same table.
-"""
+"""Exercises of notebook 04: an encoder's parameter count, a BatchNorm that should skip padding (find the bug), the
+residual stream measured layer by layer, and the parallel block (capstone). Form: see ``core.py``."""
 from __future__ import annotations
 
 import torch
@@ -49,8 +44,7 @@ BLOCK_FORBIDDEN = {  # the wiring the learner writes; attention and the feed-for
 
 # ---------------------------------------------------------------------------- q1: an encoder's parameters
 def count_cases(draw: Draw) -> list[Case]:
-    """Small to huge; d_ff is never 4·d_model except in the paper's base model; the huge count is odd and above
-    2^53, where a float cannot hold it."""
+    """Small to huge (odd and above 2^53: no float holds it); d_ff = 4·d_model only in the paper's base model."""
     n_small, d_small, f_small = draw.integer(2, 4), *draw.distinct(2, 3, 30)
     sizes = [(n_small, d_small, f_small if f_small != 4 * d_small else f_small + 1),
              (draw.integer(5, 12), *draw.distinct(2, 31, 1200)), (6, 512, 2048),
@@ -79,9 +73,8 @@ q1 = Exercise(
         probes=[Case("probe", (3, 10, 7)), Case("probe", (2, 16, 40))]),
     hints=("Go through section 5's __init__ methods: which nn.Linear and nn.LayerNorm does one layer create, and what "
            "does the Encoder add after its layers? n_heads only splits d_model; it adds no numbers.",
-           "Per layer: four projections d_model → d_model with biases, 4·(d² + d); the feed-forward network "
-           "d·d_ff + d_ff + d_ff·d + d; two LayerNorms of 2·d each. Times n_layers, plus the final LayerNorm's 2·d. "
-           "Whole numbers only (+, *), so the result is an exact int at any size."),
+           "Per layer: attention 4·(d² + d); the FFN d·d_ff + d_ff + d_ff·d + d; two LayerNorms of 2·d each. Times "
+           "n_layers, plus the final LayerNorm's 2·d. Use + and * only: an exact int at any size."),
     solution=solution_of("lesson04", "encoder_parameters"),
     success="Correct! Now compute, for the paper's base model, the fraction of one layer's parameters that sit in "
             "the FFN, compare it with `my_ffn_fraction`, then open the note below.",
@@ -98,8 +91,7 @@ q1 = Exercise(
         Mistake("one LayerNorm per layer", "each layer has two LayerNorms, one per sublayer",
                 variant=lambda n, d, f: count_without(n, d, f, norms=1)),
         Mistake("biases forgotten", "the biases of the six nn.Linear layers are missing (4·d_model in attention, "
-                "d_ff + d_model in the feed-forward network)", variant=lambda n, d, f: count_without(n, d, f,
-                                                                                                     biases=False)),
+                "d_ff + d_model in the FFN)", variant=lambda n, d, f: count_without(n, d, f, biases=False)),
         Mistake("output projection forgotten", "attention has four projections, W_q, W_k, W_v and the output W_o",
                 variant=lambda n, d, f: count_without(n, d, f, projections=3)),
         Mistake("d_ff assumed 4·d_model", "use the d_ff you are given, not 4·d_model",
@@ -109,14 +101,16 @@ q1 = Exercise(
 
 
 # ---------------------------------------------------------------------------- q2: BatchNorm that skips padding
-def masked_standardised(x, real, eps=1e-5, *, over_padding=False, unbiased=False, zero_padding=True, dims=None):
-    """The reference (each feature standardised with the statistics of the whole batch's real tokens; padding comes
-    out 0), or, through the keywords, a variant of it with one typical mistake."""
+def masked_standardised(x, real, eps=1e-5, *, over_padding=False, unbiased=False, zero_padding=True, dims=None,
+                        moments=False):
+    """The reference (statistics over the batch's real tokens, padding out 0), or a variant with one mistake; moments:
+    the variance as E[x²] − E[x]² (exact algebra, but float32 loses it when every number is large)."""
     if dims is not None:                                               # a wrong axis: statistics per token or row
         out = (x - x.mean(dims, keepdim=True)) / torch.sqrt(x.var(dims, unbiased=unbiased, keepdim=True) + eps)
     else:
         tokens = x.reshape(-1, x.size(-1)) if over_padding else x[real]        # (n, d_model)
-        out = (x - tokens.mean(0)) / torch.sqrt(tokens.var(0, unbiased=unbiased) + eps)
+        var = (tokens ** 2).mean(0) - tokens.mean(0) ** 2 if moments else tokens.var(0, unbiased=unbiased)
+        out = (x - tokens.mean(0)) / torch.sqrt(var + eps)
     return torch.where(real[..., None], out, torch.zeros((), dtype=x.dtype)) if zero_padding else out
 
 
@@ -133,35 +127,17 @@ def masked_batch_norm_cases(draw: Draw) -> list[Case]:
     return cases
 
 
-def variance_by_moments(x, real, eps=1e-5):
-    """The variance as E[x²] − E[x]²: exact algebra, but two large nearly equal numbers subtracted in float32."""
-    tokens = x[real]
-    mean = tokens.mean(0)
-    out = (x - mean) / torch.sqrt((tokens ** 2).mean(0) - mean ** 2 + eps)
-    return torch.where(real[..., None], out, torch.zeros((), dtype=x.dtype))
-
-
-def mean_only_fixed(x, real, eps=1e-5):
-    """Half of the fix: the mean over the real tokens, the variance still over every position of the zeroed x."""
-    x = x * real[..., None]
-    mean = x.sum(dim=(0, 1)) / real.sum()
-    return (x - mean) / torch.sqrt(x.var(dim=(0, 1), unbiased=False) + eps) * real[..., None]
-
-
 def only_scale_differs(case: Case, got, answer) -> bool:
-    """The real tokens' outputs are centred like the reference's and differ from it by one scale per feature: the
-    mean is right, the variance is not."""
+    """Centred like the reference at the real tokens, off by one scale per feature: the mean right, the variance not."""
     expected = masked_standardised(*case.args, **case.kwargs)[case.args[1]]
     got = got[case.args[1]]
-    if torch.allclose(got, expected, atol=1e-4, rtol=1e-4) or not torch.allclose(got.mean(0), torch.zeros(()),
-                                                                                   atol=1e-4):
+    if torch.allclose(got, expected, atol=1e-4, rtol=1e-4) or not torch.allclose(got.mean(0), 0 * got[0], atol=1e-4):
         return False
     return torch.allclose(got, expected * (got.std(0) / expected.std(0)), atol=1e-4, rtol=1e-4)
 
 
 def check_masked_batch_norm(ns) -> None:
-    """The contract on the cases, the first one again with 1000 added to every number right after it (a variance
-    that cancels catastrophically, or statistics kept from the previous call of the same shape, show there)."""
+    """The contract, then case 0 again + 1000 (a cancelling variance, or statistics kept from the last call, show)."""
     cases = masked_batch_norm_cases(Draw())
     check_function(learner_function(ns, "masked_batch_norm"), masked_standardised, cases, "masked_batch_norm",
                    forbidden={"torch.nn.functional.batch_norm": F.batch_norm, "torch.batch_norm": torch.batch_norm},
@@ -172,22 +148,15 @@ q2 = Exercise(
     name="BatchNorm that skips padding",
     variables=("masked_batch_norm",),
     checker=check_masked_batch_norm,
-    hints=("Setting padding to 0 does not take it out of a mean: count how many vectors x.mean(dim=(0, 1)) averages "
-           "over, and how many of them are real tokens.",
-           "Select the real tokens' vectors with the boolean mask, take mean and variance (unbiased=False) over "
-           "dim 0, standardise all of x with them, then put 0 where real is False (torch.where with "
-           "real[..., None])."),
+    hints=("Setting padding to 0 does not take it out of a mean: how many vectors does x.mean(dim=(0, 1)) average?",
+           "x[real] holds the real tokens' vectors: mean and variance (unbiased=False) over its dim 0; standardise "
+           "all of x with them; then torch.where(real[..., None], out, 0.0)."),
     solution=solution_of("lesson04", "masked_batch_norm"),
-    success="Correct! Now measure section 3's two columns with your function: which one is 0 now, and why can no "
-            "mask make the other one 0?",
+    success="Correct! Now step 3: predict, measure, then open the note below.",
     mistakes=(
-        Mistake("the function as given", "this still behaves like the function you were given: the same sentence "
-                "comes out differently once padding is appended. Measure that with section 3's `sentence` and "
-                "`padded`, then find the lines that let the padding in",
-                variant=lambda x, real, eps=1e-5: masked_standardised(x * real[..., None], real, eps,
-                                                                       over_padding=True)),
-        Mistake("padding included", "your statistics include the padding positions, which is exactly what section 3 "
-                "measured: take the mean and variance over x[real] only",
+        Mistake("the function as given", "this still behaves like the function you were given (step 1's symptom)",
+                variant=lambda x, r, eps=1e-5: masked_standardised(x * r[..., None], r, eps, over_padding=True)),
+        Mistake("padding included", "your statistics include the padding positions: take them over x[real] only",
                 variant=lambda x, real, eps=1e-5: masked_standardised(x, real, eps, over_padding=True)),
         Mistake("padding not zeroed", "the real tokens are right; the padding positions must come out as 0: "
                 "torch.where(real[..., None], out, 0.0)",
@@ -200,20 +169,21 @@ q2 = Exercise(
         Mistake("eps ignored", "your function takes eps but always uses 1e-5: use the argument",
                 variant=lambda x, real, eps=1e-5: masked_standardised(x, real, 1e-5)),
         Mistake("variance as E[x²] − E[x]²", "right on ordinary inputs, wrong once 1000 is added to every number: "
-                "E[x²] − E[x]² subtracts two large, nearly equal numbers and float32 loses the difference "
-                "(catastrophic cancellation). Take the variance from the differences, ((x − mean)²).mean(0), "
-                "or tokens.var(dim=0, unbiased=False)", variant=variance_by_moments),
+                "E[x²] − E[x]² subtracts two large, nearly equal numbers (catastrophic cancellation in float32). Take "
+                "the variance as ((x − mean)²).mean(0), or tokens.var(dim=0, unbiased=False)",
+                variant=lambda x, real, eps=1e-5: masked_standardised(x, real, eps, moments=True)),
         Mistake("only the mean fixed", "the mean now skips the padding, but the variance still averages over it: "
                 "take the variance over the real tokens too, x[real].var(dim=0, unbiased=False)",
-                variant=lambda x, real, eps=1e-5: mean_only_fixed(x, real, eps), shows=only_scale_differs),
+                variant=lambda x, real, eps=1e-5: (lambda z: (z - z.sum((0, 1)) / real.sum()) / torch.sqrt(
+                    z.var(dim=(0, 1), unbiased=False) + eps) * real[..., None])(x * real[..., None]),
+                shows=only_scale_differs),
     ),
 )
 
 
 # ---------------------------------------------------------------------------- q3: the residual stream
 def stream_cases(draw: Draw) -> list[Case]:
-    """A Pre-LN and a Post-LN Encoder of 2-5 layers, then a Pre-LN one of 12 (past 10 layers, names sorted as text
-    run '10' and '11' before '2')."""
+    """Pre-LN and Post-LN Encoders of 2-5 layers, then a Pre-LN one of 12 (sorted as text, '10' runs before '2')."""
     cases = []
     for placement, layers in (("pre", None), ("post", None), ("pre", 12)):
         heads = draw.integer(1, 3)
@@ -234,8 +204,7 @@ def stream_cases(draw: Draw) -> list[Case]:
 
 def stream_variant(measure=lambda x, real, encoder: x[real].norm(dim=-1).mean(), with_mask=True, with_input=False,
                    by_name=False):
-    """The reference (after each layer, before the final norm: the mean ‖x_t‖ over the real tokens, ``(n_layers,)``)
-    or, through the keywords, a variant of it with one typical mistake."""
+    """The reference (after each layer, before the final norm, the mean ‖x_t‖ over real tokens), or a mistake."""
     def variant(encoder, x, mask):
         real = mask[:, 0, 0, :]
         norms = [measure(x, real, encoder)] if with_input else []
@@ -253,14 +222,11 @@ q3 = Exercise(
     variables=("stream_norms",),
     checker=lambda ns: check_function(learner_function(ns, "stream_norms"), stream_variant(),
                                       stream_cases(Draw()), "stream_norms", atol=1e-4, rtol=1e-4),
-    hints=("Run the layers yourself, as Encoder.forward does, and measure after each one — but stop before "
-           "encoder.norm. Which tokens count?",
-           "The real tokens are where the mask is True: its row 0 of the two middle axes, shape (batch, seq). Run "
-           "each layer of encoder.layers in turn on x with the mask; after each, select the real tokens' vectors, "
-           "take their norms over the last axis and the mean of those; stack the n_layers numbers into a tensor."),
+    hints=("Run the layers yourself, as Encoder.forward does, measuring after each, but stop before encoder.norm.",
+           "The real tokens: mask[:, 0, 0, :] (batch, seq). Run each of encoder.layers on x with the mask; after "
+           "each, take the mean of x[real].norm(dim=-1); stack the n_layers numbers into a tensor."),
     solution=solution_of("lesson04", "stream_norms"),
-    success="Correct! Now measure both placements with 8 layers, then open the note below: how far off was "
-            "`my_growth`?",
+    success="Correct! Now measure both placements with 8 layers, then compare with `my_growth` and the note below.",
     mistakes=(
         Mistake("final norm applied", "you measured after the final LayerNorm; measure the stream each layer hands "
                 "on, before encoder.norm",
@@ -273,17 +239,15 @@ q3 = Exercise(
                 variant=stream_variant(with_input=True)),
         Mistake("sum instead of mean", "you summed the norms; take their mean over the real tokens",
                 variant=stream_variant(lambda x, real, e: x[real].norm(dim=-1).sum())),
-        Mistake("layers in name order", "right with fewer than 10 layers, wrong with 12: your layers ran in another "
-                "order than the encoder's (names sorted as text put '10' and '11' before '2'). Loop over "
-                "encoder.layers itself, in the order it holds them", variant=stream_variant(by_name=True)),
+        Mistake("layers in name order", "right with fewer than 10 layers, wrong with 12: names sorted as text run "
+                "'10' and '11' before '2'. Loop over encoder.layers itself", variant=stream_variant(by_name=True)),
     ),
 )
 
 
 # ---------------------------------------------------------------------------- q4 (capstone): the parallel block
 class ParallelReference(nn.Module):
-    """The parallel block (GPT-J, PaLM) from the package's parts: ``x + dropout(attn(h)) + dropout(ffn(h))``,
-    ``h = norm(x)``."""
+    """The parallel block (GPT-J, PaLM): ``x + dropout(attn(h)) + dropout(ffn(h))``, ``h = norm(x)``."""
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1) -> None:
         super().__init__()
@@ -292,18 +256,17 @@ class ParallelReference(nn.Module):
         self.norm = nn.LayerNorm(d_model)
         self.dropout = nn.Dropout(dropout)
 
+    def attend(self, h: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        return self.self_attn(h, h, h, mask)[0]
+
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         h = self.norm(x)
-        return x + self.dropout(self.self_attn(h, h, h, mask)[0]) + self.dropout(self.feed_forward(h))
+        return x + self.dropout(self.attend(h, mask)) + self.dropout(self.feed_forward(h))
 
 
 def parallel_variant(wiring):
     """A class with the learner's signature whose forward is ``wiring(block, x, mask)``."""
     return type("ParallelVariant", (ParallelReference,), {"forward": lambda self, x, mask=None: wiring(self, x, mask)})
-
-
-def attend(block, h, mask):
-    return block.self_attn(h, h, h, mask)[0]
 
 
 def parallel_built(change):
@@ -312,10 +275,6 @@ def parallel_built(change):
         ParallelReference.__init__(self, d_model, n_heads, d_ff, dropout)
         change(self)
     return type("ParallelVariant", (ParallelReference,), {"__init__": __init__})
-
-
-PARALLEL_LAYOUT = ("self_attn (MultiHeadAttention), feed_forward.linear1 (d_model → d_ff), feed_forward.linear2 "
-                   "(d_ff → d_model), norm (one nn.LayerNorm(d_model))")
 
 
 def parallel_cases(draw: Draw) -> list[Case]:
@@ -338,15 +297,9 @@ def parallel_pair(answer: type, sizes: tuple) -> tuple[nn.Module, nn.Module]:
     reference = ParallelReference(*sizes).eval()
     randomise_norms(reference, torch.Generator().manual_seed(1))
     block = instantiate(answer, "ParallelEncoderLayer", "(d_model, n_heads, d_ff, dropout=0.1)", *sizes).eval()
-    copy_weights(reference, block, "ParallelEncoderLayer", PARALLEL_LAYOUT)
+    copy_weights(reference, block, "ParallelEncoderLayer", "self_attn (MultiHeadAttention), feed_forward.linear1 "
+                 "(d_model → d_ff), feed_forward.linear2 (d_ff → d_model), norm (one nn.LayerNorm(d_model))")
     return reference, block
-
-
-def run_parallel(answer: type, case: Case) -> torch.Tensor:
-    """Rerun ``answer`` on ``case`` the way the check ran it (to name a mistake from its variant's output)."""
-    sizes, x, mask = case.args
-    return call_learner(parallel_pair(answer, sizes)[1], "ParallelEncoderLayer", case.description, x.clone(),
-                        mask.clone(), forbidden=BLOCK_FORBIDDEN).detach()
 
 
 SCALES = ((1e3, 1.0), (1e-3, 1.0), (1.0, 10.0))   # check_block_scales' runs: x ×1000, x ×0.001, every weight ×10
@@ -368,14 +321,9 @@ def run_scaled(answer: type, case: Case) -> tuple:
     return tuple(outputs)
 
 
-def same_scaled(a: tuple, b: tuple) -> bool:
-    return all(same_output(p, q, 1e-5 * max(scale, weights), 1e-3) for p, q, (scale, weights) in zip(a, b, SCALES))
-
-
 def check_parallel(ns) -> None:
     answer = own_module_class(ns["ParallelEncoderLayer"], "ParallelEncoderLayer", "course_utils.exercises")
     cases = parallel_cases(Draw())
-
     for case in cases:
         sizes, x, mask = case.args
         reference, block = parallel_pair(answer, sizes)
@@ -384,26 +332,28 @@ def check_parallel(ns) -> None:
         got = call_learner(block, "ParallelEncoderLayer", case.description, x_own, mask, forbidden=BLOCK_FORBIDDEN)
         gap = difference(got, expected, "the output of your `ParallelEncoderLayer`")
         if gap:
+            rerun = lambda a, c: call_learner(parallel_pair(a, c.args[0])[1], "ParallelEncoderLayer",  # noqa: E731
+                                              c.description, *(t.clone() for t in c.args[1:]),
+                                              forbidden=BLOCK_FORBIDDEN).detach()
             raise Mismatch(f"on {case.description}: {gap}.", case, got.detach() if isinstance(got, torch.Tensor)
-                           else got, answer, run_parallel, lambda a, b: difference(a, b, "", 1e-5, 1e-4) is None,
+                           else got, answer, rerun, lambda a, b: difference(a, b, "", 1e-5, 1e-4) is None,
                            probes=tuple(cases))
         if not torch.equal(x_own.detach(), x) or not torch.equal(mask, case.args[2]):
             raise ExerciseFailure(f"on {case.description}: your block changed its input x or mask in place.")
         backpropagate_both(reference, expected, block, got, "ParallelEncoderLayer", case.description)
         compare_gradients(gradients(reference, {"x": x_ref}), gradients(block, {"x": x_own}), "ParallelEncoderLayer",
                           case.description)
-    case = cases[0]
-    sizes, x, mask = case.args
+    (sizes, x, mask), case = cases[0].args, cases[0]
     reference, block = parallel_pair(answer, sizes)
     try:
         check_block_scales(lambda x: block(x, mask), lambda x: reference(x, mask), x, "ParallelEncoderLayer",
                            case.description, weights=(block, reference))
     except ExerciseFailure as failure:   # the table names the constant (a LayerNorm eps, a clipped activation)
         scaled = Case(f"{case.description}, x ×1000, x ×0.001 and every weight ×10", case.args)
-        raise Mismatch(str(failure), scaled, run_scaled(answer, scaled), answer, run_scaled, same_scaled) from None
+        raise Mismatch(str(failure), scaled, run_scaled(answer, scaled), answer, run_scaled, lambda a, b: all(
+            same_output(p, q, 1e-5 * max(s, w), 1e-3) for p, q, (s, w) in zip(a, b, SCALES))) from None
     sizes, x, mask = cases[-1].args
-    block = instantiate(answer, "ParallelEncoderLayer", "(d_model, n_heads, d_ff, dropout=0.1)", sizes[0],
-                        sizes[1], sizes[2], 0.5).train()
+    block = instantiate(answer, "ParallelEncoderLayer", "(d_model, n_heads, d_ff, dropout)", *sizes[:3], 0.5).train()
     torch.manual_seed(0)
     first = block(x, mask).detach()
     torch.manual_seed(1)
@@ -416,62 +366,50 @@ q4 = Exercise(
     name="Capstone: the parallel block",
     variables=("ParallelEncoderLayer",),
     checker=check_parallel,
-    hints=("One LayerNorm, used once: both branches read the same h = norm(x), and both outputs are added to the "
-           "raw x.",
-           "__init__: self_attn = MultiHeadAttention(d_model, n_heads, dropout); feed_forward with linear1, linear2 "
-           "(section 1's FeedForward); norm = nn.LayerNorm(d_model); dropout = nn.Dropout(dropout). forward: h = "
-           "norm(x); return x + dropout(self_attn(h, h, h, mask)[0]) + dropout(feed_forward(h))."),
+    hints=("One LayerNorm, used once: both branches read h = norm(x); both outputs are added to the raw x.",
+           "__init__: self_attn = MultiHeadAttention(d_model, n_heads, dropout), feed_forward = FeedForward(...), "
+           "norm, dropout. forward: h = norm(x); return x + dropout(self_attn(h, h, h, mask)[0]) + dropout(ffn(h))."),
     solution=solution_of("lesson04", "ParallelEncoderLayer"),
     task=("**Capstone — Exercise 4, the parallel block (about 20 minutes).** GPT-J and PaLM run attention and the "
-          "feed-forward network side by side on one normalised input; their input matrix multiplications fuse, so it "
-          "trains faster (PaLM: about 15 %):\n\n"
+          "FFN side by side on one normalised input, so their input matrix multiplications fuse:\n\n"
           "$$x \\leftarrow x + \\mathrm{dropout}\\big(\\mathrm{Attn}(h)\\big) + \\mathrm{dropout}\\big(\\mathrm{FFN}"
           "(h)\\big),\\qquad h = \\mathrm{LN}(x).$$\n\n"
-          "Write `ParallelEncoderLayer(d_model, n_heads, d_ff, dropout=0.1)` with `forward(x, mask=None)`, shapes and "
-          "mask as for `EncoderLayer`, from `self_attn` (a `MultiHeadAttention`, created first), `feed_forward` "
-          "(section 1's `FeedForward`) and `norm` (one `nn.LayerNorm(d_model)`), wired yourself (no `EncoderLayer`, "
-          "`Residual`).\n\n"
-          "Then predict, and measure with `stream_norms` on `x3`, `mask3`, seeds 0–2, both stacks in eval mode: does "
-          "the stream of 8 parallel layers (`d_model=32`, `n_heads=4`, `d_ff=128`) grow from layer 1 to layer 8 "
-          "faster than, as fast as, or slower than the 8-layer Pre-LN `Encoder`'s? Why? Build the stack right after "
-          "`torch.manual_seed(seed)`: `stack = nn.Module(); stack.layers = nn.ModuleList(ParallelEncoderLayer(32, 4, "
-          "128) for _ in range(8))`. It draws no random numbers before its layers, so a seed gives both stacks the "
-          "same weights.\n\n"
-          "Checked against the formula. Stuck? `q4.solution()`. Allowed: "
-          "`from course_utils.layers import PositionwiseFeedForward` (our `FeedForward`)."),
-    starter=("import torch.nn as nn\n\n\n"
-             "class ParallelEncoderLayer(nn.Module):\n"
-             "    def __init__(self, d_model, n_heads, d_ff, dropout=0.1):\n"
-             "        super().__init__()\n"
-             "        raise NotImplementedError  # self_attn, feed_forward, norm, a dropout\n\n"
-             "    def forward(self, x, mask=None):\n"
-             "        raise NotImplementedError  # your code\n"),
+          "Write `ParallelEncoderLayer(d_model, n_heads, d_ff, dropout=0.1)`, `forward(x, mask=None)` as for "
+          "`EncoderLayer`, with attributes `self_attn` (a `MultiHeadAttention`, created first), `feed_forward` "
+          "(section 1's `FeedForward`) and `norm` (one `nn.LayerNorm(d_model)`).\n\n"
+          "Predict, then measure with `stream_norms` on `x3`, `mask3`, seeds 0–2: does a stack of 8 (`d_model=32`, "
+          "`n_heads=4`, `d_ff=128`) grow from layer 1 to 8 faster than, as fast as, or slower than the 8-layer "
+          "Pre-LN `Encoder`? Why? After `torch.manual_seed(seed)`, `stack = nn.Module(); stack.layers = "
+          "nn.ModuleList(ParallelEncoderLayer(32, 4, 128) for _ in range(8))` gets the Encoder's weights too.\n\n"
+          "Checked against the formula built from lesson 03's block (`from course_utils.attention import "
+          "MultiHeadAttention`). Stuck? `q4.solution()`."),
+    starter=("import torch.nn as nn  # so that this cell also runs on its own\n\n\n"
+             "class ParallelEncoderLayer(nn.Module):\n    def __init__(self, d_model, n_heads, d_ff, dropout=0.1):\n"
+             "        super().__init__()\n        raise NotImplementedError  # self_attn, feed_forward, norm, a dropout"
+             "\n\n    def forward(self, x, mask=None):\n        raise NotImplementedError  # your code\n"),
     mistakes=(
         Mistake("residual around the normalised input", "the stream that leaves is h + …, the normalised copy: add "
                 "the branches to the raw x",
-                variant=parallel_variant(lambda b, x, m: (lambda h: h + b.dropout(attend(b, h, m))
+                variant=parallel_variant(lambda b, x, m: (lambda h: h + b.dropout(b.attend(h, m))
                                                           + b.dropout(b.feed_forward(h)))(b.norm(x)))),
         Mistake("LayerNorm on the sublayer output", "you normalised the branches' outputs; normalise their input, "
                 "h = norm(x), and add the raw outputs",
-                variant=parallel_variant(lambda b, x, m: x + b.norm(attend(b, x, m) + b.feed_forward(x)))),
-        Mistake("Post-LN placement", "you normalised after the sum, norm(x + …): in the parallel block the norm "
-                "comes first, h = norm(x), and the sum stays raw",
-                variant=parallel_variant(lambda b, x, m: b.norm(x + attend(b, x, m) + b.feed_forward(x)))),
-        Mistake("sequential, not parallel", "your feed-forward branch reads the stream after attention was added; "
-                "in the parallel block both branches read the same h = norm(x)",
+                variant=parallel_variant(lambda b, x, m: x + b.norm(b.attend(x, m) + b.feed_forward(x)))),
+        Mistake("Post-LN placement", "you normalised after the sum, norm(x + …): the norm comes first, h = norm(x)",
+                variant=parallel_variant(lambda b, x, m: b.norm(x + b.attend(x, m) + b.feed_forward(x)))),
+        Mistake("sequential, not parallel", "your FFN reads the stream after attention was added; both branches read "
+                "the same h = norm(x)",
                 variant=parallel_variant(lambda b, x, m: (lambda y: y + b.feed_forward(b.norm(y)))(
-                    x + attend(b, b.norm(x), m)))),
+                    x + b.attend(b.norm(x), m)))),
         Mistake("feed-forward on the raw stream", "the feed-forward branch must read h = norm(x) too, not x",
-                variant=parallel_variant(lambda b, x, m: x + attend(b, b.norm(x), m) + b.feed_forward(x))),
+                variant=parallel_variant(lambda b, x, m: x + b.attend(b.norm(x), m) + b.feed_forward(x))),
         Mistake("mask ignored", "the attention branch ignores the mask: pass it, self_attn(h, h, h, mask)",
-                variant=parallel_variant(lambda b, x, m: (lambda h: x + attend(b, h, None) + b.feed_forward(h))(
+                variant=parallel_variant(lambda b, x, m: (lambda h: x + b.attend(h, None) + b.feed_forward(h))(
                     b.norm(x)))),
-        Mistake("LayerNorm eps changed", "right on ordinary inputs, wrong on tiny ones (x ×0.001), where the eps "
-                "inside the square root matters: your LayerNorm's eps is not the default 1e-5. Use "
-                "nn.LayerNorm(d_model)", variant=parallel_built(lambda b: setattr(b.norm, "eps", 1e-12))),
+        Mistake("LayerNorm eps changed", "right on ordinary inputs, wrong on tiny ones (x ×0.001): your LayerNorm's "
+                "eps is not the default 1e-5", variant=parallel_built(lambda b: setattr(b.norm, "eps", 1e-12))),
         Mistake("clipped activation", "right on ordinary activations, wrong on large ones (every weight ×10): your "
-                "feed-forward network clips them (ReLU6, hardtanh, clamp(max=…)?). Its nonlinearity is ReLU, "
-                "max(x, 0), unbounded above",
+                "FFN clips them (ReLU6, hardtanh, clamp?); its ReLU is unbounded above",
                 variant=parallel_built(lambda b: setattr(b.feed_forward, "activation", nn.ReLU6()))),
     ),
 )
