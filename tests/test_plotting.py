@@ -216,7 +216,7 @@ def test_split_diagram_rejects_bad_sizes(kwargs, error, message):
         draw_multihead_split(**kwargs)
 
 
-@pytest.mark.parametrize("norm, layer_norms, final_norms", [("both", 2, 1), ("post", 1, 0), ("pre", 1, 1)])
+@pytest.mark.parametrize("norm, layer_norms, final_norms", [("both", 2, 2), ("post", 1, 1), ("pre", 1, 1)])
 def test_residual_stream_panels(norm, layer_norms, final_norms):
     fig = draw_residual_stream(norm)
     assert len(texts(fig, gid="layernorm")) == layer_norms
