@@ -28,8 +28,7 @@ from .core import Exercise, ExerciseFailure, Mismatch, Mistake, solution_of
 
 
 def check_properties(problem, answer, cases, probe_others=False) -> None:
-    """q1 and q3 check properties (a tie is an identity, a random mask a distribution): a :class:`Mismatch` at the
-    first case where ``problem`` finds one broken; a mistake is named when its variant breaks the same kind."""
+    """A :class:`Mismatch` at the first case where ``problem`` finds a property broken (q1, q3)."""
     for case in cases:
         found = problem(answer, case)
         if found:
@@ -42,8 +41,7 @@ def check_properties(problem, answer, cases, probe_others=False) -> None:
 class TinyMLM(nn.Module):
     def __init__(self, vocab_size: int = 120, d_model: int = 16, bias: bool = True) -> None:
         super().__init__()
-        self.embedding = nn.Embedding(vocab_size, d_model)
-        self.output = nn.Linear(d_model, vocab_size, bias=bias)
+        self.embedding, self.output = nn.Embedding(vocab_size, d_model), nn.Linear(d_model, vocab_size, bias=bias)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         return self.output(self.embedding(ids))
@@ -55,8 +53,7 @@ def tying_problem(tie, case: Case) -> tuple[str, str] | None:
     vocab, d_model = model.embedding.weight.shape
     embedding, output, bias = model.embedding.weight, model.output.weight, model.output.bias
     before = sum(p.numel() for p in model.parameters())
-    returned = attempt(tie, "tie_weights", (model,), {})
-    if isinstance(returned, Raised):
+    if isinstance(returned := attempt(tie, "tie_weights", (model,), {}), Raised):
         return "raised", f"your `tie_weights` raised {returned.kind}: {returned.message}"
     if returned is not model:
         return "not returned", "`tie_weights` must return the model it was given, tied"
@@ -105,9 +102,9 @@ def check_tie_weights(ns) -> None:
 
 
 Q1_MISTAKES = (
-    Mistake("copy of the values", "the values match but they are two tensors (a copy): after one optimizer step "
-            "they drift apart — the symptom above. Assign the Parameter itself (no .data, no .clone())",
-            lambda model: (setattr(model.output.weight, "data", model.embedding.weight.data.clone()), model)[1]),
+    Mistake("copy of the values", "the values match but they are two tensors (a copy): after one optimizer step they "
+            "drift apart — the symptom above. Assign the Parameter itself (no .data, no .clone())",
+            lambda m: (setattr(m.output.weight, "data", m.embedding.weight.data.clone()), m)[1]),
     Mistake("new Parameter from the same numbers", "the layers share their numbers but are two Parameter objects "
             "(as after a .data assignment or a new nn.Parameter): the model counts both and gives each its own "
             "gradient. Assign the embedding's Parameter itself",
@@ -115,8 +112,8 @@ Q1_MISTAKES = (
     Mistake("transposed", "nn.Linear(d_model, vocab_size) stores its weight as (out, in) = (vocab_size, d_model), "
             "exactly the embedding's shape: no transpose needed",
             lambda m: (setattr(m.output, "weight", nn.Parameter(m.embedding.weight.t())), m)[1]),
-    Mistake("model not returned", "return the model (after tying it)",
-            lambda model: setattr(model.output, "weight", model.embedding.weight)),
+    Mistake("model not returned", "return the model (after tying it)", lambda m: setattr(m.output, "weight",
+                                                                                      m.embedding.weight)),
 )
 
 
@@ -166,8 +163,7 @@ def check_accuracy_by_fate(ns) -> None:
                    twins=cases(draw.twin()), atol=1e-6, rtol=1e-6, scales=())
 
 
-def on_reference(change):
-    """The variant that returns ``change(reference's dict, logits, inputs, labels)``."""
+def on_reference(change):                                   # change(the reference's dict, logits, inputs, labels)
     return lambda logits, inputs, labels: change(accuracy_by_fate(logits, inputs, labels), logits, inputs, labels)
 
 
@@ -263,8 +259,7 @@ def masking_problem(function, case: Case) -> tuple[str, str] | None:
         return "unlabelled changed", "a position without a label changed: only chosen pieces are corrupted"
     odd = inputs[changed & (inputs != MASK_ID)]
     if ((odd < N_SPECIAL_TOKENS) | (odd >= vocab_size)).any():
-        return "replacement range", (f"a random replacement is outside [{N_SPECIAL_TOKENS}, {vocab_size}): draw "
-                                     "real ids only")
+        return "replacement range", f"a random replacement is outside [7, {vocab_size}): draw real ids only"
     word = (starts & real).long().cumsum(1).masked_fill(~real, 0)                 # each piece's word number
     key = (torch.arange(len(ids))[:, None] * (ids.size(1) + 1) + word)[word > 0]  # one key per (row, word)
     pieces = torch.bincount(key, minlength=len(ids) * (ids.size(1) + 1))
@@ -315,14 +310,12 @@ def check_whole_word_mask(ns) -> None:
     check_support(torch.cat(drawn), N_SPECIAL_TOKENS, 12, "whole_word_mask", where, "random replacement ids")
 
 
-def after_mask(change):
-    """The variant that returns ``change(ids, starts, generator, vocab_size, inputs, labels)`` of the reference's."""
+def after_mask(change):                                     # change(ids, starts, generator, vocab_size, *reference)
     return lambda ids, starts, vocab_size, generator, select_prob=0.15: change(
         ids, starts, generator, vocab_size, *whole_word_mask(ids, starts, vocab_size, generator, select_prob))
 
 
-def reference_with(**planted):
-    """The reference with some of its arguments replaced (the planted bug)."""
+def reference_with(**planted):                              # the reference with some arguments planted
     return lambda ids, starts, vocab_size, generator, select_prob=0.15: whole_word_mask(
         ids, starts, vocab_size, **{"generator": generator, "select_prob": select_prob, **planted})
 
@@ -335,12 +328,11 @@ def no_forced_word(ids, starts, vocab_size, generator, select_prob=0.15):
 
 
 Q3_MISTAKES = (
-    Mistake("pieces chosen one by one", "each piece was chosen on its own, as in BERT's masking: choose *words* — "
-            "a word's pieces are chosen together or not at all",
-            lambda ids, starts, vocab_size, generator, select_prob=0.15: mask_tokens(ids, vocab_size, generator,
-                select_prob)),
-    Mistake("first piece only", "only the first piece of each chosen word is chosen: spread the choice to every "
-            "piece up to the next start", after_mask(lambda ids, starts, g, v, inputs, labels: (
+    Mistake("pieces chosen one by one", "each piece was chosen on its own, as in BERT's masking: choose *words* — a "
+            "word's pieces are chosen together or not at all", lambda ids, starts, vocab_size, generator,
+            select_prob=0.15: mask_tokens(ids, vocab_size, generator, select_prob)),
+    Mistake("first piece only", "only the first piece of each chosen word is chosen: spread the choice to every piece "
+            "up to the next start", after_mask(lambda ids, starts, g, v, inputs, labels: (
                 torch.where(starts, inputs, ids), labels.masked_fill(~starts, IGNORE_INDEX)))),
     Mistake("specials chosen", "a special token got chosen: words are made of real pieces (ids ≥ 7) only",
             reference_with(first_real_id=1)),
@@ -354,11 +346,10 @@ Q3_MISTAKES = (
             "[7, vocab_size), torch.randint(7, vocab_size, ...)", after_mask(lambda ids, starts, g, v, inputs, labels: (
                 torch.where((inputs != ids) & (inputs != MASK_ID), torch.randint(0, v, ids.shape, generator=g),
                             inputs), labels))),
-    Mistake("generator ignored", "the masks do not follow the generator: pass generator=generator to every "
-            "random draw", reference_with(generator=None)),
-    Mistake("labels everywhere", "every real piece got a label: -100 wherever the piece was not chosen",
-            after_mask(lambda ids, starts, g, v, inputs, labels: (inputs, ids.masked_fill(ids < N_SPECIAL_TOKENS,
-                                                                                          IGNORE_INDEX)))),
+    Mistake("generator ignored", "the masks do not follow the generator: pass generator=generator to every random "
+            "draw", reference_with(generator=None)),
+    Mistake("labels everywhere", "every real piece got a label: -100 wherever the piece was not chosen", after_mask(
+        lambda ids, starts, g, v, inputs, labels: (inputs, ids.masked_fill(ids < N_SPECIAL_TOKENS, IGNORE_INDEX)))),
     Mistake("ids changed in place", "`ids` changed: build the outputs out of place",
             after_mask(lambda ids, starts, g, v, inputs, labels: (ids.copy_(inputs), labels))),
 )
@@ -367,49 +358,41 @@ Q3_MISTAKES = (
 # ---------------------------------------------------------------------------- the exercises
 q1 = Exercise(
     name="Tie the output layer to the embedding", variables=("tie_weights",), checker=check_tie_weights,
-    hints=("The draft made the two matrices *equal*. Tying makes them *one*: what does the optimizer see when the "
-           "two layers hold the same Parameter object?",
-           "Assign the embedding's weight Parameter itself (not its .data, not a clone, not a new nn.Parameter) to "
-           "the output layer's weight attribute; return the model."),
+    hints=("The draft made the two matrices *equal*. Tying makes them *one*: what does the optimizer see when the two "
+           "layers hold the same Parameter object?", "Assign the embedding's weight Parameter itself (not its .data, "
+           "not a clone, not a new nn.Parameter) to the output layer's weight attribute; return the model."),
     solution=solution_of("lesson06", "tie_weights"), mistakes=Q1_MISTAKES,
-    success="Correct! One matrix now both reads tokens in and scores them out; the symptom is gone.",
-)
+    success="Correct! One matrix now both reads tokens in and scores them out; the symptom is gone.")
 
 q2 = Exercise(
     name="Accuracy by fate", variables=("accuracy_by_fate",), checker=check_accuracy_by_fate,
     hints=("Only labelled positions count (labels != -100). There, the input shows 4 ([MASK]), the label itself "
-           "(unchanged), or another token (random).",
-           "predicted = logits.argmax(dim=-1); for each fate a boolean `where`, then "
-           "(predicted[where] == labels[where]).float().mean().item(); return the three in a dict."),
+           "(unchanged), or another token (random).", "predicted = logits.argmax(dim=-1); for each fate a boolean "
+           "`where`, then (predicted[where] == labels[where]).float().mean().item(); return the three in a dict."),
     solution=solution_of("lesson06", "accuracy_by_fate"), mistakes=Q2_MISTAKES,
-    success="Correct! Now run the next cell and compare with your prediction.",
-)
-
+    success="Correct! Now run the next cell and compare with your prediction.")
 
 q3 = Exercise(
     name="Capstone: whole-word masking", variables=("whole_word_mask",), checker=check_whole_word_mask,
-    hints=("Number the words: a running count of the starts along each row gives every piece the number of its "
-           "word. Choose words by drawing at their starts, then look the choice up for every piece.",
+    hints=("Number the words: a running count of the starts along each row gives every piece the number of its word. "
+           "Choose words by drawing at their starts, then look the choice up for every piece.",
            "real = ids ≥ 7; starts &= real; picked = starts & (uniform < select_prob); a row with starts but no pick "
            "takes its start of largest uniform score; word = cumsum of starts; scatter the picks into chosen[row, "
            "word], gather chosen[row, word[piece]] for every real piece; labels and 80/10/10 as in section 3."),
     solution=solution_of("lesson06", "whole_word_mask"), mistakes=Q3_MISTAKES,
     success="Correct! Words are chosen whole, at the rate asked, and corrupted 80/10/10.",
-    task=(
-        "**Capstone — whole-word masking.** BERT's later release masks *whole words*: all pieces of a chosen word "
-        "at once.\n\n"
-        "Write `whole_word_mask(ids, starts, vocab_size, generator, select_prob=0.15)`:\n\n"
-        "* `ids (batch, seq)` torch.long (`[CLS] … [SEP]`, then `[PAD]`); `starts (batch, seq)` bool, True at each "
-        "word's first piece (`mlm.word_starts(tokenizer, ids)`: a row's first real piece and every piece that "
-        "begins with a space). A word is a start and the real pieces after it, up to the next start.\n"
-        "* Choose each word with probability `select_prob`, all its pieces together; a row with words that drew "
-        "none gets one, at random. Special tokens (ids < 7) are never chosen.\n"
-        "* Return `(inputs, labels)` as `my_mask_tokens` does (80/10/10 on every chosen piece; −100 where not "
-        "chosen); every random number from `generator`; `ids` unchanged.\n\n"
-        "Checked on random batches. Stuck? `q3.solution()`, or `from course_utils.mlm import whole_word_mask`."
-    ),
-    starter=(
-        "def whole_word_mask(ids, starts, vocab_size, generator, select_prob=0.15):\n"
-        "    raise NotImplementedError  # return inputs, labels\n"
-    ),
-)
+    task=("**Capstone — whole-word masking.** In section 2, `'ess'` stood between `'ec'` and `'ary'` in all 29 "
+          "training sentences: a hidden piece is often given away by the rest of its own word. So BERT's later "
+          "release masks *whole words*: all pieces of a chosen word at once.\n\n"
+          "Write `whole_word_mask(ids, starts, vocab_size, generator, select_prob=0.15)`:\n\n"
+          "* `ids (batch, seq)` torch.long (`[CLS] … [SEP]`, then `[PAD]`); `starts (batch, seq)` bool, True at each "
+          "word's first piece (`mlm.word_starts(tokenizer, ids)`: a row's first real piece and every piece that "
+          "begins with a space). A word is a start and the real pieces after it, up to the next start (a running "
+          "count of the starts numbers them).\n"
+          "* Choose each word with probability `select_prob`, all its pieces together; a row with words that drew "
+          "none gets one, at random. Special tokens (ids < 7) are never chosen.\n"
+          "* Return `(inputs, labels)` as `my_mask_tokens` does (80/10/10 on every chosen piece; −100 where not "
+          "chosen); every random number from `generator`; `ids` unchanged.\n\n"
+          "Checked on random batches. Stuck? `q3.solution()`, or `from course_utils.mlm import whole_word_mask`."),
+    starter="def whole_word_mask(ids, starts, vocab_size, generator, select_prob=0.15):\n"
+            "    raise NotImplementedError  # return inputs, labels\n")
