@@ -1,6 +1,4 @@
-"""Exercises of notebook 05 (a classifier): the token-99 rule at 8 ids, masked max pooling, and the capstone,
-gradient accumulation. Each: a contract check, the package's reference, a table of typical mistakes (see :mod:`.core`).
-"""
+"""Exercises of notebook 05: the token-99 rule at 8 ids, masked max pooling, the capstone (gradient accumulation)."""
 from __future__ import annotations
 
 import copy
@@ -13,6 +11,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..config import TransformerConfig
+from ..models import TransformerClassifier
+from ..small_loop import train_steps
+from ..tokenization import N_SPECIAL_TOKENS, PAD_ID
+from ..training import make_optimizer, make_scheduler
 from .asserts import (
     Case,
     Draw,
@@ -37,8 +40,7 @@ def presence_probability(vocab_size: int, seq_len: int) -> float:
     return -math.expm1(seq_len * math.log1p(-1 / vocab_size))
 
 
-def as_number(value) -> float | None:
-    """``value`` as a Python number, or ``None`` (a tensor is not one: the task asks for a float)."""
+def as_number(value) -> float | None:   # a tensor is no number: the task asks for a float
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
@@ -47,7 +49,6 @@ PRESENCE_PROBES = [Case(f"vocab_size {v}, seq_len {n}", (v, n)) for v, n in ((10
 
 
 def prediction(ns, name: str, kind: type, what: str):
-    """The learner's prediction ``ns[name]``, refused (with what to write) unless a ``kind`` (a bool is no number)."""
     value = ns.get(name)
     if isinstance(value, torch.Tensor) and value.numel() == 1:
         value = value.item()
@@ -62,12 +63,7 @@ LAST_STEP = 150
 
 @functools.lru_cache(maxsize=1)
 def rule_runs_8_tokens() -> tuple[int, tuple[tuple[int, int | None, int], ...]]:
-    """Section 2's token-99 run at 8 ids, seeds 0-2: held-out positives, and per seed (seed, first step (every 15)
-    with held-out recall above 0 or None, token-99 sequences trained on by then)."""
-    from ..config import TransformerConfig
-    from ..models import TransformerClassifier
-    from ..small_loop import train_steps
-
+    """Section 2's run at 8 ids: held-out positives; per seed 0-2 (seed, first step with recall > 0, positives seen)."""
     def sequences(n, generator):
         ids = torch.randint(7, 1000, (n, 8), generator=generator)
         return torch.cat([torch.full((n, 1), 2), ids], 1), (ids == 99).any(1).long()
@@ -95,8 +91,7 @@ def rule_runs_8_tokens() -> tuple[int, tuple[tuple[int, int | None, int], ...]]:
 
 
 def check_p_token_present(ns) -> None:
-    # a position-free and a one-position sequence, then small, medium, "expected count above 1" and huge
-    # vocabularies/lengths (where float32 or a rounding shortcut shows)
+    # no position, one position, small, medium, "expected count above 1", huge (where float32 or rounding shows)
     draw = Draw()
     small_vocab, small_len = draw.distinct(2, 3, 12)
     count_vocab = draw.integer(5, 40)
@@ -186,10 +181,8 @@ def pool_case(draw: Draw, lengths: list[int], seq: int, d_model: int, pad_id: in
         ids[row, length:] = pad_id
     hidden = draw.randn(len(lengths), seq, d_model).to(dtype)
     hidden = torch.where((ids == pad_id)[..., None], hidden + 20.0, hidden)
-    shown = ", ".join(str(n) for n in lengths)
-    description = (f"batch {len(lengths)}, seq {seq}, d_model {d_model}, pad_id {pad_id} (real tokens per row: "
-                   f"{shown}){' — ' + note if note else ''}")
-    return Case(description, (hidden, ids), {"pad_id": pad_id})
+    return Case(f"batch {len(lengths)}, seq {seq}, d_model {d_model}, pad_id {pad_id} (real tokens per row: "
+                f"{', '.join(map(str, lengths))}){' — ' + note if note else ''}", (hidden, ids), {"pad_id": pad_id})
 
 
 def max_pool_cases(draw: Draw) -> list[Case]:
@@ -300,9 +293,7 @@ q2 = Exercise(
 # ---------------------------------------------------------------------------- q3 (capstone): gradient accumulation
 
 @dataclass
-class TrainingCase:
-    """One training run: a tiny classifier, its batches, the schedule and the clipping the loop is called with."""
-
+class TrainingCase:   # one run: a tiny classifier, its batches, schedule and clipping
     description: str
     model: nn.Module
     batches: list
@@ -315,10 +306,6 @@ class TrainingCase:
 
 def training_case(draw: Draw, n_batches: int, clip: tuple, note: str, accumulate: int = 1) -> TrainingCase:
     """A random tiny ``TransformerClassifier`` (dropout 0, sizes drawn) and ``n_batches`` padded batches."""
-    from ..config import TransformerConfig
-    from ..models import TransformerClassifier
-    from ..tokenization import N_SPECIAL_TOKENS, PAD_ID
-
     n_heads = draw.choice([1, 2])
     d_model = n_heads * draw.choice([4, 6, 8, 10])
     vocab, n_classes = draw.integer(12, 40), draw.integer(2, 5)
@@ -348,8 +335,6 @@ class TrainingRecorder:
     """Wraps a model's optimizer, scheduler and loss to record what a training loop did, step by step."""
 
     def __init__(self, model: nn.Module, case: TrainingCase) -> None:
-        from ..training import make_optimizer, make_scheduler
-
         self.model = model
         self.parameters = list(model.parameters())
         self.optimizer = make_optimizer(model, lr=case.peak_lr)
@@ -473,9 +458,6 @@ def check_train_accumulated(ns) -> None:
             training_case(draw, draw.integer(6, 7), (), "", accumulate=draw.choice([2, 4]))):
         check_training_case(learner_loop, case)
     said = [prediction(ns, name, bool, "True or False") for name in ("same_update_4x16", "same_update_8_8_16_32")]
-    from ..config import TransformerConfig
-    from ..models import TransformerClassifier
-
     config = TransformerConfig(vocab_size=30, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=9, dropout=0.0)
     generator = torch.Generator().manual_seed(0)
     ids, labels = torch.randint(7, 30, (64, 9), generator=generator), torch.randint(0, 3, (64,), generator=generator)
@@ -502,7 +484,7 @@ def planted_loop(optimizer=None, clip=lambda clip_norm: clip_norm, loss=None,
     """The package's loop (the reference, with no argument), a bug planted in its optimizer methods (see
     :class:`~.asserts.Planted`), clip_norm, loss function, group size, batches or returned losses."""
     def loop(model, batch_list, loss_fn, opt, sched, accumulate, clip_norm=1.0):
-        from ..training import train_one_epoch
+        from ..training import train_one_epoch  # local: a global of this module would count as the learner's
 
         planted_opt = Planted(opt, **optimizer) if optimizer else opt
         losses = train_one_epoch(model, batches(batch_list, accumulate) if batches else batch_list,
