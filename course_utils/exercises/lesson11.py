@@ -94,10 +94,10 @@ q2 = Exercise(
     hints=("Differentiate −log σ(z) with respect to z first; then z = β·m and m = (pc − rc) − (pr − rr).",
            "d/dz [−log σ(z)] = −σ(−z) (as σ'(z) = σ(z)σ(−z)); the chain rule gives d loss / d pc = −β·σ(−β·m)."),
     solution=solution_of("lesson11", "dpo_weight"),
-    success="Correct! Wrong by far: weight near 1; right by far: near 0. Write my_prediction, then measure below.",
+    success="Correct! w = σ(−β·m) reads the margin m against the reference, not the ranking. Now my_prediction.",
     mistakes=(
-        Mistake("sign flipped", "this weight is largest for the pairs already ranked right. The derivative of "
-                "log σ(z) is σ(−z), so w = σ(−β·m)", variant=lambda pc, pr, rc, rr, b: W(pc, pr, rc, rr, -b)),
+        Mistake("sign flipped", "this weight is largest for the pairs with the largest margin m. d/dz log σ(z) = "
+                "σ(−z), so w = σ(−β·m)", variant=lambda pc, pr, rc, rr, b: W(pc, pr, rc, rr, -b)),
         Mistake("beta left out of the sigmoid", "the margin enters the loss as β·m: the sigmoid reads β·m too",
                 variant=lambda pc, pr, rc, rr, b: W(pc, pr, rc, rr, 1.0)),
         Mistake("beta multiplied in", "the task defines w without the β outside: d loss / d policy_chosen = −β·w",
