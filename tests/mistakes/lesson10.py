@@ -89,8 +89,8 @@ SAVED_MISTAKES = [
             PRELUDE),
     Mistake("lesson10", "q3", "scaled by the rows alone", LAYER + "    return 0.625 * rows / 64\n", "should",
             PRELUDE),
-    Mistake("lesson10", "q3", "a string", LAYER + "    return f'{rows * (source_len + target_len - 1) * d_model * 4} B'\n",
-            "should", PRELUDE),
+    Mistake("lesson10", "q3", "a string",
+            LAYER + "    return f'{rows * (source_len + target_len - 1) * d_model * 4} B'\n", "should", PRELUDE),
 ]
 SAVED_ALTERNATIVES = [
     Alternative("lesson10", "q3", "in bytes, then MiB", LAYER + "    encoder, decoder = source_len, target_len - 1\n"
