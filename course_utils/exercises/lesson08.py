@@ -53,10 +53,20 @@ def stream_cases(draw: Draw) -> list[Case]:
 
 
 def check_training_pairs(ns) -> None:
+    """The bug named first (``colleague_target_offset``, read when written), then the pairs on random streams."""
+    offset = ns.get("colleague_target_offset")
+    if isinstance(offset, torch.Tensor) and offset.numel() == 1:
+        offset = offset.item()
+    if offset is not None and offset != COLLEAGUE_OFFSET:
+        raise ExerciseFailure(OFFSET_MISTAKES.get(offset, f"`colleague_target_offset` is {offset!r}: print one row "
+                                                          "of their pairs as tokens and compare targets with inputs."))
     cases = stream_cases(draw := Draw())
     check_function(learner_function(ns, "training_pairs"), training_pairs_reference, cases, "training_pairs",
                    probes=cases, twins=stream_cases(draw.twin()),
                    forbidden={"the package's course_utils.losses.shift_for_lm": losses.shift_for_lm})
+    if offset is None:
+        raise ExerciseFailure("your pairs are right; now name the colleague's bug in `colleague_target_offset`: their "
+                              "target at position t is stream[start + t + offset] for which offset?")
 
 
 def colleague_pairs(stream: torch.Tensor, starts: torch.Tensor, block: int):
@@ -83,6 +93,13 @@ def colleague_train(make_pairs, stream: torch.Tensor, config, steps: int = 100, 
     return loss.item()
 
 
+COLLEAGUE_OFFSET = -1   # the colleague's target at position t: stream[start + t - 1]
+OFFSET_MISTAKES = {     # wrong names of their bug (a number the check reads, so declared here, not as variants)
+    1: "`colleague_target_offset` is 1: that is the right target (the next token). Look at their printed row again: "
+       "each of their targets appears among the inputs one position *earlier*, not later",
+    0: "`colleague_target_offset` is 0: then every target would equal its input. In their printed row each target "
+       "is the input one position before",
+}
 PAIRS = training_pairs_reference  # the table's variants are built from it
 PAIRS_MISTAKES = (
     Mistake("not a pair", "`training_pairs` should return a pair (inputs, targets)",
@@ -294,7 +311,7 @@ q1 = Exercise(
            "which is it asked for? Can a causal model see that token?",
            "Input positions, one row per start: start + 0 … block - 1 (a column of starts plus a range). Inputs: the "
            "stream there; targets: one position further on; both (rows, block). Return (inputs, targets)."),
-    solution=solution_of("lesson08", "training_pairs"),
+    solution=solution_of("lesson08", "colleague_target_offset", "training_pairs"),
     mistakes=PAIRS_MISTAKES,
     success="Correct! The colleague's targets were the tokens *before* the inputs, which a causal position sees: the "
             "model copied them. Rerun their loop with your function and compare its loss with your prediction.",
@@ -490,7 +507,7 @@ q3 = Exercise(
             "full window. Run the next cell to compare your prediction.",
     task=(
         "## Capstone · Generating past the context (about 30 minutes)\n\n"
-        "The model has positions 0 … max_len − 1 (64 here), so `decoding.generate` stops there. Write "
+        "The model has positions 0 … max_len − 1 (64 here), so `decoding.generate` refuses to go past them. Write "
         "`generate_long(model, prompt_ids, max_new_tokens)`: greedy decoding from a `(batch, P)` prompt without "
         "padding, P ≤ max_len, for any `max_new_tokens`, returning `(batch, P + max_new_tokens)` long ids. Each "
         "next token is the arg-max of the last position's logits, scored from the whole row while it holds at most "
@@ -498,9 +515,9 @@ q3 = Exercise(
         "Feed the model as few positions as this rule allows: a KV cache while the row fits; past that, decide "
         "what the cache can keep. Call `model.eval()`; work under `torch.no_grad()`.\n\n"
         "First predict how many positions it feeds for `The default value of the` (7 tokens with `[BOS]`) and 150 "
-        "new tokens; the cell after the check counts them.\n\n"
+        "new tokens.\n\n"
         "Checked: your tokens and positions fed, on small random GPTs. Stuck? `q3.hint()`, `q3.solution()`, or "
-        "`from course_utils.exercises.lesson08 import generate_long_reference` (it re-reads every window)."
+        "`from course_utils.exercises.lesson08 import generate_long_reference`."
     ),
     starter=(
         "def generate_long(model, prompt_ids, max_new_tokens):\n"

@@ -39,6 +39,15 @@ MISTAKES = [
       '    inputs = stream[starts[:, None] + torch.arange(block)]\n'
       '    return inputs, inputs.roll(-1, dims=1)\n',
       'differ'),
+    q('q1', 'bug named as the right target',
+      'colleague_target_offset = 1\n' + lesson08.q1.solution.split('colleague_target_offset = -1', 1)[1],
+      'that is the right target'),
+    q('q1', 'bug named as a copy of the input',
+      'colleague_target_offset = 0\n' + lesson08.q1.solution.split('colleague_target_offset = -1', 1)[1],
+      'every target would equal its input'),
+    q('q1', 'right pairs, bug not named',
+      lesson08.q1.solution.replace('colleague_target_offset = -1', ''),
+      'name the colleague'),
     # q2: top-p
     q('q2', 'zero instead of -inf',
       plant(TOP_P, "float('-inf')", '0.0'),
@@ -69,11 +78,13 @@ MISTAKES = [
 ALTERNATIVES = [
     # q1
     right('q1', 'a loop over starts, stacked',
+          'colleague_target_offset = -1\n'
           'def training_pairs(stream, starts, block):\n'
           '    rows = [stream[s:s + block + 1] for s in starts.tolist()]\n'
           '    windows = torch.stack(rows)\n'
           '    return windows[:, :-1], windows[:, 1:]\n'),
     right('q1', 'unfold, as a list',
+          'colleague_target_offset = torch.tensor(-1)\n'
           'def training_pairs(stream, starts, block):\n'
           '    windows = stream.unfold(0, block + 1, 1)[starts]\n'
           '    return [windows[:, :block].clone(), windows[:, 1:].clone()]\n'),

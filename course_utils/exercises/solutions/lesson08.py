@@ -2,6 +2,8 @@
 
 import torch
 
+colleague_target_offset = -1   # their row: each target is the input one position before
+
 
 def training_pairs(stream, starts, block):
     idx = starts[:, None] + torch.arange(block)                # (rows, block): positions of the inputs
