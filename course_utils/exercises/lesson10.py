@@ -399,10 +399,10 @@ class NotReset(BucketedAllReduce):
 
 
 SYNC_MISTAKES = (
-    Mistake("sent at its last-listed gradient", "a bucket was sent when the hook of its last-listed parameter "
-            "fired, but inside a block the gradients arrive in another order (section 6 counted it), so some were "
-            "not there yet. Count the gradients each bucket still misses and send it when the count reaches 0 "
-            "(real DDP even rebuilds its buckets in the observed order after the first step)",
+    Mistake("sent at its last-listed gradient", "a bucket was sent when the hook of its last parameter (in the "
+            "bucket's own order) fired, but inside a block the gradients arrive in another order (section 6 "
+            "counted it), so some were not there yet. Count the gradients each bucket still misses and send it "
+            "when the count reaches 0 (real DDP even rebuilds its buckets in the observed order after the first step)",
             variant=LastListedSends, shows=lambda case, got, _: got.get("none grad")),
     Mistake("summed, not averaged", "every gradient is world_size times DDP's: DDP *averages* — divide each "
             "bucket by dist.get_world_size() after its all-reduce (a SUM)", variant=SummedNotAveraged,
@@ -509,7 +509,8 @@ q2 = Exercise(
            "of its gradients are final, in whatever order they came. What must the hook remember, and what must "
            "wait() undo for the next step? To debug, build it on copy.deepcopy(model) and run one backward in a "
            "group of one, as in section 6.",
-           "In gradient_ready(p): count down self.missing of p's bucket; at zero, torch.cat the bucket's grads, "
+           "Keep, per bucket, a count of the gradients it still misses (set in __init__); in gradient_ready(p) count "
+           "down p's bucket; at zero, torch.cat the bucket's grads, "
            "keep (bucket, buffer, dist.all_reduce(buffer, async_op=True)). In wait(): .wait() each, divide by "
            "dist.get_world_size(), copy the slices back into each .grad, reset the counts."),
     solution=solution_of("lesson10", "BucketedAllReduce"),
@@ -533,7 +534,6 @@ q2 = Exercise(
              "                self.buckets.append([])\n                size = 0\n"
              "            self.buckets[-1].append(p)\n            size += p.numel()\n"
              "        self.bucket_of = {p: i for i, bucket in enumerate(self.buckets) for p in bucket}\n"
-             "        self.missing = [len(bucket) for bucket in self.buckets]   # gradients each bucket waits for\n"
              "        self.in_flight = []                                 # (bucket index, buffer, work) sent\n"
              "        for p in self.bucket_of:\n"
              "            p.register_post_accumulate_grad_hook(self.gradient_ready)\n\n"
