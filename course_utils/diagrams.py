@@ -489,7 +489,7 @@ def draw_residual_panel(ax: plt.Axes, x: float, placement: str) -> None:
         draw_arrow(ax, (x, add_y + 0.2), layer_norm.bottom, colour=STREAM_COLOUR, linewidth=3.5)
         draw_arrow(ax, layer_norm.top, (x, out_y - 0.2), colour=STREAM_COLOUR, linewidth=3.5)
         branch_end = sublayer.bottom
-        title = "Post-LN (original paper)\n$x \\leftarrow \\mathrm{LayerNorm}(x + \\mathrm{Sublayer}(x))$"
+        title = "Post-LN (as built here)\n$x \\leftarrow \\mathrm{LayerNorm}(x + \\mathrm{Sublayer}(x))$"
         caption = "LayerNorm on the stream:\nrenormalised every layer"
     else:
         layer_norm = draw_box(ax, branch_x, 1.75, "LayerNorm", gid="layernorm", **norm_style)

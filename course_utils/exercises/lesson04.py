@@ -367,8 +367,8 @@ q4 = Exercise(
     variables=("ParallelEncoderLayer",),
     checker=check_parallel,
     hints=("One LayerNorm, used once: both branches read h = norm(x); both outputs are added to the raw x.",
-           "__init__: self_attn = MultiHeadAttention(d_model, n_heads, dropout), feed_forward = FeedForward(...), "
-           "norm, dropout. forward: h = norm(x); return x + dropout(self_attn(h, h, h, mask)[0]) + dropout(ffn(h))."),
+           "Create the three attributes the task names, in that order, then one nn.Dropout(dropout) for each "
+           "branch's output; forward normalises x once."),
     solution=solution_of("lesson04", "ParallelEncoderLayer"),
     task=("**Capstone — Exercise 4, the parallel block (about 20 minutes).** GPT-J and PaLM run attention and the "
           "FFN side by side on one normalised input, so their input matrix multiplications fuse:\n\n"
@@ -377,15 +377,15 @@ q4 = Exercise(
           "Write `ParallelEncoderLayer(d_model, n_heads, d_ff, dropout=0.1)`, `forward(x, mask=None)` as for "
           "`EncoderLayer`, with attributes `self_attn` (a `MultiHeadAttention`, created first), `feed_forward` "
           "(section 1's `FeedForward`) and `norm` (one `nn.LayerNorm(d_model)`).\n\n"
-          "Predict, then measure with `stream_norms` on `x3`, `mask3`, seeds 0–2: does a stack of 8 (`d_model=32`, "
-          "`n_heads=4`, `d_ff=128`) grow from layer 1 to 8 faster than, as fast as, or slower than the 8-layer "
-          "Pre-LN `Encoder`? Why? After `torch.manual_seed(seed)`, `stack = nn.Module(); stack.layers = "
-          "nn.ModuleList(ParallelEncoderLayer(32, 4, 128) for _ in range(8))` gets the Encoder's weights too.\n\n"
-          "Checked against the formula built from lesson 03's block (`from course_utils.attention import "
-          "MultiHeadAttention`). Stuck? `q4.solution()`."),
-    starter=("import torch.nn as nn  # so that this cell also runs on its own\n\n\n"
+          "Predict, then measure: (a) how many parameters fewer than `EncoderLayer(32, 4, 128)` has "
+          "`ParallelEncoderLayer(32, 4, 128)`? (b) Does a stack of 8 grow from layer 1 to 8 (`stream_norms` on `x3`, "
+          "`mask3`, seeds 0–2) faster than, as fast as, or slower than the 8-layer Pre-LN `Encoder`? Why? After "
+          "`torch.manual_seed(seed)`, `stack = nn.Module(); stack.layers = nn.ModuleList(ParallelEncoderLayer(32, 4, "
+          "128) for _ in range(8))` gets the Encoder's weights too.\n\n"
+          "Stuck? `q4.solution()`; lesson 03's block: `from course_utils.attention import MultiHeadAttention`."),
+    starter=("import torch.nn as nn\n\n\n"
              "class ParallelEncoderLayer(nn.Module):\n    def __init__(self, d_model, n_heads, d_ff, dropout=0.1):\n"
-             "        super().__init__()\n        raise NotImplementedError  # self_attn, feed_forward, norm, a dropout"
+             "        super().__init__()\n        raise NotImplementedError  # your code"
              "\n\n    def forward(self, x, mask=None):\n        raise NotImplementedError  # your code\n"),
     mistakes=(
         Mistake("residual around the normalised input", "the stream that leaves is h + …, the normalised copy: add "
