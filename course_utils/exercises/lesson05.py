@@ -114,7 +114,8 @@ def check_p_token_present(ns) -> None:
     share, (positives, runs) = presence_probability(993, 8), rule_runs_8_tokens()
     print(f"8 ids per sequence: token 99 in {share:.2%} of them, {32 * share:.2f} per batch of 32 on average (32 ids: "
           f"{presence_probability(993, 32):.2%}, {32 * presence_probability(993, 32):.2f}). Section 2's model and "
-          f"recipe, evaluated every 15 steps on 1,000 held-out sequences ({positives} contain token 99):")
+          f"recipe, evaluated every 15 steps on 1,000 held-out sequences; only {positives} contain token 99, so "
+          f"'recall leaves 0' means the model catches at least one of those {positives}:")
     for seed, first, seen in runs:
         off = abs(guess - (first or LAST_STEP + 15)) > 15
         print(f"  model seed {seed}: recall of class 1 leaves 0 at step {first or f'> {LAST_STEP}'}, after "
@@ -269,11 +270,14 @@ q1 = Exercise(
            "none of the seq_len independent positions does?",
            "miss = 1 minus the chance of the token at one position; absent = miss to the power seq_len; the answer "
            "is 1 minus absent — returned as a Python float (checked on huge vocabularies too, so no float32).",
-           "The prediction: at 8 ids, how many token-99 sequences does a batch of 32 hold on average, and how many had "
-           "section 2's model seen by step 90? Decide whether that number or the number of steps sets the moment, "
-           "then write your step and let the check measure it."),
+           "The prediction: at 8 ids, how many token-99 sequences does a batch of 32 hold on average? Write the step "
+           "you expect, then let the check measure it."),
     solution=solution_of("lesson05", "p_token_present", "recall_leaves_0_at"),
     mistakes=PRESENCE_MISTAKES,
+    success="Your probability is right. The reading of the steps above: at 8 ids each batch holds about a quarter as "
+            "many token-99 sequences, yet recall left 0 near the step it did at 32 ids. Here the number of updates, "
+            "not the number of token-99 sequences seen, sets the moment, on thin evidence: three seeds at 8 ids, one "
+            "at 32, and a handful of held-out positives deciding each step.",
 )
 
 q2 = Exercise(
@@ -537,8 +541,9 @@ q3 = Exercise(
             "rounding. Unequal ones: the mean of means gives each batch the same weight, so each string of a batch of "
             "8 counts 4 times as much as one of a batch of 32 — another update.",
     task=(
-        "**Capstone — gradient accumulation (about 30 minutes).** Write `train_accumulated(model, batches, loss_fn, "
-        "optimizer, scheduler, accumulate, clip_norm=1.0)`:\n\n"
+        "**Capstone — gradient accumulation (about 30 minutes).** Why: a batch too big for memory is fed as several "
+        "small ones before one optimizer step. Write `train_accumulated(model, batches, loss_fn, optimizer, scheduler, "
+        "accumulate, clip_norm=1.0)`:\n\n"
         "* one pass over `batches` (a list), **one optimizer step per `accumulate` consecutive batches**; a shorter "
         "last group steps too;\n"
         "* each update equals one step on the **mean of its batches' gradients**, clipped to `clip_norm` (none when "
@@ -547,8 +552,8 @@ q3 = Exercise(
         "First **predict**, in `same_update_4x16` and `same_update_8_8_16_32` (True or False): with dropout 0, plain "
         "SGD and no clipping, do 4 accumulated batches of 16 give the update of one batch of the same 64 strings? "
         "Batches of 8, 8, 16, 32? The check measures both.\n\n"
-        "How it is checked: step for step against the course's own accumulation, on random batches. Stuck? "
-        "`q3.solution()`, or move on with `from course_utils.training import train_one_epoch`."
+        "Checked step for step against the course's own accumulation, on random batches. Stuck? `q3.solution()`, or "
+        "move on with `from course_utils.training import train_one_epoch`."
     ),
     starter=(
         "same_update_4x16 = ...       # True or False: 4 batches of 16 accumulated = one batch of 64?\n"
