@@ -381,7 +381,7 @@ q4 = Exercise(
           "`ParallelEncoderLayer(32, 4, 128)`? (b) Does a stack of 8 grow from layer 1 to 8 (`stream_norms` on `x3`, "
           "`mask3`, seeds 0–2) faster than, as fast as, or slower than the 8-layer Pre-LN `Encoder`? Why? After "
           "`torch.manual_seed(seed)`, `stack = nn.Module(); stack.layers = nn.ModuleList(ParallelEncoderLayer(32, 4, "
-          "128) for _ in range(8))` gets the Encoder's weights too.\n\n"
+          "128) for _ in range(8))` gets the Encoder's weights too; call `stack.eval()` before measuring.\n\n"
           "Stuck? `q4.solution()`; lesson 03's block: `from course_utils.attention import MultiHeadAttention`."),
     starter=("import torch.nn as nn\n\n\n"
              "class ParallelEncoderLayer(nn.Module):\n    def __init__(self, d_model, n_heads, d_ff, dropout=0.1):\n"
