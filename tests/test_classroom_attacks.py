@@ -75,7 +75,7 @@ def test_no_attack_earns_a_grade_and_the_rest_is_still_graded(hostile_class, att
     rows = hostile_class[attack]
     assert rows["lesson05.q2"][0] != "correct", rows["lesson05.q2"]
     if attack != "pipes":   # forged lines in the grader's channel void the whole notebook (see below)
-        assert rows[BEFORE] == ("correct", "Correct!"), rows
+        assert rows[BEFORE] == ("correct", lesson05.q1.success), rows
         for key in AFTER:
             status, message = rows[key]
             assert status == "correct" or (status == "error" and message), rows
@@ -166,7 +166,7 @@ def test_an_answer_rebound_above_its_check_is_graded_as_the_check_cell_saw_it(ho
     grader does not count (``exec`` runs text no scan can read)."""
     status, message = hostile_class[f"spoiled_{how}"]["lesson05.q2"]
     assert status == "incorrect" and WRONG_MESSAGE in message
-    assert hostile_class[f"spoiled_{how}"]["lesson05.q1"] == ("correct", "Correct!")
+    assert hostile_class[f"spoiled_{how}"]["lesson05.q1"] == ("correct", lesson05.q1.success)
     status, message = hostile_class[f"repaired_{how}"]["lesson05.q2"]
     if how == "exec":
         assert status == "error" and "`exec`" in message
